@@ -1,0 +1,140 @@
+//! Host arrays: the data that flows into and out of functions outside of tracing.
+
+use crate::dtype::DType;
+use ndarray::{ArrayD, ArrayViewD, IxDyn};
+
+/// An owned n-dimensional array of any supported dtype.
+///
+/// This is what [`crate::NumericalFunction::call_dyn`] and [`crate::graph::eval`] take and
+/// return; for `f64` data the typed [`crate::NumericalFunction::call`] is simpler.
+///
+/// ```
+/// use anvil::{HostArray, DType, ndarray::arr1};
+/// let a = HostArray::from(arr1(&[1.0f32, 2.0]).into_dyn());
+/// assert_eq!(a.dtype(), DType::F32);
+/// assert_eq!(a.shape(), &[2]);
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub enum HostArray {
+    /// `bool` elements.
+    Bool(ArrayD<bool>),
+    /// `i32` elements.
+    I32(ArrayD<i32>),
+    /// `i64` elements.
+    I64(ArrayD<i64>),
+    /// `f32` elements.
+    F32(ArrayD<f32>),
+    /// `f64` elements.
+    F64(ArrayD<f64>),
+}
+
+/// Applies `$body` to the array inside a [`HostArray`], whatever its element type.
+macro_rules! with_host_array {
+    ($value:expr, $a:ident => $body:expr) => {
+        match $value {
+            HostArray::Bool($a) => $body,
+            HostArray::I32($a) => $body,
+            HostArray::I64($a) => $body,
+            HostArray::F32($a) => $body,
+            HostArray::F64($a) => $body,
+        }
+    };
+}
+
+impl HostArray {
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        match self {
+            HostArray::Bool(_) => DType::Bool,
+            HostArray::I32(_) => DType::I32,
+            HostArray::I64(_) => DType::I64,
+            HostArray::F32(_) => DType::F32,
+            HostArray::F64(_) => DType::F64,
+        }
+    }
+
+    /// The shape.
+    pub fn shape(&self) -> &[usize] {
+        with_host_array!(self, a => a.shape())
+    }
+
+    /// The elements in row-major order, converted to `f64`.
+    pub fn to_f64_vec(&self) -> Vec<f64> {
+        with_host_array!(self, a => a.iter().map(|&v| Element::to_f64(v)).collect())
+    }
+
+    /// The array converted to `f64`.
+    pub fn to_f64(&self) -> ArrayD<f64> {
+        with_host_array!(self, a => a.mapv(Element::to_f64))
+    }
+
+    /// A zero-filled array of the given dtype and shape.
+    pub fn zeros(dtype: DType, shape: &[usize]) -> Self {
+        let dim = IxDyn(shape);
+        match dtype {
+            DType::Bool => HostArray::Bool(ArrayD::from_elem(dim, false)),
+            DType::I32 => HostArray::I32(ArrayD::zeros(dim)),
+            DType::I64 => HostArray::I64(ArrayD::zeros(dim)),
+            DType::F32 => HostArray::F32(ArrayD::zeros(dim)),
+            DType::F64 => HostArray::F64(ArrayD::zeros(dim)),
+        }
+    }
+
+    /// The raw bytes of the elements in row-major order (native endianness).
+    pub fn to_ne_bytes(&self) -> Vec<u8> {
+        let mut out =
+            Vec::with_capacity(self.shape().iter().product::<usize>() * self.dtype().size());
+        with_host_array!(self, a => for v in a.iter() { v.push_bytes(&mut out) });
+        out
+    }
+}
+
+/// A Rust element type that anvil arrays can hold: `f64`, `f32`, `i64`, `i32`, `bool`.
+pub trait Element: Copy + Send + Sync + 'static + std::fmt::Debug {
+    /// The matching [`DType`].
+    const DTYPE: DType;
+    /// Wraps an owned array.
+    fn wrap(array: ArrayD<Self>) -> HostArray;
+    /// Borrows the array inside `host` if it has this element type.
+    fn view(host: &HostArray) -> Option<ArrayViewD<'_, Self>>;
+    /// The value as `f64` (`true` is 1).
+    fn to_f64(self) -> f64;
+    /// Appends the native-endian bytes of the value.
+    fn push_bytes(self, out: &mut Vec<u8>);
+}
+
+macro_rules! impl_element {
+    ($t:ty, $variant:ident, $to_f64:expr, $bytes:expr) => {
+        impl Element for $t {
+            const DTYPE: DType = DType::$variant;
+            fn wrap(array: ArrayD<Self>) -> HostArray {
+                HostArray::$variant(array)
+            }
+            fn view(host: &HostArray) -> Option<ArrayViewD<'_, Self>> {
+                match host {
+                    HostArray::$variant(a) => Some(a.view()),
+                    _ => None,
+                }
+            }
+            fn to_f64(self) -> f64 {
+                $to_f64(self)
+            }
+            fn push_bytes(self, out: &mut Vec<u8>) {
+                out.extend_from_slice(&$bytes(self));
+            }
+        }
+        impl From<ArrayD<$t>> for HostArray {
+            fn from(array: ArrayD<$t>) -> Self {
+                HostArray::$variant(array)
+            }
+        }
+    };
+}
+
+impl_element!(f64, F64, |v: f64| v, |v: f64| v.to_ne_bytes());
+impl_element!(f32, F32, |v: f32| v as f64, |v: f32| v.to_ne_bytes());
+impl_element!(i64, I64, |v: i64| v as f64, |v: i64| v.to_ne_bytes());
+impl_element!(i32, I32, |v: i32| v as f64, |v: i32| v.to_ne_bytes());
+impl_element!(bool, Bool, |v: bool| v as u8 as f64, |v: bool| [v as u8]);
+
+pub(crate) use with_host_array;

@@ -1,0 +1,145 @@
+//! The one error type of anvil.
+//!
+//! Every mistake a user can make (shapes that do not broadcast, an input array of the wrong
+//! shape, an invalid function name, a missing C++ compiler, ...) surfaces as an [`Error`],
+//! never as a panic.
+
+use std::fmt;
+use std::panic::Location;
+use std::path::PathBuf;
+
+/// `Result<T, anvil::Error>`.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Where in the caller's code an op was written (from `#[track_caller]`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SourceLocation {
+    /// Source file of the caller.
+    pub file: &'static str,
+    /// Line in that file.
+    pub line: u32,
+    /// Column in that line.
+    pub column: u32,
+}
+
+impl SourceLocation {
+    /// The location of the caller of the current `#[track_caller]` function.
+    #[track_caller]
+    pub fn caller() -> Self {
+        let loc = Location::caller();
+        SourceLocation {
+            file: loc.file(),
+            line: loc.line(),
+            column: loc.column(),
+        }
+    }
+}
+
+impl fmt::Display for SourceLocation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}", self.file, self.line, self.column)
+    }
+}
+
+/// Everything that can go wrong in anvil.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum Error {
+    /// An op was given operands it cannot work with (shapes, axes, dtypes).
+    #[error("`{op}`: {message} (at {location})")]
+    Op {
+        /// The op, as the user wrote it (`add`, `matmul`, `reshape`, ...).
+        op: &'static str,
+        /// What was wrong, with the shapes involved.
+        message: String,
+        /// The user's source line.
+        location: SourceLocation,
+    },
+    /// A function was called or traced with the wrong number of arguments.
+    #[error("function `{function}` takes {expected} input(s), but {got} were given")]
+    ArgumentCount {
+        /// The function's name.
+        function: String,
+        /// The number of inputs it was declared with.
+        expected: usize,
+        /// The number it was given.
+        got: usize,
+    },
+    /// An input array does not match its declared `Arg`.
+    #[error("function `{function}`, input {index}: expected {expected}, got {got}")]
+    InputMismatch {
+        /// The function's name.
+        function: String,
+        /// Position of the input.
+        index: usize,
+        /// What the `Arg` declares (shape and dtype).
+        expected: String,
+        /// What was passed.
+        got: String,
+    },
+    /// A function, module or constant name that cannot be used in generated C++.
+    #[error("invalid name `{name}`: {reason}")]
+    InvalidName {
+        /// The offending name.
+        name: String,
+        /// Why it is rejected.
+        reason: String,
+    },
+    /// A file or directory could not be read or written.
+    #[error("{action} `{path}`: {message}")]
+    Io {
+        /// What anvil tried to do (`create directory`, `write`, ...).
+        action: &'static str,
+        /// The path involved.
+        path: PathBuf,
+        /// The operating system's message.
+        message: String,
+    },
+    /// No C++ compiler could be found for the JIT.
+    #[error(
+        "no C++ compiler found (tried {tried}). Install one (e.g. `apt-get install g++`) \
+         or set $CXX to its path"
+    )]
+    CompilerNotFound {
+        /// The commands that were tried.
+        tried: String,
+    },
+    /// The C++ compiler rejected generated code (a bug in anvil, or bad flags).
+    #[error("C++ compilation of `{source_path}` failed ({command}):\n{message}")]
+    Compile {
+        /// The generated source file that failed.
+        source_path: PathBuf,
+        /// The compiler command line.
+        command: String,
+        /// The compiler's output.
+        message: String,
+    },
+    /// A compiled library could not be loaded or lacks an entry point.
+    #[error("loading `{path}`: {message}")]
+    Load {
+        /// The shared library.
+        path: PathBuf,
+        /// The loader's message.
+        message: String,
+    },
+}
+
+impl Error {
+    /// An [`Error::Op`] at the caller's location.
+    #[track_caller]
+    pub(crate) fn op(op: &'static str, message: impl Into<String>) -> Self {
+        Error::Op {
+            op,
+            message: message.into(),
+            location: SourceLocation::caller(),
+        }
+    }
+
+    /// An [`Error::Io`] from a `std::io::Error`.
+    pub(crate) fn io(action: &'static str, path: impl Into<PathBuf>, err: std::io::Error) -> Self {
+        Error::Io {
+            action,
+            path: path.into(),
+            message: err.to_string(),
+        }
+    }
+}

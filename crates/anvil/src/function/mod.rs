@@ -1,0 +1,15 @@
+//! Functions: tracing, calling through the JIT, and writing C++ modules.
+
+mod arg;
+mod codegen_constant;
+mod module;
+mod names;
+mod numerical;
+mod outputs;
+
+pub use arg::Arg;
+pub use codegen_constant::{CodegenIntConstant, IntType};
+pub use module::{generate_module, generate_module_with_constants};
+pub use names::check_identifier;
+pub use numerical::NumericalFunction;
+pub use outputs::IntoOutputs;

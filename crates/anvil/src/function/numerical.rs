@@ -1,0 +1,298 @@
+//! `NumericalFunction`: a traced function, callable through the JIT and emittable as C++.
+
+use super::arg::Arg;
+use super::names::check_identifier;
+use super::outputs::IntoOutputs;
+use crate::array::{Element, HostArray};
+use crate::error::{Error, Result};
+use crate::graph::{self, NodeRef};
+use crate::jit::{self, CompilerOptions, JitFunction};
+use crate::lower::{self, Program};
+use crate::render::{self, FunctionSource, SparsePattern};
+use crate::tensor::Tensor;
+use ndarray::{ArrayD, ArrayViewD};
+use std::ffi::c_void;
+use std::fmt;
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// A traced numerical function: a graph from typed inputs to outputs, which runs as
+/// JIT-compiled native code ([`call`](Self::call)) or is written into a C++ module
+/// ([`crate::generate_module`]).
+///
+/// ```
+/// use anvil::{Arg, NumericalFunction, ndarray::array};
+/// # fn main() -> anvil::Result<()> {
+/// let f = NumericalFunction::new("split", |[x, y]| (&x + &y, &x * &y), [Arg::new(3), Arg::new(3)])?;
+/// let (x, y) = (array![1.0, 2.0, 3.0].into_dyn(), array![4.0, 5.0, 6.0].into_dyn());
+/// let out = f.eval(&[x.view(), y.view()])?; // the reference interpreter
+/// assert_eq!(out[0], array![5.0, 7.0, 9.0].into_dyn());
+/// assert_eq!(out[1], array![4.0, 10.0, 18.0].into_dyn());
+/// # Ok(()) }
+/// ```
+pub struct NumericalFunction {
+    name: String,
+    inputs: Vec<Arg>,
+    outputs: Vec<Arg>,
+    output_nodes: Vec<NodeRef>,
+    sparsity: Option<SparsePattern>,
+    compiler: CompilerOptions,
+    program: OnceLock<Program>,
+    jit: Mutex<Option<Arc<JitFunction>>>,
+}
+
+impl NumericalFunction {
+    /// Traces `f` on symbolic inputs described by `inputs`.
+    ///
+    /// Fails if `name` is not a valid C++ identifier or if any op in `f` failed (shapes
+    /// that do not broadcast, ...): the error names the op, the shapes and your source line.
+    pub fn new<const N: usize, O: IntoOutputs>(
+        name: &str,
+        f: impl FnOnce([Tensor; N]) -> O,
+        inputs: [Arg; N],
+    ) -> Result<Self> {
+        let symbols: [Tensor; N] =
+            std::array::from_fn(|i| Tensor::input(i, inputs[i].shape.clone(), inputs[i].dtype));
+        let outputs = f(symbols).into_outputs()?;
+        Self::from_tensors(name, inputs.to_vec(), &outputs)
+    }
+
+    /// A function from already-traced outputs over `Tensor::input(i, ..)` symbols described
+    /// by `inputs` (what graph transforms build).
+    pub fn from_tensors(name: &str, inputs: Vec<Arg>, outputs: &[Tensor]) -> Result<Self> {
+        check_identifier(name, "function")?;
+        let output_nodes = crate::tensor::nodes_of(outputs)?;
+        if output_nodes.is_empty() {
+            return Err(Error::InvalidName {
+                name: name.into(),
+                reason: "a function must return at least one tensor".into(),
+            });
+        }
+        for node in graph::toposort(&output_nodes) {
+            if let graph::Op::Input(i) = node.op {
+                let declared = inputs.get(i);
+                if declared.is_none_or(|a| a.shape != node.shape || a.dtype != node.dtype) {
+                    return Err(Error::InputMismatch {
+                        function: name.into(),
+                        index: i,
+                        expected: declared.map_or("no such input".into(), |a| a.to_string()),
+                        got: format!(
+                            "a traced input {} array of shape {:?}",
+                            node.dtype, node.shape
+                        ),
+                    });
+                }
+            }
+        }
+        let outputs = output_nodes
+            .iter()
+            .map(|n| Arg::with_dtype(n.shape.clone(), n.dtype))
+            .collect();
+        Ok(NumericalFunction {
+            name: name.into(),
+            inputs,
+            outputs,
+            output_nodes,
+            sparsity: None,
+            compiler: CompilerOptions::default(),
+            program: OnceLock::new(),
+            jit: Mutex::new(None),
+        })
+    }
+
+    /// The same function with other JIT compiler options (before the first call).
+    pub fn with_compiler(mut self, options: CompilerOptions) -> Self {
+        self.compiler = options;
+        self.jit = Mutex::new(None);
+        self
+    }
+
+    /// The same function, declared to return the non-zeros of a sparse matrix (CSC order).
+    pub fn with_sparsity(mut self, pattern: SparsePattern) -> Self {
+        self.sparsity = Some(pattern);
+        self
+    }
+
+    /// The function's name (its C++ namespace).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Input specifications.
+    pub fn inputs(&self) -> &[Arg] {
+        &self.inputs
+    }
+
+    /// Output specifications, from tracing.
+    pub fn outputs(&self) -> &[Arg] {
+        &self.outputs
+    }
+
+    /// The output tensors of the traced graph.
+    pub fn output_tensors(&self) -> Vec<Tensor> {
+        self.output_nodes
+            .iter()
+            .cloned()
+            .map(Tensor::from_node)
+            .collect()
+    }
+
+    /// The sparsity pattern, for functions that return sparse non-zeros.
+    pub fn sparsity(&self) -> Option<&SparsePattern> {
+        self.sparsity.as_ref()
+    }
+
+    /// The lowered program (kernels, buffers, workspace), computed once.
+    pub fn program(&self) -> &Program {
+        self.program.get_or_init(|| {
+            let inputs: Vec<_> = self
+                .inputs
+                .iter()
+                .map(|a| (a.dtype, a.shape.clone()))
+                .collect();
+            lower::lower(&self.output_nodes, &inputs)
+        })
+    }
+
+    /// The C++ translation unit the JIT compiles.
+    pub fn jit_source(&self) -> String {
+        render::render_jit(&self.name, self.program())
+    }
+
+    /// This function's part of a C++ module.
+    pub fn module_source(&self) -> FunctionSource {
+        render::render_function(&self.name, self.program(), self.sparsity.as_ref())
+    }
+
+    /// Compiles (or finds in the cache) and loads the native code; `call` does this on
+    /// first use.
+    pub fn compile(&self) -> Result<Arc<JitFunction>> {
+        let mut slot = self.jit.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(jit) = slot.as_ref() {
+            return Ok(jit.clone());
+        }
+        let path = jit::compile_cached(&self.name, &self.jit_source(), &self.compiler)?;
+        let jit = Arc::new(JitFunction::load(&path, &self.name)?);
+        *slot = Some(jit.clone());
+        Ok(jit)
+    }
+
+    /// Runs the native code on `f64` inputs; outputs are returned as `f64` arrays
+    /// (other output dtypes are converted). Safe to call from several threads at once.
+    ///
+    /// ```no_run
+    /// # use anvil::{Arg, NumericalFunction, ndarray::array};
+    /// # fn main() -> anvil::Result<()> {
+    /// let f = NumericalFunction::new("add", |[x, y]| x + y, [Arg::new(3), Arg::new(3)])?;
+    /// let out = f.call(&[array![1.0, 2.0, 3.0].into_dyn().view(), array![4.0, 5.0, 6.0].into_dyn().view()])?;
+    /// assert_eq!(out[0], array![5.0, 7.0, 9.0].into_dyn());
+    /// # Ok(()) }
+    /// ```
+    pub fn call(&self, inputs: &[ArrayViewD<f64>]) -> Result<Vec<ArrayD<f64>>> {
+        self.check_inputs(inputs.len(), |i| (f64::DTYPE, inputs[i].shape()))?;
+        let contiguous: Vec<_> = inputs.iter().map(|a| a.as_standard_layout()).collect();
+        let ptrs: Vec<*mut c_void> = contiguous
+            .iter()
+            .map(|a| a.as_ptr() as *mut c_void)
+            .collect();
+        let outputs = self.run(&ptrs)?;
+        Ok(outputs.iter().map(HostArray::to_f64).collect())
+    }
+
+    /// Runs the native code on inputs of any dtype; each must match its `Arg` exactly.
+    pub fn call_dyn(&self, inputs: &[HostArray]) -> Result<Vec<HostArray>> {
+        self.check_inputs(inputs.len(), |i| (inputs[i].dtype(), inputs[i].shape()))?;
+        let contiguous: Vec<HostArray> = inputs.iter().map(standard_layout).collect();
+        let ptrs: Vec<*mut c_void> = contiguous.iter().map(data_ptr).collect();
+        self.run(&ptrs)
+    }
+
+    fn run(&self, inputs: &[*mut c_void]) -> Result<Vec<HostArray>> {
+        let jit = self.compile()?;
+        let mut outputs: Vec<HostArray> = self
+            .outputs
+            .iter()
+            .map(|o| HostArray::zeros(o.dtype, &o.shape))
+            .collect();
+        let out_ptrs: Vec<*mut c_void> = outputs.iter_mut().map(|o| data_ptr(o)).collect();
+        // SAFETY: inputs were checked against the declared dtypes and shapes and are in
+        // standard layout; outputs were just allocated with the traced dtypes and shapes.
+        unsafe { jit.call(inputs, &out_ptrs)? };
+        Ok(outputs)
+    }
+
+    /// Evaluates with the reference interpreter (no compiler needed).
+    pub fn eval(&self, inputs: &[ArrayViewD<f64>]) -> Result<Vec<ArrayD<f64>>> {
+        self.check_inputs(inputs.len(), |i| (f64::DTYPE, inputs[i].shape()))?;
+        let hosts: Vec<HostArray> = inputs
+            .iter()
+            .map(|a| HostArray::F64(a.to_owned()))
+            .collect();
+        Ok(graph::eval_nodes(&self.output_nodes, &hosts)?
+            .iter()
+            .map(HostArray::to_f64)
+            .collect())
+    }
+
+    /// [`eval`](Self::eval) for inputs of any dtype.
+    pub fn eval_dyn(&self, inputs: &[HostArray]) -> Result<Vec<HostArray>> {
+        self.check_inputs(inputs.len(), |i| (inputs[i].dtype(), inputs[i].shape()))?;
+        graph::eval_nodes(&self.output_nodes, inputs)
+    }
+
+    fn check_inputs<'a>(
+        &self,
+        count: usize,
+        spec: impl Fn(usize) -> (crate::DType, &'a [usize]),
+    ) -> Result<()> {
+        if count != self.inputs.len() {
+            return Err(Error::ArgumentCount {
+                function: self.name.clone(),
+                expected: self.inputs.len(),
+                got: count,
+            });
+        }
+        for (i, arg) in self.inputs.iter().enumerate() {
+            let (dtype, shape) = spec(i);
+            if dtype != arg.dtype || shape != arg.shape.as_slice() {
+                let hint = if dtype != arg.dtype && dtype == crate::DType::F64 {
+                    " (use `call_dyn` for other dtypes)"
+                } else {
+                    ""
+                };
+                return Err(Error::InputMismatch {
+                    function: self.name.clone(),
+                    index: i,
+                    expected: arg.to_string(),
+                    got: format!("{dtype} array of shape {shape:?}{hint}"),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+fn standard_layout(a: &HostArray) -> HostArray {
+    crate::array::with_host_array!(a, x => if x.is_standard_layout() { a.clone() } else {
+        HostArray::from(x.as_standard_layout().into_owned())
+    })
+}
+
+fn data_ptr(a: &HostArray) -> *mut c_void {
+    crate::array::with_host_array!(a, x => x.as_ptr() as *mut c_void)
+}
+
+impl fmt::Debug for NumericalFunction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NumericalFunction")
+            .field("name", &self.name)
+            .field("inputs", &self.inputs)
+            .field("outputs", &self.outputs)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Calling from several threads at once is part of the contract.
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<NumericalFunction>()
+};

@@ -1,0 +1,302 @@
+//! The reference interpreter: evaluates any graph on host arrays.
+//!
+//! It is deliberately simple (one array per node, ndarray for movement) and independent of
+//! lowering, so that it can serve as the oracle every other stage is tested against.
+
+use super::node::{toposort, NodeRef};
+use super::op::{Literal, Op, ReduceOp};
+use super::scalar;
+use crate::array::HostArray;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::tensor::Tensor;
+use ndarray::{ArrayD, Axis, IxDyn, Slice, Zip};
+use std::collections::HashMap;
+
+/// Evaluates `outputs` for the given values of the graph's inputs (`inputs[n]` is `Input(n)`).
+///
+/// ```
+/// use anvil::{Tensor, DType, HostArray, graph::eval, ndarray::arr1};
+/// let x = Tensor::input(0, [3], DType::F64);
+/// let y = (&x * 2.0).sum();
+/// let out = eval(&[y], &[HostArray::from(arr1(&[1.0, 2.0, 3.0]).into_dyn())]).unwrap();
+/// assert_eq!(out[0].to_f64_vec(), vec![12.0]);
+/// ```
+pub fn eval(outputs: &[Tensor], inputs: &[HostArray]) -> Result<Vec<HostArray>> {
+    let nodes = outputs
+        .iter()
+        .map(|t| t.node().cloned())
+        .collect::<Result<Vec<_>>>()?;
+    eval_nodes(&nodes, inputs)
+}
+
+/// [`eval`] on graph nodes.
+pub fn eval_nodes(outputs: &[NodeRef], inputs: &[HostArray]) -> Result<Vec<HostArray>> {
+    let mut values: HashMap<u64, Value> = HashMap::new();
+    for node in toposort(outputs) {
+        let srcs: Vec<&Value> = node.srcs.iter().map(|s| &values[&s.id()]).collect();
+        let value = eval_node(&node, &srcs, inputs)?;
+        values.insert(node.id(), value);
+    }
+    Ok(outputs
+        .iter()
+        .map(|o| values[&o.id()].to_host(o.dtype))
+        .collect())
+}
+
+/// A node's value: floats as `f64`, integers and bools as `i64`.
+#[derive(Clone, Debug)]
+enum Value {
+    F(ArrayD<f64>),
+    I(ArrayD<i64>),
+}
+
+macro_rules! map_value {
+    ($value:expr, $a:ident => $body:expr) => {
+        match $value {
+            Value::F($a) => Value::F($body),
+            Value::I($a) => Value::I($body),
+        }
+    };
+}
+
+impl Value {
+    fn from_host(host: &HostArray) -> Self {
+        match host {
+            HostArray::F64(a) => Value::F(a.clone()),
+            HostArray::F32(a) => Value::F(a.mapv(|v| v as f64)),
+            HostArray::I64(a) => Value::I(a.clone()),
+            HostArray::I32(a) => Value::I(a.mapv(|v| v as i64)),
+            HostArray::Bool(a) => Value::I(a.mapv(|v| v as i64)),
+        }
+    }
+
+    fn to_host(&self, dtype: DType) -> HostArray {
+        let f = |a: &ArrayD<f64>| a.as_standard_layout().into_owned();
+        let i = |a: &ArrayD<i64>| a.as_standard_layout().into_owned();
+        match (self, dtype) {
+            (Value::F(a), DType::F64) => HostArray::F64(f(a)),
+            (Value::F(a), DType::F32) => HostArray::F32(f(a).mapv(|v| v as f32)),
+            (Value::I(a), DType::I64) => HostArray::I64(i(a)),
+            (Value::I(a), DType::I32) => HostArray::I32(i(a).mapv(|v| v as i32)),
+            (Value::I(a), DType::Bool) => HostArray::Bool(i(a).mapv(|v| v != 0)),
+            (Value::F(a), _) => Value::I(a.mapv(|v| v as i64)).to_host(dtype),
+            (Value::I(a), _) => Value::F(a.mapv(|v| v as f64)).to_host(dtype),
+        }
+    }
+
+    fn filled(value: Literal, dtype: DType, shape: &[usize]) -> Self {
+        if dtype.is_float() {
+            Value::F(ArrayD::from_elem(IxDyn(shape), value.as_f64()))
+        } else {
+            Value::I(ArrayD::from_elem(IxDyn(shape), scalar::literal_int(value)))
+        }
+    }
+
+    /// The value as floats (integers convert).
+    fn floats(&self) -> ArrayD<f64> {
+        match self {
+            Value::F(a) => a.clone(),
+            Value::I(a) => a.mapv(|v| v as f64),
+        }
+    }
+}
+
+fn eval_node(node: &NodeRef, srcs: &[&Value], inputs: &[HostArray]) -> Result<Value> {
+    let (dtype, shape) = (node.dtype, node.shape.as_slice());
+    Ok(match &node.op {
+        Op::Input(n) => {
+            let host = inputs.get(*n).ok_or_else(|| Error::ArgumentCount {
+                function: "<graph>".into(),
+                expected: n + 1,
+                got: inputs.len(),
+            })?;
+            if host.shape() != shape || host.dtype() != dtype {
+                return Err(Error::InputMismatch {
+                    function: "<graph>".into(),
+                    index: *n,
+                    expected: format!("{dtype} array of shape {shape:?}"),
+                    got: format!("{} array of shape {:?}", host.dtype(), host.shape()),
+                });
+            }
+            Value::from_host(host)
+        }
+        Op::Const(v) => Value::filled(*v, dtype, shape),
+        Op::Array(a) => Value::from_host(&a.0),
+        Op::Unary(op) => match srcs[0] {
+            Value::F(a) => Value::F(a.mapv(|x| scalar::unary_float(*op, dtype, x))),
+            Value::I(a) => Value::I(a.mapv(|x| scalar::unary_int(*op, dtype, x))),
+        },
+        Op::Binary(op) => {
+            let operand = node.srcs[0].dtype;
+            match (srcs[0], srcs[1]) {
+                (Value::F(a), Value::F(b)) => {
+                    let r = Zip::from(a)
+                        .and(b)
+                        .map_collect(|&x, &y| scalar::binary_float(*op, operand, x, y));
+                    if op.is_comparison() {
+                        Value::I(r.mapv(|v| v as i64))
+                    } else {
+                        Value::F(r)
+                    }
+                }
+                (Value::I(a), Value::I(b)) => Value::I(
+                    Zip::from(a)
+                        .and(b)
+                        .map_collect(|&x, &y| scalar::binary_int(*op, operand, x, y)),
+                ),
+                _ => unreachable!("binary operands are promoted to one dtype when traced"),
+            }
+        }
+        Op::Where => {
+            let Value::I(cond) = srcs[0] else {
+                unreachable!("where's condition is bool")
+            };
+            match (srcs[1], srcs[2]) {
+                (Value::F(a), Value::F(b)) => Value::F(
+                    Zip::from(cond)
+                        .and(a)
+                        .and(b)
+                        .map_collect(|&c, &x, &y| if c != 0 { x } else { y }),
+                ),
+                (Value::I(a), Value::I(b)) => Value::I(
+                    Zip::from(cond)
+                        .and(a)
+                        .and(b)
+                        .map_collect(|&c, &x, &y| if c != 0 { x } else { y }),
+                ),
+                _ => unreachable!("where's branches are promoted to one dtype when traced"),
+            }
+        }
+        Op::Cast => cast(srcs[0], dtype),
+        Op::Reduce(op, axes) => reduce(*op, dtype, srcs[0], axes),
+        Op::Reshape => map_value!(srcs[0], a => a
+            .as_standard_layout()
+            .into_owned()
+            .into_shape_with_order(IxDyn(shape))
+            .expect("reshape keeps the element count")),
+        Op::Permute(perm) => map_value!(srcs[0], a => a.clone().permuted_axes(IxDyn(perm))),
+        Op::Expand => {
+            map_value!(srcs[0], a => a.broadcast(IxDyn(shape)).expect("expand of extent-1 axes").to_owned())
+        }
+        Op::Pad(pads) => map_value!(srcs[0], a => pad(a, pads, shape)),
+        Op::Shrink(ranges) => map_value!(srcs[0], a => a
+            .slice_each_axis(|ax| Slice::from(ranges[ax.axis.index()].0..ranges[ax.axis.index()].1))
+            .to_owned()),
+        Op::Flip(axes) => map_value!(srcs[0], a => {
+            let mut a = a.clone();
+            for &ax in axes {
+                a.invert_axis(Axis(ax));
+            }
+            a
+        }),
+    })
+}
+
+fn cast(value: &Value, to: DType) -> Value {
+    if to.is_float() {
+        Value::F(value.floats().mapv(|v| scalar::round_float(to, v)))
+    } else {
+        match value {
+            Value::F(a) => {
+                Value::I(a.mapv(|v| scalar::literal_int(scalar::cast(to, Literal::Float(v)))))
+            }
+            Value::I(a) => Value::I(a.mapv(|v| scalar::wrap_int(to, v))),
+        }
+    }
+}
+
+fn pad<T: Clone + num_zero::Zero>(
+    a: &ArrayD<T>,
+    pads: &[(usize, usize)],
+    shape: &[usize],
+) -> ArrayD<T> {
+    let mut out = ArrayD::from_elem(IxDyn(shape), T::zero());
+    out.slice_each_axis_mut(|ax| {
+        let (before, _) = pads[ax.axis.index()];
+        Slice::from(before..before + a.shape()[ax.axis.index()])
+    })
+    .assign(a);
+    out
+}
+
+mod num_zero {
+    pub trait Zero {
+        fn zero() -> Self;
+    }
+    impl Zero for f64 {
+        fn zero() -> Self {
+            0.0
+        }
+    }
+    impl Zero for i64 {
+        fn zero() -> Self {
+            0
+        }
+    }
+}
+
+fn reduce(op: ReduceOp, dtype: DType, src: &Value, axes: &[usize]) -> Value {
+    let mut shape = src_shape(src);
+    for &a in axes {
+        shape[a] = 1;
+    }
+    let identity = reduce_identity(op, dtype);
+    let mut out = Value::filled(identity, dtype, &shape);
+    let combine = super::op::BinaryOp::from(op);
+    // Visit source elements in row-major order, folding each into its output slot.
+    let src_shape = src_shape(src);
+    let mut index = vec![0usize; src_shape.len()];
+    let total: usize = src_shape.iter().product();
+    for _ in 0..total {
+        let mut out_index = index.clone();
+        for &a in axes {
+            out_index[a] = 0;
+        }
+        match (&mut out, src) {
+            (Value::F(o), Value::F(s)) => {
+                o[out_index.as_slice()] = scalar::binary_float(
+                    combine,
+                    dtype,
+                    o[out_index.as_slice()],
+                    s[index.as_slice()],
+                )
+            }
+            (Value::I(o), Value::I(s)) => {
+                o[out_index.as_slice()] =
+                    scalar::binary_int(combine, dtype, o[out_index.as_slice()], s[index.as_slice()])
+            }
+            _ => unreachable!("a reduction keeps its source's dtype"),
+        }
+        for d in (0..index.len()).rev() {
+            index[d] += 1;
+            if index[d] < src_shape[d] {
+                break;
+            }
+            index[d] = 0;
+        }
+    }
+    out
+}
+
+fn src_shape(v: &Value) -> Vec<usize> {
+    match v {
+        Value::F(a) => a.shape().to_vec(),
+        Value::I(a) => a.shape().to_vec(),
+    }
+}
+
+/// The value a reduction starts from (the result for an empty reduction).
+pub fn reduce_identity(op: ReduceOp, dtype: DType) -> Literal {
+    let (f, i) = match (op, dtype) {
+        (ReduceOp::Sum, _) => (0.0, 0),
+        (ReduceOp::Prod, _) => (1.0, 1),
+        (ReduceOp::Max, DType::I32) => (0.0, i32::MIN as i64),
+        (ReduceOp::Min, DType::I32) => (0.0, i32::MAX as i64),
+        (ReduceOp::Max, DType::Bool) => (0.0, 0),
+        (ReduceOp::Min, DType::Bool) => (0.0, 1),
+        (ReduceOp::Max, _) => (f64::NEG_INFINITY, i64::MIN),
+        (ReduceOp::Min, _) => (f64::INFINITY, i64::MAX),
+    };
+    scalar::literal(dtype, f, i)
+}

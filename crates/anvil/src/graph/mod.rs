@@ -1,0 +1,13 @@
+//! The graph IR: hash-consed nodes of primitive ops, their local simplification rules, and
+//! the reference interpreter.
+
+mod eval;
+mod node;
+mod op;
+pub mod scalar;
+mod simplify;
+
+pub use eval::{eval, eval_nodes, reduce_identity};
+pub use node::{toposort, Node, NodeRef};
+pub use op::{BinaryOp, ConstArray, Literal, Op, ReduceOp, UnaryOp};
+pub use simplify::constant;

@@ -1,0 +1,121 @@
+//! Hash-consed graph nodes.
+
+use super::op::Op;
+use super::simplify;
+use crate::dtype::DType;
+use crate::shape::Shape;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+
+/// A shared reference to a node. Structurally equal nodes are the same allocation.
+pub type NodeRef = Arc<Node>;
+
+/// One node of the graph: an op applied to source nodes, with its result's dtype and shape.
+#[derive(Debug)]
+pub struct Node {
+    id: u64,
+    /// The primitive op.
+    pub op: Op,
+    /// Element type of the result.
+    pub dtype: DType,
+    /// Shape of the result.
+    pub shape: Shape,
+    /// Operands.
+    pub srcs: Vec<NodeRef>,
+}
+
+impl Node {
+    /// A process-unique id; equal ids mean the same node.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Builds (or finds) the node `op(srcs)`, applying the local simplification rules first.
+    ///
+    /// Callers (the tensor layer and the transforms) have checked shapes and dtypes.
+    pub fn make(op: Op, dtype: DType, shape: Shape, srcs: Vec<NodeRef>) -> NodeRef {
+        if let Some(simpler) = simplify::simplify(&op, dtype, &shape, &srcs) {
+            return simpler;
+        }
+        intern(op, dtype, shape, srcs)
+    }
+
+    /// Builds the node `op(srcs)` exactly as given (no simplification).
+    pub fn make_unsimplified(op: Op, dtype: DType, shape: Shape, srcs: Vec<NodeRef>) -> NodeRef {
+        intern(op, dtype, shape, srcs)
+    }
+
+    /// Number of elements.
+    pub fn numel(&self) -> usize {
+        self.shape.iter().product()
+    }
+}
+
+type Key = (Op, DType, Shape, Vec<u64>);
+
+struct Interner {
+    nodes: HashMap<Key, Weak<Node>>,
+    prune_at: usize,
+}
+
+fn interner() -> &'static Mutex<Interner> {
+    static INTERNER: OnceLock<Mutex<Interner>> = OnceLock::new();
+    INTERNER.get_or_init(|| {
+        Mutex::new(Interner {
+            nodes: HashMap::new(),
+            prune_at: 1024,
+        })
+    })
+}
+
+/// Returns the existing node with this structure, or creates it.
+pub(crate) fn intern(op: Op, dtype: DType, shape: Shape, srcs: Vec<NodeRef>) -> NodeRef {
+    static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+    let key: Key = (op, dtype, shape, srcs.iter().map(|s| s.id).collect());
+    // A poisoned lock only means another thread panicked mid-insert; the map is still valid.
+    let mut table = interner().lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(node) = table.nodes.get(&key).and_then(Weak::upgrade) {
+        return node;
+    }
+    if table.nodes.len() >= table.prune_at {
+        table.nodes.retain(|_, w| w.strong_count() > 0);
+        table.prune_at = (table.nodes.len() * 2).max(1024);
+    }
+    let (op, dtype, shape, _) = key.clone();
+    let node = Arc::new(Node {
+        id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+        op,
+        dtype,
+        shape,
+        srcs,
+    });
+    table.nodes.insert(key, Arc::downgrade(&node));
+    node
+}
+
+/// All nodes reachable from `roots`, sources before their users.
+pub fn toposort(roots: &[NodeRef]) -> Vec<NodeRef> {
+    let mut order = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    // Iterative post-order DFS: graphs from AD can be deep enough to overflow a recursive one.
+    let mut stack: Vec<(NodeRef, usize)> = Vec::new();
+    for root in roots {
+        if !seen.insert(root.id) {
+            continue;
+        }
+        stack.push((root.clone(), 0));
+        while let Some((node, next)) = stack.pop() {
+            if next < node.srcs.len() {
+                let child = node.srcs[next].clone();
+                stack.push((node, next + 1));
+                if seen.insert(child.id) {
+                    stack.push((child, 0));
+                }
+            } else {
+                order.push(node);
+            }
+        }
+    }
+    order
+}

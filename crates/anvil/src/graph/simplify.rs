@@ -1,0 +1,175 @@
+//! Local rewrite rules applied whenever a node is built.
+//!
+//! One mechanism: an ordered list of rules, each looking at a would-be node `op(srcs)` and
+//! returning a simpler equivalent node, or `None`. Because every node passes through here,
+//! graphs from tracing and from transforms (whose derivatives are full of structural zeros)
+//! stay small.
+//!
+//! Note: `x * 0` folds to `0` when the zero is a structural constant, as in the original;
+//! this drops the NaN/inf that `x` could carry, on purpose.
+
+use super::node::{intern, NodeRef};
+use super::op::{BinaryOp, Literal, Op, ReduceOp, UnaryOp};
+use super::scalar;
+use crate::dtype::DType;
+
+type Rule = fn(&Op, DType, &[usize], &[NodeRef]) -> Option<NodeRef>;
+
+const RULES: &[Rule] = &[
+    drop_identity_ops,
+    fold_constants,
+    merge_movement,
+    algebraic_identities,
+];
+
+/// The simplest equivalent of `op(srcs)`, if a rule applies.
+pub fn simplify(op: &Op, dtype: DType, shape: &[usize], srcs: &[NodeRef]) -> Option<NodeRef> {
+    RULES.iter().find_map(|rule| rule(op, dtype, shape, srcs))
+}
+
+/// A constant node of the given dtype and shape.
+pub fn constant(value: Literal, dtype: DType, shape: &[usize]) -> NodeRef {
+    intern(Op::Const(value), dtype, shape.to_vec(), Vec::new())
+}
+
+fn literal_of(node: &NodeRef) -> Option<Literal> {
+    match node.op {
+        Op::Const(v) => Some(v),
+        _ => None,
+    }
+}
+
+fn is_const(node: &NodeRef, v: f64) -> bool {
+    literal_of(node).is_some_and(|l| l.is(v))
+}
+
+fn same(node: &NodeRef, dtype: DType, shape: &[usize]) -> Option<NodeRef> {
+    (node.dtype == dtype && node.shape == shape).then(|| node.clone())
+}
+
+/// Ops that do nothing: reshape to the same shape, cast to the same dtype, empty pads, ...
+fn drop_identity_ops(op: &Op, dtype: DType, shape: &[usize], srcs: &[NodeRef]) -> Option<NodeRef> {
+    let src = srcs.first()?;
+    let identity = match op {
+        Op::Reshape | Op::Expand | Op::Cast => true,
+        Op::Permute(perm) => perm.iter().enumerate().all(|(i, &p)| i == p),
+        Op::Pad(pads) => pads.iter().all(|&p| p == (0, 0)),
+        Op::Shrink(ranges) => ranges.iter().zip(&src.shape).all(|(&r, &n)| r == (0, n)),
+        Op::Flip(axes) => axes.is_empty() || axes.iter().all(|&a| src.shape[a] <= 1),
+        Op::Reduce(_, axes) => axes.iter().all(|&a| src.shape[a] == 1),
+        _ => false,
+    };
+    if identity {
+        same(src, dtype, shape)
+    } else {
+        None
+    }
+}
+
+/// Ops whose operands are all constants become constants.
+fn fold_constants(op: &Op, dtype: DType, shape: &[usize], srcs: &[NodeRef]) -> Option<NodeRef> {
+    if let Op::Where = op {
+        let cond = literal_of(&srcs[0])?;
+        return same(&srcs[if cond.is(0.0) { 2 } else { 1 }], dtype, shape);
+    }
+    let values: Vec<Literal> = srcs.iter().map(literal_of).collect::<Option<_>>()?;
+    let folded = match op {
+        Op::Unary(u) => Some(unary_literal(*u, dtype, values[0])),
+        Op::Binary(b) => Some(binary_literal(*b, srcs[0].dtype, values[0], values[1])),
+        Op::Cast => Some(scalar::cast(dtype, values[0])),
+        Op::Reshape | Op::Permute(_) | Op::Expand | Op::Shrink(_) | Op::Flip(_) => Some(values[0]),
+        Op::Pad(_) if values[0].is(0.0) => Some(values[0]),
+        Op::Reduce(ReduceOp::Max | ReduceOp::Min, _) if shape.iter().product::<usize>() > 0 => {
+            let count: usize = srcs[0].shape.iter().product();
+            (count > 0).then_some(values[0])
+        }
+        Op::Reduce(ReduceOp::Sum, _) if values[0].is(0.0) => Some(values[0]),
+        _ => None,
+    }?;
+    Some(constant(folded, dtype, shape))
+}
+
+fn unary_literal(op: UnaryOp, dtype: DType, v: Literal) -> Literal {
+    if dtype.is_float() {
+        Literal::Float(scalar::unary_float(op, dtype, v.as_f64()))
+    } else {
+        scalar::literal(
+            dtype,
+            0.0,
+            scalar::unary_int(op, dtype, scalar::literal_int(v)),
+        )
+    }
+}
+
+fn binary_literal(op: BinaryOp, operand: DType, a: Literal, b: Literal) -> Literal {
+    if operand.is_float() {
+        let r = scalar::binary_float(op, operand, a.as_f64(), b.as_f64());
+        if op.is_comparison() {
+            Literal::Bool(r != 0.0)
+        } else {
+            Literal::Float(r)
+        }
+    } else {
+        let r = scalar::binary_int(op, operand, scalar::literal_int(a), scalar::literal_int(b));
+        let dtype = if op.is_comparison() {
+            DType::Bool
+        } else {
+            operand
+        };
+        scalar::literal(dtype, 0.0, r)
+    }
+}
+
+/// Chains of the same movement op collapse into one.
+fn merge_movement(op: &Op, dtype: DType, shape: &[usize], srcs: &[NodeRef]) -> Option<NodeRef> {
+    let src = srcs.first()?;
+    match (op, &src.op) {
+        (Op::Reshape, Op::Reshape) | (Op::Expand, Op::Expand) => {
+            let inner = &src.srcs[0];
+            Some(intern_simplified(
+                op.clone(),
+                dtype,
+                shape,
+                vec![inner.clone()],
+            ))
+        }
+        (Op::Permute(outer), Op::Permute(inner)) => {
+            let perm = outer.iter().map(|&p| inner[p]).collect();
+            Some(intern_simplified(
+                Op::Permute(perm),
+                dtype,
+                shape,
+                vec![src.srcs[0].clone()],
+            ))
+        }
+        (Op::Unary(UnaryOp::Neg), Op::Unary(UnaryOp::Neg)) => same(&src.srcs[0], dtype, shape),
+        _ => None,
+    }
+}
+
+fn intern_simplified(op: Op, dtype: DType, shape: &[usize], srcs: Vec<NodeRef>) -> NodeRef {
+    simplify(&op, dtype, shape, &srcs).unwrap_or_else(|| intern(op, dtype, shape.to_vec(), srcs))
+}
+
+/// `x + 0`, `x * 1`, `x * 0`, `x / 1`, ...
+fn algebraic_identities(
+    op: &Op,
+    dtype: DType,
+    shape: &[usize],
+    srcs: &[NodeRef],
+) -> Option<NodeRef> {
+    let Op::Binary(b) = op else { return None };
+    let (x, y) = (&srcs[0], &srcs[1]);
+    match b {
+        BinaryOp::Add if is_const(y, 0.0) => same(x, dtype, shape),
+        BinaryOp::Add if is_const(x, 0.0) => same(y, dtype, shape),
+        BinaryOp::Sub if is_const(y, 0.0) => same(x, dtype, shape),
+        BinaryOp::Mul if is_const(y, 1.0) => same(x, dtype, shape),
+        BinaryOp::Mul if is_const(x, 1.0) => same(y, dtype, shape),
+        BinaryOp::Mul if is_const(x, 0.0) || is_const(y, 0.0) => {
+            Some(constant(scalar::literal(dtype, 0.0, 0), dtype, shape))
+        }
+        BinaryOp::Div if is_const(y, 1.0) => same(x, dtype, shape),
+        _ => None,
+    }
+}

@@ -1,0 +1,249 @@
+//! Builds one kernel: pushes index expressions from a realized node down through inlined
+//! elementwise, movement and reduction nodes until they reach buffers.
+
+use super::index::IndexExpr;
+use super::kernel::{Bound, BufferId, Expr, ExprId, Kernel};
+use crate::dtype::DType;
+use crate::graph::{scalar, NodeRef, Op};
+use std::collections::HashMap;
+
+/// Builds the kernel that computes `root` into `output`; `buffer_of` maps realized nodes
+/// to their buffers.
+pub fn build_kernel(
+    root: &NodeRef,
+    output: BufferId,
+    buffer_of: &HashMap<u64, BufferId>,
+) -> Kernel {
+    let shape = root.shape.clone();
+    let mut builder = KernelBuilder {
+        buffer_of,
+        root: root.id(),
+        extents: shape.clone(),
+        exprs: Vec::new(),
+        dedup: HashMap::new(),
+        memo: HashMap::new(),
+    };
+    let index: Vec<IndexExpr> = (0..shape.len()).map(IndexExpr::var).collect();
+    let value = builder.build(root, &index, &[], true);
+    Kernel {
+        output,
+        shape,
+        extents: builder.extents,
+        exprs: builder.exprs,
+        root: value,
+    }
+}
+
+struct KernelBuilder<'a> {
+    buffer_of: &'a HashMap<u64, BufferId>,
+    root: u64,
+    extents: Vec<usize>,
+    exprs: Vec<Expr>,
+    dedup: HashMap<Expr, ExprId>,
+    memo: HashMap<(u64, Vec<IndexExpr>, Vec<Bound>), ExprId>,
+}
+
+impl KernelBuilder<'_> {
+    fn push(&mut self, expr: Expr) -> ExprId {
+        if let Some(&id) = self.dedup.get(&expr) {
+            return id;
+        }
+        let id = self.exprs.len();
+        self.exprs.push(expr.clone());
+        self.dedup.insert(expr, id);
+        id
+    }
+
+    fn zero(&mut self, dtype: DType) -> ExprId {
+        self.push(Expr::Const(scalar::literal(dtype, 0.0, 0), dtype))
+    }
+
+    /// The value of `node` at multi-index `index`, read only where `guard` holds.
+    fn build(
+        &mut self,
+        node: &NodeRef,
+        index: &[IndexExpr],
+        guard: &[Bound],
+        is_root: bool,
+    ) -> ExprId {
+        let key = (node.id(), index.to_vec(), guard.to_vec());
+        if let Some(&id) = self.memo.get(&key) {
+            return id;
+        }
+        let id = self.build_uncached(node, index, guard, is_root);
+        self.memo.insert(key, id);
+        id
+    }
+
+    fn build_uncached(
+        &mut self,
+        node: &NodeRef,
+        index: &[IndexExpr],
+        guard: &[Bound],
+        is_root: bool,
+    ) -> ExprId {
+        let dtype = node.dtype;
+        if !is_root || node.id() != self.root {
+            if let Some(&buffer) = self.buffer_of.get(&node.id()) {
+                return self.load(buffer, node, index, guard);
+            }
+        }
+        let src = |i: usize| &node.srcs[i];
+        match &node.op {
+            Op::Input(_) | Op::Array(_) => unreachable!("inputs and constants are always realized"),
+            Op::Const(v) => self.push(Expr::Const(*v, dtype)),
+            Op::Unary(op) => {
+                let x = self.build(src(0), index, guard, false);
+                self.push(Expr::Unary(*op, x, dtype))
+            }
+            Op::Binary(op) => {
+                let a = self.build(src(0), index, guard, false);
+                let b = self.build(src(1), index, guard, false);
+                self.push(Expr::Binary(*op, a, b, src(0).dtype))
+            }
+            Op::Where => {
+                let c = self.build(src(0), index, guard, false);
+                let a = self.build(src(1), index, guard, false);
+                let b = self.build(src(2), index, guard, false);
+                self.push(Expr::Where(c, a, b, dtype))
+            }
+            Op::Cast => {
+                let x = self.build(src(0), index, guard, false);
+                self.push(Expr::Cast(x, src(0).dtype, dtype))
+            }
+            Op::Reduce(op, axes) => {
+                let mut inner = index.to_vec();
+                let mut vars = Vec::new();
+                for &a in axes {
+                    let v = self.extents.len();
+                    self.extents.push(src(0).shape[a]);
+                    inner[a] = IndexExpr::var(v);
+                    vars.push(v);
+                }
+                let body = self.build(src(0), &inner, guard, false);
+                self.push(Expr::Reduce {
+                    op: *op,
+                    vars,
+                    body,
+                    dtype,
+                })
+            }
+            Op::Reshape => {
+                let lin = IndexExpr::linearize(index, &node.shape);
+                let inner = IndexExpr::delinearize(&lin, &src(0).shape, &self.extents);
+                self.build(src(0), &inner, guard, false)
+            }
+            Op::Permute(perm) => {
+                let mut inner = vec![IndexExpr::constant(0); perm.len()];
+                for (d, &p) in perm.iter().enumerate() {
+                    inner[p] = index[d].clone();
+                }
+                self.build(src(0), &inner, guard, false)
+            }
+            Op::Expand => {
+                let inner: Vec<IndexExpr> = (0..index.len())
+                    .map(|d| {
+                        if src(0).shape[d] == 1 {
+                            IndexExpr::constant(0)
+                        } else {
+                            index[d].clone()
+                        }
+                    })
+                    .collect();
+                self.build(src(0), &inner, guard, false)
+            }
+            Op::Shrink(ranges) => {
+                let inner: Vec<IndexExpr> = index
+                    .iter()
+                    .zip(ranges)
+                    .map(|(i, &(s, _))| i.add_const(s as i64))
+                    .collect();
+                self.build(src(0), &inner, guard, false)
+            }
+            Op::Flip(axes) => {
+                let inner: Vec<IndexExpr> = (0..index.len())
+                    .map(|d| {
+                        if axes.contains(&d) {
+                            index[d].scale(-1).add_const(node.shape[d] as i64 - 1)
+                        } else {
+                            index[d].clone()
+                        }
+                    })
+                    .collect();
+                self.build(src(0), &inner, guard, false)
+            }
+            Op::Pad(pads) => self.pad(node, pads, index, guard),
+        }
+    }
+
+    fn pad(
+        &mut self,
+        node: &NodeRef,
+        pads: &[(usize, usize)],
+        index: &[IndexExpr],
+        guard: &[Bound],
+    ) -> ExprId {
+        let src = &node.srcs[0];
+        let mut bounds = Vec::new();
+        let mut inner = Vec::with_capacity(index.len());
+        for (d, (i, &(before, _))) in index.iter().zip(pads).enumerate() {
+            let lo = before as i64;
+            let bound = Bound {
+                expr: i.clone(),
+                lo,
+                hi: lo + src.shape[d] as i64,
+            };
+            match self.decide(&bound) {
+                Some(true) => {}
+                Some(false) => return self.zero(node.dtype),
+                None => bounds.push(bound),
+            }
+            inner.push(i.add_const(-lo));
+        }
+        let mut inner_guard = guard.to_vec();
+        inner_guard.extend(bounds.iter().cloned());
+        let value = self.build(src, &inner, &inner_guard, false);
+        if bounds.is_empty() {
+            return value;
+        }
+        let cond = self.push(Expr::InBounds(bounds));
+        let zero = self.zero(node.dtype);
+        self.push(Expr::Where(cond, value, zero, node.dtype))
+    }
+
+    /// `Some(true)` if the bound always holds, `Some(false)` if never, `None` if it depends.
+    fn decide(&self, bound: &Bound) -> Option<bool> {
+        let (lo, hi) = bound.expr.bounds(&self.extents);
+        if lo >= bound.lo && hi < bound.hi {
+            Some(true)
+        } else if hi < bound.lo || lo >= bound.hi {
+            Some(false)
+        } else {
+            None
+        }
+    }
+
+    fn load(
+        &mut self,
+        buffer: BufferId,
+        node: &NodeRef,
+        index: &[IndexExpr],
+        guard: &[Bound],
+    ) -> ExprId {
+        let index = IndexExpr::linearize(index, &node.shape);
+        let (lo, hi) = index.bounds(&self.extents);
+        // The guard is only needed where the address could leave the buffer.
+        let in_bounds = lo >= 0 && hi < node.numel() as i64;
+        let guard = if in_bounds {
+            Vec::new()
+        } else {
+            guard.to_vec()
+        };
+        self.push(Expr::Load {
+            buffer,
+            index,
+            guard,
+            dtype: node.dtype,
+        })
+    }
+}

@@ -1,0 +1,302 @@
+//! Index expressions: the integer arithmetic that movement ops turn into.
+//!
+//! An [`IndexExpr`] is kept in a canonical form, a sum of `coefficient × atom` terms plus a
+//! constant, where an atom is a loop variable or a division/modulo of another expression.
+//! Every constructor simplifies using the loop variables' ranges, so that a reshape followed
+//! by its inverse folds back to the plain loop variable, and `(i*8 + j) / 8` becomes `i`.
+
+use std::fmt;
+
+/// Loop extents: variable `v` ranges over `0..extents[v]`.
+pub type Extents = [usize];
+
+/// An integer expression over loop variables.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct IndexExpr {
+    /// `coefficient × atom` terms, sorted by atom, no zero coefficients, no repeated atoms.
+    terms: Vec<(Atom, i64)>,
+    constant: i64,
+}
+
+/// A non-linear building block of an index expression.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Atom {
+    /// Loop variable `v`.
+    Var(usize),
+    /// Truncating division by a positive constant.
+    Div(Box<IndexExpr>, i64),
+    /// Remainder of division by a positive constant.
+    Mod(Box<IndexExpr>, i64),
+}
+
+impl IndexExpr {
+    /// The constant `c`.
+    pub fn constant(c: i64) -> Self {
+        IndexExpr {
+            terms: Vec::new(),
+            constant: c,
+        }
+    }
+
+    /// Loop variable `v`.
+    pub fn var(v: usize) -> Self {
+        IndexExpr {
+            terms: vec![(Atom::Var(v), 1)],
+            constant: 0,
+        }
+    }
+
+    fn atom(atom: Atom) -> Self {
+        IndexExpr {
+            terms: vec![(atom, 1)],
+            constant: 0,
+        }
+    }
+
+    /// The value if the expression is constant.
+    pub fn as_constant(&self) -> Option<i64> {
+        self.terms.is_empty().then_some(self.constant)
+    }
+
+    /// `self + other`.
+    pub fn add(&self, other: &IndexExpr) -> IndexExpr {
+        let mut terms = self.terms.clone();
+        terms.extend(other.terms.iter().cloned());
+        Self::normalized(terms, self.constant + other.constant)
+    }
+
+    /// `self + c`.
+    pub fn add_const(&self, c: i64) -> IndexExpr {
+        IndexExpr {
+            terms: self.terms.clone(),
+            constant: self.constant + c,
+        }
+    }
+
+    /// `self × c`.
+    pub fn scale(&self, c: i64) -> IndexExpr {
+        let terms = self.terms.iter().map(|(a, k)| (a.clone(), k * c)).collect();
+        Self::normalized(terms, self.constant * c)
+    }
+
+    fn normalized(mut terms: Vec<(Atom, i64)>, constant: i64) -> IndexExpr {
+        terms.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut merged: Vec<(Atom, i64)> = Vec::with_capacity(terms.len());
+        for (atom, k) in terms {
+            match merged.last_mut() {
+                Some(last) if last.0 == atom => last.1 += k,
+                _ => merged.push((atom, k)),
+            }
+        }
+        merged.retain(|(_, k)| *k != 0);
+        IndexExpr {
+            terms: merged,
+            constant,
+        }
+    }
+
+    /// The smallest and largest value over all loop variable values.
+    pub fn bounds(&self, ext: &Extents) -> (i64, i64) {
+        let (mut lo, mut hi) = (self.constant, self.constant);
+        for (atom, k) in &self.terms {
+            let (a, b) = atom.bounds(ext);
+            let (x, y) = (a * k, b * k);
+            lo += x.min(y);
+            hi += x.max(y);
+        }
+        (lo, hi)
+    }
+
+    /// `self / d` (truncating), simplified; `d > 0`.
+    pub fn div(&self, d: i64, ext: &Extents) -> IndexExpr {
+        if d == 1 {
+            return self.clone();
+        }
+        let (lo, hi) = self.bounds(ext);
+        if lo >= 0 && hi < d {
+            return IndexExpr::constant(0);
+        }
+        if lo >= 0 {
+            // (q·d + r) / d = q + r / d when both sides are non-negative.
+            let (quotient, rest) = self.split_multiples(d);
+            if rest.bounds(ext).0 >= 0 && (!quotient.terms.is_empty() || quotient.constant != 0) {
+                return quotient.add(&rest.div(d, ext));
+            }
+            if let [(Atom::Div(inner, d0), 1)] = self.terms.as_slice() {
+                if self.constant == 0 {
+                    return inner.div(d0 * d, ext);
+                }
+            }
+        }
+        IndexExpr::atom(Atom::Div(Box::new(self.clone()), d))
+    }
+
+    /// `self % d`, simplified; `d > 0`.
+    pub fn modulo(&self, d: i64, ext: &Extents) -> IndexExpr {
+        if d == 1 {
+            return IndexExpr::constant(0);
+        }
+        let (lo, hi) = self.bounds(ext);
+        if lo >= 0 && hi < d {
+            return self.clone();
+        }
+        if lo >= 0 {
+            let (_, rest) = self.split_multiples(d);
+            let (rlo, rhi) = rest.bounds(ext);
+            if rlo >= 0 && rhi < d {
+                return rest;
+            }
+            if rlo >= 0 && rest != *self {
+                return rest.modulo(d, ext);
+            }
+        }
+        IndexExpr::atom(Atom::Mod(Box::new(self.clone()), d))
+    }
+
+    /// Splits into `(q, r)` with `self = q·d + r`, where `q·d` collects the terms (and
+    /// constant part) whose coefficients are multiples of `d`.
+    fn split_multiples(&self, d: i64) -> (IndexExpr, IndexExpr) {
+        let (mut q, mut r) = (Vec::new(), Vec::new());
+        for (atom, k) in &self.terms {
+            if k % d == 0 {
+                q.push((atom.clone(), k / d));
+            } else {
+                r.push((atom.clone(), *k));
+            }
+        }
+        let (qc, rc) = (self.constant.div_euclid(d), self.constant.rem_euclid(d));
+        (IndexExpr::normalized(q, qc), IndexExpr::normalized(r, rc))
+    }
+
+    /// The loop variables the expression depends on.
+    pub fn vars(&self, out: &mut Vec<usize>) {
+        for (atom, _) in &self.terms {
+            match atom {
+                Atom::Var(v) => out.push(*v),
+                Atom::Div(e, _) | Atom::Mod(e, _) => e.vars(out),
+            }
+        }
+    }
+
+    /// Row-major linear index of `index` into a buffer of shape `shape`.
+    pub fn linearize(index: &[IndexExpr], shape: &[usize]) -> IndexExpr {
+        let mut lin = IndexExpr::constant(0);
+        let mut stride = 1i64;
+        for (i, &n) in index.iter().zip(shape).rev() {
+            if n != 1 {
+                lin = lin.add(&i.scale(stride));
+            }
+            stride *= n as i64;
+        }
+        lin
+    }
+
+    /// The multi-index into `shape` of the row-major linear index `lin`.
+    pub fn delinearize(lin: &IndexExpr, shape: &[usize], ext: &Extents) -> Vec<IndexExpr> {
+        let strides = crate::shape::strides(shape);
+        shape
+            .iter()
+            .zip(strides)
+            .enumerate()
+            .map(|(d, (&n, stride))| {
+                if n == 1 {
+                    return IndexExpr::constant(0);
+                }
+                let q = lin.div(stride as i64, ext);
+                if d == 0 {
+                    q
+                } else {
+                    q.modulo(n as i64, ext)
+                }
+            })
+            .collect()
+    }
+}
+
+impl Atom {
+    fn bounds(&self, ext: &Extents) -> (i64, i64) {
+        match self {
+            Atom::Var(v) => (0, ext[*v] as i64 - 1),
+            Atom::Div(e, d) => {
+                let (lo, hi) = e.bounds(ext);
+                (lo / d, hi / d)
+            }
+            Atom::Mod(e, d) => {
+                let (lo, hi) = e.bounds(ext);
+                if lo >= 0 {
+                    (0, hi.min(d - 1))
+                } else {
+                    (-(d - 1), d - 1)
+                }
+            }
+        }
+    }
+}
+
+/// Renders as C++ with loop variables named `i<v>`.
+impl fmt::Display for IndexExpr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (n, (atom, k)) in self.terms.iter().enumerate() {
+            let sign = match (n, *k < 0) {
+                (0, false) => "",
+                (0, true) => "-",
+                (_, false) => " + ",
+                (_, true) => " - ",
+            };
+            match k.unsigned_abs() {
+                1 => write!(f, "{sign}{atom}")?,
+                m => write!(f, "{sign}{atom}*{m}")?,
+            }
+        }
+        match (self.terms.is_empty(), self.constant) {
+            (true, c) => write!(f, "{c}"),
+            (false, 0) => Ok(()),
+            (false, c) if c < 0 => write!(f, " - {}", c.unsigned_abs()),
+            (false, c) => write!(f, " + {c}"),
+        }
+    }
+}
+
+impl fmt::Display for Atom {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Atom::Var(v) => write!(f, "i{v}"),
+            Atom::Div(e, d) => write!(f, "({e})/{d}"),
+            Atom::Mod(e, d) => write!(f, "({e})%{d}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reshape_round_trip_folds_to_the_variables() {
+        let ext = [3, 4, 5];
+        let idx = [IndexExpr::var(0), IndexExpr::var(1), IndexExpr::var(2)];
+        let lin = IndexExpr::linearize(&idx, &[3, 4, 5]);
+        let back = IndexExpr::delinearize(&lin, &[12, 5], &ext);
+        assert_eq!(back[0].to_string(), "i0*4 + i1");
+        assert_eq!(back[1], IndexExpr::var(2));
+        let again =
+            IndexExpr::delinearize(&IndexExpr::linearize(&back, &[12, 5]), &[3, 4, 5], &ext);
+        assert_eq!(again, idx.to_vec());
+    }
+
+    #[test]
+    fn division_keeps_what_it_cannot_prove() {
+        let ext = [10];
+        let e = IndexExpr::var(0).div(3, &ext);
+        assert_eq!(e.to_string(), "(i0)/3");
+        assert_eq!(e.bounds(&ext), (0, 3));
+        assert_eq!(IndexExpr::var(0).modulo(16, &ext), IndexExpr::var(0));
+    }
+
+    #[test]
+    fn like_terms_merge_and_cancel() {
+        let a = IndexExpr::var(0).scale(2).add_const(3);
+        let b = IndexExpr::var(0).scale(-2);
+        assert_eq!(a.add(&b), IndexExpr::constant(3));
+    }
+}

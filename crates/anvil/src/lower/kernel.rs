@@ -1,0 +1,169 @@
+//! The kernel IR: one loop nest over an output buffer with a scalar expression DAG as body.
+
+use super::index::IndexExpr;
+use crate::array::HostArray;
+use crate::dtype::DType;
+use crate::graph::{BinaryOp, Literal, ReduceOp, UnaryOp};
+use std::sync::Arc;
+
+/// Index of an expression in [`Kernel::exprs`].
+pub type ExprId = usize;
+/// Index of a buffer in [`Program::buffers`].
+pub type BufferId = usize;
+
+/// `lo <= expr < hi`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Bound {
+    /// The index expression tested.
+    pub expr: IndexExpr,
+    /// Inclusive lower limit.
+    pub lo: i64,
+    /// Exclusive upper limit.
+    pub hi: i64,
+}
+
+/// One scalar operation of a kernel body. Operands precede their users in
+/// [`Kernel::exprs`], and equal expressions are stored once.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Expr {
+    /// A literal of the given dtype.
+    Const(Literal, DType),
+    /// `buffer[index]`; if `guard` is not empty, the load happens only where all bounds hold
+    /// (elsewhere the value is 0), which keeps padded reads in bounds.
+    Load {
+        /// The buffer read.
+        buffer: BufferId,
+        /// Linear element index.
+        index: IndexExpr,
+        /// Conditions under which the load is in bounds.
+        guard: Vec<Bound>,
+        /// Element type.
+        dtype: DType,
+    },
+    /// `true` where all bounds hold.
+    InBounds(Vec<Bound>),
+    /// Elementwise unary math in the given dtype.
+    Unary(UnaryOp, ExprId, DType),
+    /// Elementwise binary math on operands of the given dtype.
+    Binary(BinaryOp, ExprId, ExprId, DType),
+    /// `cond ? a : b` with result dtype.
+    Where(ExprId, ExprId, ExprId, DType),
+    /// Conversion `from` → `to`.
+    Cast(ExprId, DType, DType),
+    /// A reduction of `body` over the loop variables `vars`, an inner loop nest.
+    Reduce {
+        /// The combining op.
+        op: ReduceOp,
+        /// The loop variables reduced over (their extents are in [`Kernel::extents`]).
+        vars: Vec<usize>,
+        /// The value folded in at each point.
+        body: ExprId,
+        /// Accumulator dtype.
+        dtype: DType,
+    },
+}
+
+/// A loop nest computing every element of one buffer.
+#[derive(Clone, Debug)]
+pub struct Kernel {
+    /// The buffer written.
+    pub output: BufferId,
+    /// The output shape: loop variables `0..shape.len()` index it.
+    pub shape: Vec<usize>,
+    /// Extent of every loop variable (output variables first, then reduction variables).
+    pub extents: Vec<usize>,
+    /// The expression DAG, operands first.
+    pub exprs: Vec<Expr>,
+    /// The value stored at each output element.
+    pub root: ExprId,
+}
+
+impl Kernel {
+    /// The buffers the kernel reads, in first-use order.
+    pub fn inputs(&self) -> Vec<BufferId> {
+        let mut out = Vec::new();
+        for e in &self.exprs {
+            if let Expr::Load { buffer, .. } = e {
+                if !out.contains(buffer) {
+                    out.push(*buffer);
+                }
+            }
+        }
+        out
+    }
+}
+
+/// What a buffer holds and who provides its memory.
+#[derive(Clone, Debug)]
+pub enum BufferKind {
+    /// The function's `n`-th input (caller memory).
+    Input(usize),
+    /// The function's `n`-th output (caller memory).
+    Output(usize),
+    /// A captured constant (in the workspace, filled once by `init_ws`).
+    Constant(Arc<HostArray>),
+    /// A temporary between kernels (in the workspace).
+    Intermediate,
+}
+
+/// A buffer of the lowered program.
+#[derive(Clone, Debug)]
+pub struct Buffer {
+    /// Its role.
+    pub kind: BufferKind,
+    /// Element type.
+    pub dtype: DType,
+    /// Shape (row-major, contiguous).
+    pub shape: Vec<usize>,
+}
+
+impl Buffer {
+    /// Number of elements.
+    pub fn numel(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    /// Size in bytes.
+    pub fn nbytes(&self) -> usize {
+        self.numel() * self.dtype.size()
+    }
+
+    /// True for buffers that live in the workspace.
+    pub fn in_workspace(&self) -> bool {
+        matches!(
+            self.kind,
+            BufferKind::Constant(_) | BufferKind::Intermediate
+        )
+    }
+}
+
+/// A lowered function: buffers, kernels in execution order, and the workspace layout.
+#[derive(Clone, Debug)]
+pub struct Program {
+    /// All buffers; inputs first (in order), then outputs (in order), then the rest.
+    pub buffers: Vec<Buffer>,
+    /// Kernels in execution order.
+    pub kernels: Vec<Kernel>,
+    /// Byte offset in the workspace of each workspace buffer (`None` for caller buffers).
+    pub offsets: Vec<Option<usize>>,
+    /// Workspace size in bytes.
+    pub workspace_size: usize,
+}
+
+impl Program {
+    /// The input buffers, in order.
+    pub fn inputs(&self) -> impl Iterator<Item = (BufferId, &Buffer)> {
+        self.buffers
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| matches!(b.kind, BufferKind::Input(_)))
+    }
+
+    /// The output buffers, in order.
+    pub fn outputs(&self) -> impl Iterator<Item = (BufferId, &Buffer)> {
+        self.buffers
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| matches!(b.kind, BufferKind::Output(_)))
+    }
+}

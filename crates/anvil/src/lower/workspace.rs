@@ -1,0 +1,83 @@
+//! Workspace layout: byte offsets of constants and intermediates in one allocation.
+//!
+//! Constants live for the whole call. An intermediate lives from the kernel that writes it
+//! to the last kernel that reads it; afterwards its bytes are reused (first fit). Every
+//! buffer starts on a 64-byte boundary (a cache line, and the widest vector register).
+
+use super::kernel::{Buffer, Kernel};
+
+/// Alignment of every workspace buffer, in bytes.
+pub const ALIGNMENT: usize = 64;
+
+/// Offsets of each workspace buffer (`None` for caller buffers) and the total size.
+pub fn workspace_layout(buffers: &[Buffer], kernels: &[Kernel]) -> (Vec<Option<usize>>, usize) {
+    let mut offsets = vec![None; buffers.len()];
+    let mut live: Vec<(usize, usize, usize)> = Vec::new(); // (offset, size, buffer)
+    let mut size = 0;
+    for (b, buffer) in buffers.iter().enumerate() {
+        if matches!(buffer.kind, super::kernel::BufferKind::Constant(_)) {
+            offsets[b] = Some(allocate(&mut live, &mut size, buffer.nbytes(), b));
+        }
+    }
+    let mut last_use = vec![0usize; buffers.len()];
+    for (k, kernel) in kernels.iter().enumerate() {
+        for b in kernel.inputs() {
+            last_use[b] = k;
+        }
+    }
+    for (k, kernel) in kernels.iter().enumerate() {
+        let out = kernel.output;
+        if matches!(buffers[out].kind, super::kernel::BufferKind::Intermediate)
+            && offsets[out].is_none()
+        {
+            offsets[out] = Some(allocate(&mut live, &mut size, buffers[out].nbytes(), out));
+        }
+        live.retain(|&(_, _, b)| {
+            let dead = matches!(buffers[b].kind, super::kernel::BufferKind::Intermediate)
+                && last_use[b] <= k;
+            !dead
+        });
+    }
+    (offsets, size)
+}
+
+/// First-fit: the lowest aligned offset where `nbytes` fit between live blocks.
+fn allocate(
+    live: &mut Vec<(usize, usize, usize)>,
+    size: &mut usize,
+    nbytes: usize,
+    buffer: usize,
+) -> usize {
+    live.sort_unstable();
+    let mut offset = 0;
+    for &(start, len, _) in live.iter() {
+        if offset + nbytes <= start {
+            break;
+        }
+        offset = align(offset.max(start + len));
+    }
+    live.push((offset, nbytes, buffer));
+    *size = (*size).max(align(offset + nbytes));
+    offset
+}
+
+fn align(n: usize) -> usize {
+    n.div_ceil(ALIGNMENT) * ALIGNMENT
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_fit_reuses_freed_space() {
+        let mut live = Vec::new();
+        let mut size = 0;
+        assert_eq!(allocate(&mut live, &mut size, 100, 0), 0);
+        assert_eq!(allocate(&mut live, &mut size, 10, 1), 128);
+        live.retain(|&(_, _, b)| b != 0);
+        assert_eq!(allocate(&mut live, &mut size, 64, 2), 0);
+        assert_eq!(allocate(&mut live, &mut size, 64, 3), 64);
+        assert_eq!(size, 192);
+    }
+}

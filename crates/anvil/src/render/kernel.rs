@@ -1,0 +1,407 @@
+//! Kernel IR → a C++ function: a loop nest whose body is straight-line scalar code.
+//!
+//! Every expression becomes one `const` temporary, placed in the outermost loop where all
+//! the loop variables it uses are bound (loop-invariant code is hoisted for free). Math
+//! goes through compiler builtins so that the JIT translation unit needs no headers.
+
+use crate::dtype::DType;
+use crate::graph::{reduce_identity, BinaryOp, Literal, ReduceOp, UnaryOp};
+use crate::lower::{Bound, BufferId, Expr, ExprId, Kernel};
+use std::fmt::Write;
+
+/// Renders `kernel` as a C++ function named `name` taking `(output, inputs...)` pointers
+/// in the order of [`Kernel::inputs`]; `dtypes` gives each buffer's element type.
+pub fn render_kernel(kernel: &Kernel, name: &str, dtypes: &[DType]) -> String {
+    let mut params = vec![format!(
+        "{}* __restrict b{}",
+        dtypes[kernel.output].cpp_name(),
+        kernel.output
+    )];
+    for b in kernel.inputs() {
+        params.push(format!("const {}* __restrict b{}", dtypes[b].cpp_name(), b));
+    }
+    let mut r = Renderer::new(kernel);
+    let out_vars: Vec<usize> = (0..kernel.shape.len()).collect();
+    let mut bound = Vec::new();
+    let store = format!(
+        "b{}[{}] = {};",
+        kernel.output,
+        linear_output_index(&kernel.shape),
+        r.name(kernel.root)
+    );
+    r.loop_nest(&out_vars, kernel.root, &mut bound, 1, &store);
+    format!("void {name}({}) {{\n{}}}\n", params.join(", "), r.code)
+}
+
+fn linear_output_index(shape: &[usize]) -> String {
+    let idx: Vec<crate::lower::IndexExpr> =
+        (0..shape.len()).map(crate::lower::IndexExpr::var).collect();
+    crate::lower::IndexExpr::linearize(&idx, shape).to_string()
+}
+
+struct Renderer<'k> {
+    kernel: &'k Kernel,
+    deps: Vec<Vec<usize>>,
+    emitted: Vec<bool>,
+    code: String,
+}
+
+impl<'k> Renderer<'k> {
+    fn new(kernel: &'k Kernel) -> Self {
+        let deps = dependencies(kernel);
+        Renderer {
+            kernel,
+            deps,
+            emitted: vec![false; kernel.exprs.len()],
+            code: String::new(),
+        }
+    }
+
+    /// Opens one loop per variable in `vars`, emitting at each level every part of `root`
+    /// that level can compute, then `innermost` inside the last loop.
+    fn loop_nest(
+        &mut self,
+        vars: &[usize],
+        root: ExprId,
+        bound: &mut Vec<usize>,
+        depth: usize,
+        innermost: &str,
+    ) {
+        self.visit(root, bound, depth);
+        for (level, &v) in vars.iter().enumerate() {
+            let pad = "  ".repeat(depth + level);
+            let _ = writeln!(
+                self.code,
+                "{pad}for (long long i{v} = 0; i{v} < {}; ++i{v}) {{",
+                self.kernel.extents[v]
+            );
+            bound.push(v);
+            self.visit(root, bound, depth + level + 1);
+        }
+        let pad = "  ".repeat(depth + vars.len());
+        let _ = writeln!(self.code, "{pad}{innermost}");
+        for level in (0..vars.len()).rev() {
+            bound.pop();
+            let _ = writeln!(self.code, "{}}}", "  ".repeat(depth + level));
+        }
+    }
+
+    /// Emits every not-yet-emitted expression under `e` whose variables are all bound.
+    fn visit(&mut self, e: ExprId, bound: &[usize], depth: usize) {
+        let mut visited = vec![false; self.kernel.exprs.len()];
+        self.visit_rec(e, bound, depth, &mut visited);
+    }
+
+    fn visit_rec(&mut self, e: ExprId, bound: &[usize], depth: usize, visited: &mut [bool]) {
+        if self.emitted[e] || visited[e] {
+            return;
+        }
+        visited[e] = true;
+        let expr = &self.kernel.exprs[e];
+        let children: Vec<ExprId> = match expr {
+            Expr::Unary(_, x, _) | Expr::Cast(x, _, _) => vec![*x],
+            Expr::Binary(_, a, b, _) => vec![*a, *b],
+            Expr::Where(c, a, b, _) => vec![*c, *a, *b],
+            Expr::Reduce { body, .. } => vec![*body],
+            Expr::Const(..) | Expr::Load { .. } | Expr::InBounds(_) => vec![],
+        };
+        for c in children {
+            self.visit_rec(c, bound, depth, visited);
+        }
+        if self.deps[e].iter().all(|v| bound.contains(v)) {
+            self.emit(e, bound, depth);
+        }
+    }
+
+    fn emit(&mut self, e: ExprId, bound: &[usize], depth: usize) {
+        self.emitted[e] = true;
+        let expr = self.kernel.exprs[e].clone();
+        let pad = "  ".repeat(depth);
+        match expr {
+            Expr::Const(..) => {} // literals are written inline
+            Expr::Reduce {
+                op,
+                vars,
+                body,
+                dtype,
+            } => {
+                let init = literal(reduce_identity(op, dtype), dtype);
+                let _ = writeln!(self.code, "{pad}{} t{e} = {init};", dtype.cpp_name());
+                let combine = combine(op, dtype, &format!("t{e}"), &self.name(body));
+                let mut inner = bound.to_vec();
+                self.loop_nest(
+                    &vars,
+                    body,
+                    &mut inner,
+                    depth,
+                    &format!("t{e} = {combine};"),
+                );
+            }
+            _ => {
+                let value = self.value(&expr);
+                let _ = writeln!(
+                    self.code,
+                    "{pad}const {} t{e} = {value};",
+                    expr_dtype(&expr).cpp_name()
+                );
+            }
+        }
+    }
+
+    /// How expression `e` is referred to: a literal or its temporary.
+    fn name(&self, e: ExprId) -> String {
+        match &self.kernel.exprs[e] {
+            Expr::Const(v, dtype) => literal(*v, *dtype),
+            _ => format!("t{e}"),
+        }
+    }
+
+    fn value(&self, expr: &Expr) -> String {
+        match expr {
+            Expr::Const(v, dtype) => literal(*v, *dtype),
+            Expr::Load {
+                buffer,
+                index,
+                guard,
+                dtype,
+            } => load(*buffer, &index.to_string(), guard, *dtype),
+            Expr::InBounds(bounds) => in_bounds(bounds),
+            Expr::Unary(op, x, dtype) => unary(*op, *dtype, &self.name(*x)),
+            Expr::Binary(op, a, b, dtype) => binary(*op, *dtype, &self.name(*a), &self.name(*b)),
+            Expr::Where(c, a, b, _) => {
+                format!("{} ? {} : {}", self.name(*c), self.name(*a), self.name(*b))
+            }
+            Expr::Cast(x, from, to) => cast(*from, *to, &self.name(*x)),
+            Expr::Reduce { .. } => unreachable!("reductions are emitted as loops"),
+        }
+    }
+}
+
+/// The loop variables each expression depends on (a reduction binds its own).
+fn dependencies(kernel: &Kernel) -> Vec<Vec<usize>> {
+    let mut deps: Vec<Vec<usize>> = Vec::with_capacity(kernel.exprs.len());
+    for expr in &kernel.exprs {
+        let mut d = Vec::new();
+        match expr {
+            Expr::Const(..) => {}
+            Expr::Load { index, guard, .. } => {
+                index.vars(&mut d);
+                guard.iter().for_each(|b| b.expr.vars(&mut d));
+            }
+            Expr::InBounds(bounds) => bounds.iter().for_each(|b| b.expr.vars(&mut d)),
+            Expr::Unary(_, x, _) | Expr::Cast(x, _, _) => d.extend(&deps[*x]),
+            Expr::Binary(_, a, b, _) => {
+                d.extend(&deps[*a]);
+                d.extend(&deps[*b]);
+            }
+            Expr::Where(c, a, b, _) => {
+                for x in [c, a, b] {
+                    d.extend(&deps[*x]);
+                }
+            }
+            Expr::Reduce { vars, body, .. } => {
+                d.extend(deps[*body].iter().filter(|v| !vars.contains(v)))
+            }
+        }
+        d.sort_unstable();
+        d.dedup();
+        deps.push(d);
+    }
+    deps
+}
+
+fn expr_dtype(expr: &Expr) -> DType {
+    match expr {
+        Expr::Const(_, d)
+        | Expr::Load { dtype: d, .. }
+        | Expr::Unary(_, _, d)
+        | Expr::Where(_, _, _, d) => *d,
+        Expr::Cast(_, _, to) => *to,
+        Expr::InBounds(_) => DType::Bool,
+        Expr::Binary(op, _, _, d) => {
+            if op.is_comparison() {
+                DType::Bool
+            } else {
+                *d
+            }
+        }
+        Expr::Reduce { dtype, .. } => *dtype,
+    }
+}
+
+fn load(buffer: BufferId, index: &str, guard: &[Bound], dtype: DType) -> String {
+    if guard.is_empty() {
+        format!("b{buffer}[{index}]")
+    } else {
+        format!(
+            "{} ? b{buffer}[{index}] : {}",
+            in_bounds(guard),
+            literal(Literal::Int(0), dtype)
+        )
+    }
+}
+
+fn in_bounds(bounds: &[Bound]) -> String {
+    let tests: Vec<String> = bounds
+        .iter()
+        .map(|b| {
+            format!(
+                "({lo} <= {e} && {e} < {hi})",
+                lo = b.lo,
+                hi = b.hi,
+                e = b.expr
+            )
+        })
+        .collect();
+    format!("({})", tests.join(" && "))
+}
+
+/// A C++ literal of dtype `dtype` (exact: Rust prints the shortest round-tripping decimal).
+pub fn literal(v: Literal, dtype: DType) -> String {
+    match dtype {
+        DType::Bool => (v.as_f64() != 0.0).to_string(),
+        DType::I32 => {
+            let i = crate::graph::scalar::literal_int(v) as i32;
+            if i == i32::MIN {
+                "(-2147483647 - 1)".into()
+            } else {
+                i.to_string()
+            }
+        }
+        DType::I64 => {
+            let i = crate::graph::scalar::literal_int(v);
+            if i == i64::MIN {
+                "(-9223372036854775807LL - 1)".into()
+            } else {
+                format!("{i}LL")
+            }
+        }
+        DType::F32 => float_literal(
+            v.as_f64() as f32 as f64,
+            format!("{:?}", v.as_f64() as f32),
+            "f",
+        ),
+        DType::F64 => float_literal(v.as_f64(), format!("{:?}", v.as_f64()), ""),
+    }
+}
+
+fn float_literal(v: f64, repr: String, suffix: &str) -> String {
+    if v.is_nan() {
+        format!("__builtin_nan{suffix}(\"\")")
+    } else if v.is_infinite() {
+        let sign = if v < 0.0 { "-" } else { "" };
+        format!("({sign}__builtin_inf{suffix}())")
+    } else if v < 0.0 || repr.starts_with('-') {
+        format!("({repr}{suffix})")
+    } else {
+        format!("{repr}{suffix}")
+    }
+}
+
+fn builtin(name: &str, dtype: DType, args: &str) -> String {
+    let suffix = if dtype == DType::F32 { "f" } else { "" };
+    format!("__builtin_{name}{suffix}({args})")
+}
+
+fn unary(op: UnaryOp, dtype: DType, x: &str) -> String {
+    if !dtype.is_float() {
+        return match op {
+            UnaryOp::Neg => wrapping(dtype, "0", "-", x),
+            UnaryOp::Abs => format!("{x} < 0 ? {} : {x}", wrapping(dtype, "0", "-", x)),
+            UnaryOp::Floor | UnaryOp::Ceil => x.to_string(),
+            _ => format!(
+                "static_cast<{}>({})",
+                dtype.cpp_name(),
+                unary(op, DType::F64, &format!("static_cast<double>({x})"))
+            ),
+        };
+    }
+    let one = literal(Literal::Float(1.0), dtype);
+    let f = |name: &str| builtin(name, dtype, x);
+    match op {
+        UnaryOp::Neg => format!("-{x}"),
+        UnaryOp::Recip => format!("{one} / {x}"),
+        UnaryOp::Sqrt => f("sqrt"),
+        UnaryOp::Exp => f("exp"),
+        UnaryOp::Log => f("log"),
+        UnaryOp::Sin => f("sin"),
+        UnaryOp::Cos => f("cos"),
+        UnaryOp::Tan => f("tan"),
+        UnaryOp::Asin => f("asin"),
+        UnaryOp::Acos => f("acos"),
+        UnaryOp::Atan => f("atan"),
+        UnaryOp::Sinh => f("sinh"),
+        UnaryOp::Cosh => f("cosh"),
+        UnaryOp::Tanh => f("tanh"),
+        UnaryOp::Abs => f("fabs"),
+        UnaryOp::Floor => f("floor"),
+        UnaryOp::Ceil => f("ceil"),
+    }
+}
+
+/// Integer `a sym b` in unsigned arithmetic: wraps like the interpreter instead of
+/// overflowing (undefined behaviour in C++).
+fn wrapping(dtype: DType, a: &str, sym: &str, b: &str) -> String {
+    let (signed, unsigned) = match dtype {
+        DType::I32 => ("int", "unsigned int"),
+        _ => ("long long", "unsigned long long"),
+    };
+    format!(
+        "static_cast<{signed}>(static_cast<{unsigned}>({a}) {sym} static_cast<{unsigned}>({b}))"
+    )
+}
+
+fn binary(op: BinaryOp, dtype: DType, a: &str, b: &str) -> String {
+    let float = dtype.is_float();
+    match op {
+        BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul => {
+            let sym = match op {
+                BinaryOp::Add => "+",
+                BinaryOp::Sub => "-",
+                _ => "*",
+            };
+            if float {
+                format!("{a} {sym} {b}")
+            } else {
+                wrapping(dtype, a, sym, b)
+            }
+        }
+        BinaryOp::Div if float => format!("{a} / {b}"),
+        BinaryOp::Div => format!("{b} == 0 ? 0 : {a} / {b}"),
+        BinaryOp::Pow | BinaryOp::Atan2 if !float => {
+            let f = binary(
+                op,
+                DType::F64,
+                &format!("static_cast<double>({a})"),
+                &format!("static_cast<double>({b})"),
+            );
+            format!("static_cast<{}>({f})", dtype.cpp_name())
+        }
+        BinaryOp::Pow => builtin("pow", dtype, &format!("{a}, {b}")),
+        BinaryOp::Atan2 => builtin("atan2", dtype, &format!("{a}, {b}")),
+        BinaryOp::Max if float => format!("({a} > {b} || {a} != {a}) ? {a} : {b}"),
+        BinaryOp::Min if float => format!("({a} < {b} || {a} != {a}) ? {a} : {b}"),
+        BinaryOp::Max => format!("{a} > {b} ? {a} : {b}"),
+        BinaryOp::Min => format!("{a} < {b} ? {a} : {b}"),
+        BinaryOp::Lt => format!("{a} < {b}"),
+        BinaryOp::Le => format!("{a} <= {b}"),
+        BinaryOp::Gt => format!("{a} > {b}"),
+        BinaryOp::Ge => format!("{a} >= {b}"),
+        BinaryOp::Eq => format!("{a} == {b}"),
+        BinaryOp::Ne => format!("{a} != {b}"),
+    }
+}
+
+fn combine(op: ReduceOp, dtype: DType, acc: &str, x: &str) -> String {
+    binary(BinaryOp::from(op), dtype, acc, x)
+}
+
+fn cast(from: DType, to: DType, x: &str) -> String {
+    if to == DType::Bool {
+        format!("{x} != 0")
+    } else if from == to {
+        x.to_string()
+    } else {
+        format!("static_cast<{}>({x})", to.cpp_name())
+    }
+}

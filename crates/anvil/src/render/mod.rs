@@ -1,0 +1,8 @@
+//! Rendering: kernel IR → C++ source (the AOT module and the JIT translation unit).
+
+pub mod kernel;
+pub mod module;
+
+pub use module::{
+    render_function, render_jit, render_module, ConstantDecl, FunctionSource, SparsePattern,
+};

@@ -1,0 +1,271 @@
+//! Assembles kernels into C++ sources: the AOT module (`.hpp` + `.cpp`) and the JIT
+//! translation unit, from the templates in `templates/`.
+
+use super::kernel::{literal, render_kernel};
+use crate::array::HostArray;
+use crate::dtype::DType;
+use crate::graph::Literal;
+use crate::lower::{BufferKind, Program};
+use minijinja::{context, Environment};
+use serde::Serialize;
+use std::sync::OnceLock;
+
+fn templates() -> &'static Environment<'static> {
+    static ENV: OnceLock<Environment<'static>> = OnceLock::new();
+    ENV.get_or_init(|| {
+        let mut env = Environment::new();
+        env.set_trim_blocks(true);
+        env.set_lstrip_blocks(true);
+        env.set_keep_trailing_newline(true);
+        for (name, text) in [
+            (
+                "module_header.j2",
+                include_str!("templates/module_header.j2"),
+            ),
+            (
+                "module_source.j2",
+                include_str!("templates/module_source.j2"),
+            ),
+            (
+                "function_header.j2",
+                include_str!("templates/function_header.j2"),
+            ),
+            (
+                "function_source.j2",
+                include_str!("templates/function_source.j2"),
+            ),
+            ("jit.j2", include_str!("templates/jit.j2")),
+        ] {
+            env.add_template(name, text)
+                .expect("anvil's own templates parse");
+        }
+        env
+    })
+}
+
+fn render(template: &str, ctx: minijinja::Value) -> String {
+    templates()
+        .get_template(template)
+        .and_then(|t| t.render(ctx))
+        .expect("anvil's own templates render")
+}
+
+/// A sparsity pattern shown in the header (CSC).
+#[derive(Clone, Debug, Serialize)]
+pub struct SparsePattern {
+    /// Rows of the matrix.
+    pub rows: usize,
+    /// Columns of the matrix.
+    pub cols: usize,
+    /// Stored entries.
+    pub nnz: usize,
+    /// Row index of each entry.
+    pub inner_indices: Vec<usize>,
+    /// Start of each column in the entries (`cols + 1` values).
+    pub outer_starts: Vec<usize>,
+}
+
+/// One function's part of an AOT module.
+pub struct FunctionSource {
+    /// Declarations for the `.hpp`.
+    pub header: String,
+    /// Definitions for the `.cpp`.
+    pub source: String,
+}
+
+#[derive(Serialize)]
+struct ArgType {
+    type_name: String,
+    cpp: &'static str,
+    shape: Vec<usize>,
+}
+
+#[derive(Serialize)]
+struct Copy {
+    offset: usize,
+    name: String,
+}
+
+/// Where a buffer's memory comes from, as C++ expressions for each code flavour.
+enum Flavour {
+    Module,
+    Jit,
+}
+
+fn pointer(program: &Program, b: usize, flavour: &Flavour) -> String {
+    let buffer = &program.buffers[b];
+    let cpp = buffer.dtype.cpp_name();
+    match (&buffer.kind, flavour) {
+        (BufferKind::Input(i), Flavour::Module) => format!("in{i}.data"),
+        (BufferKind::Output(k), Flavour::Module) => format!("out{k}.data"),
+        (BufferKind::Input(i), Flavour::Jit) => format!("static_cast<{cpp}*>(in[{i}])"),
+        (BufferKind::Output(k), Flavour::Jit) => format!("static_cast<{cpp}*>(out[{k}])"),
+        (_, flavour) => {
+            let base = match flavour {
+                Flavour::Module => "ws.data",
+                Flavour::Jit => "ws",
+            };
+            let offset = program.offsets[b].expect("workspace buffers have offsets");
+            format!("reinterpret_cast<{cpp}*>({base} + {offset})")
+        }
+    }
+}
+
+/// Constant arrays and kernel functions: the code shared by the AOT and JIT flavours.
+fn body(program: &Program) -> String {
+    let dtypes: Vec<DType> = program.buffers.iter().map(|b| b.dtype).collect();
+    let mut out = String::new();
+    for (b, buffer) in program.buffers.iter().enumerate() {
+        if let BufferKind::Constant(data) = &buffer.kind {
+            if buffer.numel() > 0 {
+                out += &format!(
+                    "static constexpr {} constant{b}[{}] = {{{}}};\n",
+                    buffer.dtype.cpp_name(),
+                    buffer.numel(),
+                    values(data)
+                );
+            }
+        }
+    }
+    for (k, kernel) in program.kernels.iter().enumerate() {
+        out += &render_kernel(kernel, &format!("kernel{k}"), &dtypes);
+    }
+    out.trim_end().to_string()
+}
+
+fn values(data: &HostArray) -> String {
+    let dtype = data.dtype();
+    let lit = |v: f64| literal(crate::graph::scalar::literal_from_f64(dtype, v), dtype);
+    let items: Vec<String> = match data {
+        HostArray::I64(a) => a.iter().map(|&v| literal(Literal::Int(v), dtype)).collect(),
+        _ => data.to_f64_vec().into_iter().map(lit).collect(),
+    };
+    items.join(", ")
+}
+
+fn calls(program: &Program, flavour: &Flavour) -> Vec<String> {
+    program
+        .kernels
+        .iter()
+        .enumerate()
+        .map(|(k, kernel)| {
+            let mut args = vec![pointer(program, kernel.output, flavour)];
+            args.extend(
+                kernel
+                    .inputs()
+                    .into_iter()
+                    .map(|b| pointer(program, b, flavour)),
+            );
+            format!("kernel{k}({});", args.join(", "))
+        })
+        .collect()
+}
+
+fn copies(program: &Program) -> Vec<Copy> {
+    program
+        .buffers
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| matches!(b.kind, BufferKind::Constant(_)) && b.numel() > 0)
+        .map(|(i, _)| Copy {
+            offset: program.offsets[i].expect("constants have offsets"),
+            name: format!("constant{i}"),
+        })
+        .collect()
+}
+
+/// The `.hpp` and `.cpp` parts of function `name`.
+pub fn render_function(
+    name: &str,
+    program: &Program,
+    sparse: Option<&SparsePattern>,
+) -> FunctionSource {
+    let mut args = Vec::new();
+    let mut params = Vec::new();
+    for (_, b) in program.inputs().chain(program.outputs()) {
+        let (prefix, i) = match b.kind {
+            BufferKind::Input(i) => ("in", i),
+            BufferKind::Output(k) => ("out", k),
+            _ => unreachable!(),
+        };
+        args.push(ArgType {
+            type_name: format!("{}{i}_t", prefix.to_uppercase()),
+            cpp: b.dtype.cpp_name(),
+            shape: b.shape.clone(),
+        });
+        params.push(format!("{}{i}_t {prefix}{i}", prefix.to_uppercase()));
+    }
+    params.push("WS_t ws".into());
+    let used: Vec<String> = calls(program, &Flavour::Module);
+    let unused: Vec<String> = params
+        .iter()
+        .map(|p| p.rsplit(' ').next().unwrap_or_default().to_string())
+        .filter(|arg| !used.iter().any(|c| c.contains(&format!("{arg}.data"))))
+        .collect();
+    let sparse_ctx = sparse.map(|s| {
+        let join = |v: &[usize]| {
+            v.iter()
+                .map(|x| x.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        context! {
+            rows => s.rows, cols => s.cols, nnz => s.nnz,
+            inner_len => s.inner_indices.len().max(1), inner => join(&s.inner_indices),
+            outer_len => s.outer_starts.len(), outer => join(&s.outer_starts),
+        }
+    });
+    let signature = params.join(", ");
+    let header = render(
+        "function_header.j2",
+        context! { name, args, ws_size => program.workspace_size, sparse => sparse_ctx, signature },
+    );
+    let source = render(
+        "function_source.j2",
+        context! { name, body => body(program), copies => copies(program), calls => used, unused, signature },
+    );
+    FunctionSource { header, source }
+}
+
+/// A codegen integer constant as the header declares it.
+#[derive(Serialize)]
+pub struct ConstantDecl {
+    /// C++ type (`int`, `int32_t`, `int64_t`).
+    pub r#type: String,
+    /// Identifier.
+    pub name: String,
+    /// Defining expression (a number, or arithmetic on earlier constants).
+    pub expr: String,
+}
+
+/// The module's `.hpp` and `.cpp` text.
+pub fn render_module(
+    module_name: &str,
+    functions: &[FunctionSource],
+    constants: &[ConstantDecl],
+) -> (String, String) {
+    let headers: Vec<&str> = functions.iter().map(|f| f.header.as_str()).collect();
+    let sources: Vec<&str> = functions.iter().map(|f| f.source.as_str()).collect();
+    let includes: Vec<String> = Vec::new();
+    let hpp = render(
+        "module_header.j2",
+        context! { module_name, includes, constants, functions => headers },
+    );
+    let cpp = render(
+        "module_source.j2",
+        context! { module_name, functions => sources },
+    );
+    (hpp, cpp)
+}
+
+/// The JIT translation unit of function `name`: the same kernels behind `extern "C"`
+/// entry points `jit_<name>_init_ws`, `jit_<name>_free_ws` and `jit_<name>_call`.
+pub fn render_jit(name: &str, program: &Program) -> String {
+    render(
+        "jit.j2",
+        context! {
+            name, body => body(program), copies => copies(program),
+            calls => calls(program, &Flavour::Jit), ws_size => program.workspace_size,
+        },
+    )
+}

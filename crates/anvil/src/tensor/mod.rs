@@ -1,0 +1,257 @@
+//! The tensor DSL users write functions in.
+//!
+//! A [`Tensor`] is a cheap, immutable handle to a node of the graph. Ops never panic on bad
+//! operands: they return a tensor that carries the error (the op, the shapes and the
+//! caller's source line), every op on it passes the error on, and it surfaces as
+//! `Err` when the function is built ([`crate::NumericalFunction::new`]) or when
+//! [`Tensor::check`] is called.
+
+mod elementwise;
+mod linalg;
+mod movement;
+mod operators;
+mod reduce;
+
+use crate::array::{Element, HostArray};
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::graph::{self, scalar, ConstArray, Literal, Node, NodeRef, Op};
+use crate::shape::{fmt_shape, Shape};
+use std::fmt;
+use std::sync::Arc;
+
+/// A symbolic n-dimensional array: a handle to a node of the traced graph.
+///
+/// ```
+/// use anvil::{Tensor, DType};
+/// let x = Tensor::input(0, [2, 3], DType::F64);
+/// let y = (x.square() * 0.5 + x.sin()).sum_axes(-1, false);
+/// assert_eq!(y.shape(), &[2]);
+/// // Shape errors are values, not panics:
+/// let bad = &x + &Tensor::input(1, [4], DType::F64);
+/// assert!(bad.check().unwrap_err().to_string().contains("cannot be broadcast"));
+/// ```
+#[derive(Clone)]
+pub struct Tensor {
+    repr: Repr,
+    /// True for scalars made from Rust numbers: they adopt the other operand's dtype.
+    weak: bool,
+}
+
+#[derive(Clone)]
+enum Repr {
+    Node(NodeRef),
+    Error(Arc<Error>),
+}
+
+impl Tensor {
+    /// Wraps a graph node.
+    pub fn from_node(node: NodeRef) -> Self {
+        Tensor {
+            repr: Repr::Node(node),
+            weak: false,
+        }
+    }
+
+    /// A tensor that carries `error`; every op on it passes the error on.
+    pub fn from_error(error: Error) -> Self {
+        Tensor {
+            repr: Repr::Error(Arc::new(error)),
+            weak: false,
+        }
+    }
+
+    /// The symbolic `index`-th input of a traced function.
+    pub fn input(index: usize, shape: impl crate::shape::IntoShape, dtype: DType) -> Self {
+        Self::from_node(Node::make(
+            Op::Input(index),
+            dtype,
+            shape.into_shape(),
+            Vec::new(),
+        ))
+    }
+
+    /// A scalar constant of dtype `f64`; in binary ops it adopts the other operand's dtype.
+    ///
+    /// ```
+    /// use anvil::{Tensor, DType};
+    /// let x = Tensor::input(0, 3, DType::F32);
+    /// assert_eq!((x * Tensor::scalar(2.0)).dtype(), DType::F32);
+    /// ```
+    pub fn scalar(value: f64) -> Self {
+        let mut t = Self::full((), value, DType::F64);
+        t.weak = true;
+        t
+    }
+
+    /// A tensor of the given shape and dtype filled with `value`.
+    pub fn full(shape: impl crate::shape::IntoShape, value: f64, dtype: DType) -> Self {
+        let lit = scalar::literal_from_f64(dtype, value);
+        Self::from_node(graph::constant(lit, dtype, &shape.into_shape()))
+    }
+
+    /// Zeros of the given shape (`f64`).
+    pub fn zeros(shape: impl crate::shape::IntoShape) -> Self {
+        Self::full(shape, 0.0, DType::F64)
+    }
+
+    /// Ones of the given shape (`f64`).
+    pub fn ones(shape: impl crate::shape::IntoShape) -> Self {
+        Self::full(shape, 1.0, DType::F64)
+    }
+
+    /// The `n × n` identity matrix (`f64`), a captured constant.
+    pub fn eye(n: usize) -> Self {
+        Self::from_array(&ndarray::Array2::<f64>::eye(n))
+    }
+
+    /// A captured constant: the array is embedded in generated code.
+    ///
+    /// ```
+    /// use anvil::{Tensor, ndarray::array};
+    /// let a = Tensor::from_array(&array![[1.0, 2.0], [3.0, 4.0]]);
+    /// assert_eq!(a.shape(), &[2, 2]);
+    /// ```
+    pub fn from_array<T, S, D>(array: &ndarray::ArrayBase<S, D>) -> Self
+    where
+        T: Element,
+        S: ndarray::Data<Elem = T>,
+        D: ndarray::Dimension,
+    {
+        Self::from_host(T::wrap(array.to_owned().into_dyn()))
+    }
+
+    /// A captured constant from a [`HostArray`].
+    pub fn from_host(array: HostArray) -> Self {
+        let (dtype, shape) = (array.dtype(), array.shape().to_vec());
+        Self::from_node(Node::make(
+            Op::Array(ConstArray(Arc::new(array))),
+            dtype,
+            shape,
+            Vec::new(),
+        ))
+    }
+
+    /// The graph node, or the error this tensor carries.
+    pub fn node(&self) -> Result<&NodeRef> {
+        match &self.repr {
+            Repr::Node(n) => Ok(n),
+            Repr::Error(e) => Err((**e).clone()),
+        }
+    }
+
+    /// The error this tensor carries, if an op that produced it failed.
+    pub fn error(&self) -> Option<&Error> {
+        match &self.repr {
+            Repr::Node(_) => None,
+            Repr::Error(e) => Some(e),
+        }
+    }
+
+    /// `Ok(self)` if no op on the way to this tensor failed, else that op's error.
+    pub fn check(&self) -> Result<&Self> {
+        self.node().map(|_| self)
+    }
+
+    /// The shape (`[]` for a tensor that carries an error).
+    pub fn shape(&self) -> &[usize] {
+        match &self.repr {
+            Repr::Node(n) => &n.shape,
+            Repr::Error(_) => &[],
+        }
+    }
+
+    /// The element type (`F64` for a tensor that carries an error).
+    pub fn dtype(&self) -> DType {
+        match &self.repr {
+            Repr::Node(n) => n.dtype,
+            Repr::Error(_) => DType::F64,
+        }
+    }
+
+    /// The number of dimensions.
+    pub fn ndim(&self) -> usize {
+        self.shape().len()
+    }
+
+    /// The number of elements.
+    pub fn numel(&self) -> usize {
+        self.shape().iter().product()
+    }
+
+    /// Converts to another dtype (float to int truncates, to `bool` is `!= 0`).
+    #[track_caller]
+    pub fn cast(&self, dtype: DType) -> Tensor {
+        self.map_node(|n| {
+            Ok(Node::make(
+                Op::Cast,
+                dtype,
+                n.shape.clone(),
+                vec![n.clone()],
+            ))
+        })
+    }
+
+    /// Applies `f` to this tensor's node, passing an error on.
+    #[track_caller]
+    fn map_node(&self, f: impl FnOnce(&NodeRef) -> Result<NodeRef>) -> Tensor {
+        match self.node().and_then(f) {
+            Ok(node) => Tensor::from_node(node),
+            Err(e) => Tensor::from_error(e),
+        }
+    }
+
+    /// The literal of a weak scalar.
+    fn weak_literal(&self) -> Option<Literal> {
+        match (&self.repr, self.weak) {
+            (Repr::Node(n), true) => match n.op {
+                Op::Const(v) => Some(v),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+}
+
+impl From<f64> for Tensor {
+    fn from(value: f64) -> Self {
+        Tensor::scalar(value)
+    }
+}
+
+impl From<&Tensor> for Tensor {
+    fn from(t: &Tensor) -> Self {
+        t.clone()
+    }
+}
+
+impl fmt::Debug for Tensor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.repr {
+            Repr::Node(n) => write!(
+                f,
+                "Tensor({} {}, {} #{})",
+                n.dtype,
+                fmt_shape(&n.shape),
+                n.op.name(),
+                n.id()
+            ),
+            Repr::Error(e) => write!(f, "Tensor(error: {e})"),
+        }
+    }
+}
+
+/// Checks every tensor and returns the nodes, or the first error.
+pub(crate) fn nodes_of(tensors: &[Tensor]) -> Result<Vec<NodeRef>> {
+    tensors.iter().map(|t| t.node().cloned()).collect()
+}
+
+/// The shape `shape` with the axis `axis` removed.
+pub(crate) fn without_axis(shape: &[usize], axis: usize) -> Shape {
+    shape
+        .iter()
+        .enumerate()
+        .filter(|&(d, _)| d != axis)
+        .map(|(_, &n)| n)
+        .collect()
+}
