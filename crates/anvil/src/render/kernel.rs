@@ -30,8 +30,31 @@ pub fn render_kernel(kernel: &Kernel, name: &str, dtypes: &[DType]) -> String {
         r.name(kernel.root)
     );
     r.loop_nest(&out_vars, kernel.root, &mut bound, 1, &store);
-    format!("void {name}({}) {{\n{}}}\n", params.join(", "), r.code)
+    let narrows = kernel
+        .exprs
+        .iter()
+        .any(|e| matches!(e, Expr::Cast(_, DType::F64, DType::F32)));
+    let attribute = if narrows { "ANVIL_NO_SLP " } else { "" };
+    format!(
+        "{attribute}void {name}({}) {{\n{}}}\n",
+        params.join(", "),
+        r.code
+    )
 }
+
+/// Definitions every translation unit with kernels starts with.
+///
+/// GCC 12 miscompiles `double → float → double` when it SLP-vectorizes the round trip
+/// (the rounding to float is dropped for some lanes), so kernels that narrow floats are
+/// compiled without SLP vectorization under GCC.
+pub const PRELUDE: &str = "#ifndef ANVIL_NO_SLP
+#if defined(__GNUC__) && !defined(__clang__)
+#define ANVIL_NO_SLP __attribute__((optimize(\"no-tree-slp-vectorize\")))
+#else
+#define ANVIL_NO_SLP
+#endif
+#endif
+";
 
 fn linear_output_index(shape: &[usize]) -> String {
     let idx: Vec<crate::lower::IndexExpr> =

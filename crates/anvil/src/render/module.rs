@@ -114,7 +114,7 @@ fn pointer(program: &Program, b: usize, flavour: &Flavour) -> String {
 /// Constant arrays and kernel functions: the code shared by the AOT and JIT flavours.
 fn body(program: &Program) -> String {
     let dtypes: Vec<DType> = program.buffers.iter().map(|b| b.dtype).collect();
-    let mut out = String::new();
+    let mut out = String::from(super::kernel::PRELUDE);
     for (b, buffer) in program.buffers.iter().enumerate() {
         if let BufferKind::Constant(data) = &buffer.kind {
             if buffer.numel() > 0 {

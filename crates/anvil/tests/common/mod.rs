@@ -1,0 +1,62 @@
+//! Helpers shared by the integration tests: random inputs and oracle comparisons.
+#![allow(dead_code)]
+
+use anvil::ndarray::{ArrayD, IxDyn};
+use anvil::{DType, HostArray, NumericalFunction};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+/// A deterministic random generator for a test.
+pub fn rng(seed: u64) -> StdRng {
+    StdRng::seed_from_u64(seed)
+}
+
+/// Random values in `[lo, hi)` of the given dtype (integers: rounded; bool: coin flips).
+pub fn random(rng: &mut StdRng, shape: &[usize], dtype: DType, lo: f64, hi: f64) -> HostArray {
+    let n: usize = shape.iter().product();
+    let vals: Vec<f64> = (0..n).map(|_| rng.gen_range(lo..hi)).collect();
+    let dim = IxDyn(shape);
+    match dtype {
+        DType::F64 => HostArray::F64(ArrayD::from_shape_vec(dim, vals).unwrap()),
+        DType::F32 => HostArray::F32(
+            ArrayD::from_shape_vec(dim, vals.iter().map(|&v| v as f32).collect()).unwrap(),
+        ),
+        DType::I32 => HostArray::I32(
+            ArrayD::from_shape_vec(dim, vals.iter().map(|&v| v.round() as i32).collect()).unwrap(),
+        ),
+        DType::I64 => HostArray::I64(
+            ArrayD::from_shape_vec(dim, vals.iter().map(|&v| v.round() as i64).collect()).unwrap(),
+        ),
+        DType::Bool => HostArray::Bool(
+            ArrayD::from_shape_vec(dim, vals.iter().map(|&v| v > (lo + hi) / 2.0).collect())
+                .unwrap(),
+        ),
+    }
+}
+
+/// Asserts equal dtype and shape, and values equal within `rtol` (NaNs match NaNs).
+pub fn assert_close(what: &str, got: &HostArray, want: &HostArray, rtol: f64) {
+    assert_eq!(got.dtype(), want.dtype(), "{what}: dtype");
+    assert_eq!(got.shape(), want.shape(), "{what}: shape");
+    for (i, (g, w)) in got.to_f64_vec().iter().zip(want.to_f64_vec()).enumerate() {
+        let ok = (g.is_nan() && w.is_nan()) || g == &w || (g - w).abs() <= rtol * (1.0 + w.abs());
+        assert!(ok, "{what}: element {i}: native {g} vs interpreter {w}");
+    }
+}
+
+/// Runs `f` through the JIT and the interpreter and compares every output.
+pub fn check_jit(f: &NumericalFunction, inputs: &[HostArray]) {
+    let want = f.eval_dyn(inputs).expect("interpreter");
+    let got = f
+        .call_dyn(inputs)
+        .unwrap_or_else(|e| panic!("JIT of `{}` failed: {e}", f.name()));
+    assert_eq!(got.len(), want.len());
+    let rtol = if f.outputs().iter().any(|o| o.dtype == DType::F32) {
+        1e-5
+    } else {
+        1e-12
+    };
+    for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert_close(&format!("{} output {k}", f.name()), g, w, rtol);
+    }
+}
