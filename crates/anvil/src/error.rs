@@ -124,13 +124,17 @@ pub enum Error {
 }
 
 impl Error {
-    /// An [`Error::Op`] at the caller's location.
-    #[track_caller]
-    pub(crate) fn op(op: &'static str, message: impl Into<String>) -> Self {
+    /// An [`Error::Op`] for the user's line `location` (captured by the `#[track_caller]`
+    /// tensor method the user called: closures inside it cannot see that line).
+    pub(crate) fn op_at(
+        location: SourceLocation,
+        op: &'static str,
+        message: impl Into<String>,
+    ) -> Self {
         Error::Op {
             op,
             message: message.into(),
-            location: SourceLocation::caller(),
+            location,
         }
     }
 

@@ -8,9 +8,12 @@ use std::sync::OnceLock;
 /// How the JIT compiles: which compiler, with which flags.
 ///
 /// The default compiler is `$CXX`, else the first of `c++`, `g++`, `clang++` that runs.
-/// The default flags are `-O3 -march=native -fno-math-errno` (math-errno only makes libm
-/// calls set `errno`, which nobody reads here; it does not change results), or the
-/// whitespace-separated contents of `$ANVIL_CXXFLAGS` if set.
+/// The default flags are `-O3 -march=native -fno-math-errno -ffp-contract=off`, or the
+/// whitespace-separated contents of `$ANVIL_CXXFLAGS` if set. `-fno-math-errno` only stops
+/// libm calls from setting `errno` (nobody reads it here), which lets loops with `sqrt`
+/// vectorize; it does not change results. `-ffp-contract=off` keeps `a*b + c` from being
+/// fused into one FMA, so native results are bit-for-bit those of the interpreter (pass
+/// `-ffp-contract=fast` for the last bit of speed).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct CompilerOptions {
     /// The compiler command (`None`: found as described above).
@@ -23,9 +26,14 @@ impl Default for CompilerOptions {
     fn default() -> Self {
         let flags = match std::env::var("ANVIL_CXXFLAGS") {
             Ok(f) => f.split_whitespace().map(String::from).collect(),
-            Err(_) => ["-O3", "-march=native", "-fno-math-errno"]
-                .map(String::from)
-                .to_vec(),
+            Err(_) => [
+                "-O3",
+                "-march=native",
+                "-fno-math-errno",
+                "-ffp-contract=off",
+            ]
+            .map(String::from)
+            .to_vec(),
         };
         CompilerOptions {
             compiler: None,

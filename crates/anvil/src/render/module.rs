@@ -1,7 +1,7 @@
 //! Assembles kernels into C++ sources: the AOT module (`.hpp` + `.cpp`) and the JIT
 //! translation unit, from the templates in `templates/`.
 
-use super::kernel::{literal, render_kernel};
+use super::kernel::{literal, render_kernel, PRELUDE};
 use crate::array::HostArray;
 use crate::dtype::DType;
 use crate::graph::Literal;
@@ -114,7 +114,7 @@ fn pointer(program: &Program, b: usize, flavour: &Flavour) -> String {
 /// Constant arrays and kernel functions: the code shared by the AOT and JIT flavours.
 fn body(program: &Program) -> String {
     let dtypes: Vec<DType> = program.buffers.iter().map(|b| b.dtype).collect();
-    let mut out = String::from(super::kernel::PRELUDE);
+    let mut out = String::new();
     for (b, buffer) in program.buffers.iter().enumerate() {
         if let BufferKind::Constant(data) = &buffer.kind {
             if buffer.numel() > 0 {
@@ -264,7 +264,7 @@ pub fn render_jit(name: &str, program: &Program) -> String {
     render(
         "jit.j2",
         context! {
-            name, body => body(program), copies => copies(program),
+            name, prelude => PRELUDE, body => body(program), copies => copies(program),
             calls => calls(program, &Flavour::Jit), ws_size => program.workspace_size,
         },
     )

@@ -2,6 +2,7 @@
 
 use super::Tensor;
 use crate::dtype::DType;
+use crate::error::SourceLocation;
 use crate::error::{Error, Result};
 use crate::graph::{BinaryOp, Literal, Node, NodeRef, Op, UnaryOp};
 use crate::shape::{broadcast, fmt_shape};
@@ -67,10 +68,12 @@ impl Tensor {
     /// `op(self, other)` with numpy broadcasting and dtype promotion.
     #[track_caller]
     pub(crate) fn binary(&self, other: &Tensor, op: BinaryOp, name: &'static str) -> Tensor {
+        let loc = SourceLocation::caller();
         let result = (|| -> Result<NodeRef> {
             let (a, b) = (self.node()?, other.node()?);
             let shape = broadcast(&a.shape, &b.shape).ok_or_else(|| {
-                Error::op(
+                Error::op_at(
+                    loc,
                     name,
                     format!(
                         "shapes {} and {} cannot be broadcast together",
@@ -239,11 +242,13 @@ impl Tensor {
     /// Integer division truncating toward zero (division by zero gives 0).
     #[track_caller]
     pub fn idiv(&self, other: impl Into<Tensor>) -> Tensor {
+        let loc = SourceLocation::caller();
         let other = other.into();
         let result = (|| -> Result<NodeRef> {
             let dtype = meet(self, &other);
             if !dtype.is_int() {
-                return Err(Error::op(
+                return Err(Error::op_at(
+                    loc,
                     "idiv",
                     format!(
                         "needs integer operands, got {} and {}",
@@ -254,7 +259,8 @@ impl Tensor {
             }
             let (a, b) = (self.node()?, other.node()?);
             let shape = broadcast(&a.shape, &b.shape).ok_or_else(|| {
-                Error::op(
+                Error::op_at(
+                    loc,
                     "idiv",
                     format!(
                         "shapes {} and {} cannot be broadcast together",
@@ -310,13 +316,15 @@ impl Tensor {
     /// ```
     #[track_caller]
     pub fn where_(&self, a: impl Into<Tensor>, b: impl Into<Tensor>) -> Tensor {
+        let loc = SourceLocation::caller();
         let (a, b) = (a.into(), b.into());
         let result = (|| -> Result<NodeRef> {
             let (c, x, y) = (self.node()?, a.node()?, b.node()?);
             let shape = broadcast(&c.shape, &x.shape)
                 .and_then(|s| broadcast(&s, &y.shape))
                 .ok_or_else(|| {
-                    Error::op(
+                    Error::op_at(
+                        loc,
                         "where",
                         format!(
                             "condition {}, and branches {} and {} cannot be broadcast together",

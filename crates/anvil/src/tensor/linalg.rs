@@ -2,6 +2,7 @@
 
 use super::Tensor;
 use crate::error::Error;
+use crate::error::SourceLocation;
 use crate::shape::fmt_shape;
 
 impl Tensor {
@@ -17,12 +18,14 @@ impl Tensor {
     /// ```
     #[track_caller]
     pub fn matmul(&self, other: &Tensor) -> Tensor {
+        let loc = SourceLocation::caller();
         if let Some(e) = self.error().or(other.error()) {
             return Tensor::from_error(e.clone());
         }
         let (ra, rb) = (self.ndim(), other.ndim());
         if ra == 0 || rb == 0 {
-            return Tensor::from_error(Error::op(
+            return Tensor::from_error(Error::op_at(
+                loc,
                 "matmul",
                 "operands must have at least one axis; use `*` for scalars",
             ));
@@ -34,7 +37,8 @@ impl Tensor {
             other.shape()[rb - 2]
         };
         if k != kb {
-            return Tensor::from_error(Error::op(
+            return Tensor::from_error(Error::op_at(
+                loc,
                 "matmul",
                 format!(
                     "inner dimensions differ: {} @ {} ({k} vs {kb})",
@@ -66,11 +70,13 @@ impl Tensor {
     /// The outer product `a[i] * b[j]` of two vectors.
     #[track_caller]
     pub fn outer(&self, other: &Tensor) -> Tensor {
+        let loc = SourceLocation::caller();
         if self.error().is_none()
             && other.error().is_none()
             && (self.ndim() != 1 || other.ndim() != 1)
         {
-            return Tensor::from_error(Error::op(
+            return Tensor::from_error(Error::op_at(
+                loc,
                 "outer",
                 format!(
                     "needs two vectors, got {} and {}",

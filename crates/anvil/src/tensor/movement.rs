@@ -1,6 +1,7 @@
 //! Movement ops: they only rearrange elements, and lowering turns them into index arithmetic.
 
 use super::{nodes_of, Tensor};
+use crate::error::SourceLocation;
 use crate::error::{Error, Result};
 use crate::graph::{Node, NodeRef, Op};
 use crate::shape::{fmt_shape, normalize_axes, IntoAxes, IntoShape, Shape};
@@ -10,10 +11,12 @@ impl Tensor {
     /// The same elements in row-major order with a new shape of the same size.
     #[track_caller]
     pub fn reshape(&self, shape: impl IntoShape) -> Tensor {
+        let loc = SourceLocation::caller();
         let shape = shape.into_shape();
         self.map_node(|n| {
             if shape.iter().product::<usize>() != n.numel() {
-                return Err(Error::op(
+                return Err(Error::op_at(
+                    loc,
                     "reshape",
                     format!(
                         "cannot reshape {} ({} elements) into {}",
@@ -36,10 +39,12 @@ impl Tensor {
     /// Inserts an axis of extent 1 before `axis` (`-1` appends).
     #[track_caller]
     pub fn unsqueeze(&self, axis: isize) -> Tensor {
+        let loc = SourceLocation::caller();
         let rank = self.ndim() as isize;
         let a = if axis < 0 { axis + rank + 1 } else { axis };
         if self.error().is_none() && !(0..=rank).contains(&a) {
-            return Tensor::from_error(Error::op(
+            return Tensor::from_error(Error::op_at(
+                loc,
                 "unsqueeze",
                 format!(
                     "axis {axis} is out of range for shape {}",
@@ -55,11 +60,13 @@ impl Tensor {
     /// Removes the axis `axis`, which must have extent 1.
     #[track_caller]
     pub fn squeeze(&self, axis: isize) -> Tensor {
+        let loc = SourceLocation::caller();
         let shape = self.shape().to_vec();
         match normalize_axes(&[axis], shape.len()) {
             Some(a) if shape[a[0]] == 1 => self.reshape(super::without_axis(&shape, a[0])),
             _ if self.error().is_some() => self.clone(),
-            _ => Tensor::from_error(Error::op(
+            _ => Tensor::from_error(Error::op_at(
+                loc,
                 "squeeze",
                 format!(
                     "axis {axis} of shape {} is not of extent 1",
@@ -72,12 +79,14 @@ impl Tensor {
     /// Reorders the axes: output axis `d` is input axis `axes[d]`.
     #[track_caller]
     pub fn permute(&self, axes: impl IntoAxes) -> Tensor {
+        let loc = SourceLocation::caller();
         let axes = axes.into_axes();
         self.map_node(|n| {
             let perm = normalize_axes(&axes, n.shape.len())
                 .filter(|p| p.len() == n.shape.len())
                 .ok_or_else(|| {
-                    Error::op(
+                    Error::op_at(
+                        loc,
                         "permute",
                         format!(
                             "{axes:?} is not a permutation of the axes of {}",
@@ -98,6 +107,7 @@ impl Tensor {
     /// Swaps two axes.
     #[track_caller]
     pub fn swap_axes(&self, a: isize, b: isize) -> Tensor {
+        let loc = SourceLocation::caller();
         let rank = self.ndim();
         match normalize_axes(&[a], rank).zip(normalize_axes(&[b], rank)) {
             Some((a, b)) => {
@@ -106,7 +116,8 @@ impl Tensor {
                 self.permute(perm)
             }
             None if self.error().is_some() => self.clone(),
-            None => Tensor::from_error(Error::op(
+            None => Tensor::from_error(Error::op_at(
+                loc,
                 "swap_axes",
                 format!(
                     "axes {a} and {b} are out of range for shape {}",
@@ -128,6 +139,7 @@ impl Tensor {
     /// Broadcasts to `shape` (numpy rules: axes of extent 1 stretch, new axes on the left).
     #[track_caller]
     pub fn expand(&self, shape: impl IntoShape) -> Tensor {
+        let loc = SourceLocation::caller();
         let shape = shape.into_shape();
         self.map_node(|n| {
             let ok = shape.len() >= n.shape.len()
@@ -137,7 +149,8 @@ impl Tensor {
                     .zip(shape.iter().rev())
                     .all(|(&s, &t)| s == t || s == 1);
             if !ok {
-                return Err(Error::op(
+                return Err(Error::op_at(
+                    loc,
                     "expand",
                     format!(
                         "cannot broadcast {} to {}",
@@ -153,9 +166,11 @@ impl Tensor {
     /// Zero padding: `pads[d] = (before, after)` for each axis.
     #[track_caller]
     pub fn pad(&self, pads: &[(usize, usize)]) -> Tensor {
+        let loc = SourceLocation::caller();
         self.map_node(|n| {
             if pads.len() != n.shape.len() {
-                return Err(Error::op(
+                return Err(Error::op_at(
+                    loc,
                     "pad",
                     format!(
                         "{} pad pairs given for shape {}",
@@ -182,6 +197,7 @@ impl Tensor {
     /// The sub-block `ranges[d] = (start, end)` of each axis.
     #[track_caller]
     pub fn shrink(&self, ranges: &[(usize, usize)]) -> Tensor {
+        let loc = SourceLocation::caller();
         self.map_node(|n| {
             let ok = ranges.len() == n.shape.len()
                 && ranges
@@ -189,7 +205,8 @@ impl Tensor {
                     .zip(&n.shape)
                     .all(|(&(s, e), &d)| s <= e && e <= d);
             if !ok {
-                return Err(Error::op(
+                return Err(Error::op_at(
+                    loc,
                     "shrink",
                     format!("ranges {ranges:?} do not fit shape {}", fmt_shape(&n.shape)),
                 ));
@@ -207,10 +224,12 @@ impl Tensor {
     /// Reverses the order of elements along `axes`.
     #[track_caller]
     pub fn flip(&self, axes: impl IntoAxes) -> Tensor {
+        let loc = SourceLocation::caller();
         let axes = axes.into_axes();
         self.map_node(|n| {
             let mut axes = normalize_axes(&axes, n.shape.len()).ok_or_else(|| {
-                Error::op(
+                Error::op_at(
+                    loc,
                     "flip",
                     format!(
                         "axes {axes:?} are out of range for shape {}",
@@ -247,6 +266,7 @@ impl Tensor {
     /// ```
     #[track_caller]
     pub fn slice(&self, info: impl AsRef<[SliceInfoElem]>) -> Tensor {
+        let loc = SourceLocation::caller();
         let info = info.as_ref();
         let mut t = self.clone();
         let mut axis = 0usize; // the axis of `t` the next element applies to
@@ -255,7 +275,8 @@ impl Tensor {
             .filter(|e| !matches!(e, SliceInfoElem::NewAxis))
             .count();
         if self.error().is_none() && indexed > self.ndim() {
-            return Tensor::from_error(Error::op(
+            return Tensor::from_error(Error::op_at(
+                loc,
                 "slice",
                 format!(
                     "{indexed} indices given for shape {}",
@@ -281,12 +302,14 @@ impl Tensor {
 
     #[track_caller]
     fn index_axis(&self, axis: usize, index: isize) -> Tensor {
+        let loc = SourceLocation::caller();
         let Some(&n) = self.shape().get(axis) else {
             return self.clone();
         };
         let i = if index < 0 { index + n as isize } else { index };
         if !(0..n as isize).contains(&i) {
-            return Tensor::from_error(Error::op(
+            return Tensor::from_error(Error::op_at(
+                loc,
                 "index",
                 format!(
                     "index {index} is out of range for axis {axis} of shape {}",
@@ -303,11 +326,12 @@ impl Tensor {
 
     #[track_caller]
     fn slice_axis(&self, axis: usize, start: isize, end: Option<isize>, step: isize) -> Tensor {
+        let loc = SourceLocation::caller();
         let Some(&n) = self.shape().get(axis) else {
             return self.clone();
         };
         if step == 0 {
-            return Tensor::from_error(Error::op("slice", "step must not be zero"));
+            return Tensor::from_error(Error::op_at(loc, "slice", "step must not be zero"));
         }
         let clamp =
             |v: isize| (if v < 0 { v + n as isize } else { v }).clamp(0, n as isize) as usize;
@@ -353,14 +377,16 @@ impl Tensor {
     /// ```
     #[track_caller]
     pub fn cat(tensors: &[Tensor], axis: isize) -> Tensor {
+        let loc = SourceLocation::caller();
         let result = (|| -> Result<Tensor> {
             let nodes = nodes_of(tensors)?;
             let first = nodes
                 .first()
-                .ok_or_else(|| Error::op("cat", "needs at least one tensor"))?;
+                .ok_or_else(|| Error::op_at(loc, "cat", "needs at least one tensor"))?;
             let rank = first.shape.len();
             let a = normalize_axes(&[axis], rank).ok_or_else(|| {
-                Error::op(
+                Error::op_at(
+                    loc,
                     "cat",
                     format!(
                         "axis {axis} is out of range for shape {}",
@@ -372,7 +398,8 @@ impl Tensor {
                 n.shape.len() == rank && (0..rank).all(|d| d == a || n.shape[d] == first.shape[d])
             };
             if let Some(bad) = nodes.iter().find(|n| !compatible(n)) {
-                return Err(Error::op(
+                return Err(Error::op_at(
+                    loc,
                     "cat",
                     format!(
                         "shapes {} and {} differ outside axis {a}",
@@ -403,13 +430,15 @@ impl Tensor {
     /// Joins tensors of one shape along a new axis.
     #[track_caller]
     pub fn stack(tensors: &[Tensor], axis: isize) -> Tensor {
+        let loc = SourceLocation::caller();
         let expanded: Vec<Tensor> = tensors.iter().map(|t| t.unsqueeze(axis)).collect();
         if let Some(first) = tensors.first() {
             if let Some(bad) = tensors
                 .iter()
                 .find(|t| t.error().is_none() && t.shape() != first.shape())
             {
-                return Tensor::from_error(Error::op(
+                return Tensor::from_error(Error::op_at(
+                    loc,
                     "stack",
                     format!(
                         "shapes {} and {} differ",

@@ -3,6 +3,7 @@
 use super::Tensor;
 use crate::dtype::DType;
 use crate::error::Error;
+use crate::error::SourceLocation;
 use crate::graph::{Node, Op, ReduceOp};
 use crate::shape::{fmt_shape, normalize_axes, IntoAxes};
 
@@ -15,12 +16,14 @@ impl Tensor {
         keepdim: bool,
         name: &'static str,
     ) -> Tensor {
+        let loc = SourceLocation::caller();
         self.map_node(|n| {
             let rank = n.shape.len();
             let axes = match axes {
                 None => (0..rank).collect(),
                 Some(axes) => normalize_axes(&axes, rank).ok_or_else(|| {
-                    Error::op(
+                    Error::op_at(
+                        loc,
                         name,
                         format!(
                             "axes {axes:?} are out of range or repeated for shape {}",

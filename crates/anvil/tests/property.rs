@@ -1,0 +1,106 @@
+//! Property tests: random graphs over random shapes (elementwise chains, movement chains,
+//! reductions, broadcasting) lower to native code that agrees with the interpreter.
+
+mod common;
+
+use anvil::{Arg, DType, HostArray, NumericalFunction, Tensor};
+use common::{check_jit, random, rng};
+use proptest::prelude::*;
+
+/// One step of a random program: an op code and two operand choices.
+type Step = (u8, u8, u8);
+
+/// Applies step `(op, a, b)` to the pool of tensors built so far.
+fn apply(pool: &[Tensor], (op, a, b): Step) -> Tensor {
+    let x = &pool[a as usize % pool.len()];
+    let y = &pool[b as usize % pool.len()];
+    let rank = x.ndim();
+    let axis = if rank == 0 { 0 } else { b as usize % rank };
+    match op % 16 {
+        0 => x.sin(),
+        1 => x.tanh().exp(),
+        2 => x.abs().sqrt() - 0.5,
+        3 if x.shape() == y.shape() || y.ndim() == 0 => x * y,
+        3 => x * 0.5,
+        4 if x.shape() == y.shape() || y.ndim() == 0 => x.maximum(y) + y,
+        4 => x + 1.0,
+        5 if rank > 0 => x.sum_axes(axis as isize, b % 2 == 0),
+        6 if rank > 0 => x.max_axes(axis as isize, b % 2 == 1),
+        7 if rank > 1 => {
+            let mut perm: Vec<usize> = (0..rank).collect();
+            perm.rotate_left(1 + b as usize % (rank - 1));
+            x.permute(perm)
+        }
+        8 => x.reshape(x.numel()),
+        9 if rank > 0 => {
+            let mut pads = vec![(0, 0); rank];
+            pads[axis] = (b as usize % 2, (b as usize / 2) % 3);
+            x.pad(&pads)
+        }
+        10 if rank > 0 && x.shape()[axis] > 1 => {
+            let mut ranges: Vec<(usize, usize)> = x.shape().iter().map(|&n| (0, n)).collect();
+            ranges[axis] = (1, x.shape()[axis]);
+            x.shrink(&ranges)
+        }
+        11 if rank > 0 => x.flip(axis as isize),
+        12 => {
+            // Broadcast: a reduced copy expanded back against the original.
+            if rank > 0 {
+                x - x.sum_axes(axis as isize, true) * 0.25
+            } else {
+                x * 2.0
+            }
+        }
+        13 if rank > 0 && x.shape()[axis] > 2 => {
+            let mut info = vec![anvil::ndarray::SliceInfoElem::from(..); rank];
+            info[axis] = anvil::ndarray::SliceInfoElem::Slice {
+                start: 0,
+                end: None,
+                step: if b % 2 == 0 { 2 } else { -2 },
+            };
+            x.slice(info)
+        }
+        14 if rank == 2 && y.ndim() == 2 && x.shape()[1] == y.shape()[0] => x.matmul(y),
+        14 if rank == 2 => x.matmul(&x.transpose()),
+        15 => x.cast(DType::F32).cos().cast(DType::F64),
+        _ => x.atan(),
+    }
+}
+
+fn build(shapes: &[Vec<usize>], steps: &[Step]) -> NumericalFunction {
+    let args: Vec<Arg> = shapes.iter().map(|s| Arg::new(s.clone())).collect();
+    let inputs: Vec<Tensor> = args
+        .iter()
+        .enumerate()
+        .map(|(i, a)| Tensor::input(i, a.shape.clone(), DType::F64))
+        .collect();
+    let mut pool = inputs.clone();
+    for &step in steps {
+        let t = apply(&pool, step);
+        t.check().expect("the generator only builds valid graphs");
+        pool.push(t);
+    }
+    // The last three values are outputs; earlier ones are shared intermediates.
+    let outputs: Vec<Tensor> = pool.iter().rev().take(3).cloned().collect();
+    NumericalFunction::from_tensors("random_graph", args, &outputs).unwrap()
+}
+
+fn shape() -> impl Strategy<Value = Vec<usize>> {
+    prop::collection::vec(1usize..5, 0..4)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn random_graphs_agree_with_the_interpreter(
+        shapes in prop::collection::vec(shape(), 1..3),
+        steps in prop::collection::vec(any::<Step>(), 1..12),
+        seed in any::<u64>(),
+    ) {
+        let f = build(&shapes, &steps);
+        let mut r = rng(seed);
+        let inputs: Vec<HostArray> = shapes.iter().map(|s| random(&mut r, s, DType::F64, -2.0, 2.0)).collect();
+        check_jit(&f, &inputs);
+    }
+}
