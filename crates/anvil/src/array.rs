@@ -82,8 +82,7 @@ impl HostArray {
 
     /// The raw bytes of the elements in row-major order (native endianness).
     pub fn to_ne_bytes(&self) -> Vec<u8> {
-        let mut out =
-            Vec::with_capacity(self.shape().iter().product::<usize>() * self.dtype().size());
+        let mut out = Vec::with_capacity(self.shape().iter().product::<usize>() * self.dtype().size());
         with_host_array!(self, a => for v in a.iter() { v.push_bytes(&mut out) });
         out
     }

@@ -27,11 +27,7 @@ impl SourceLocation {
     #[track_caller]
     pub fn caller() -> Self {
         let loc = Location::caller();
-        SourceLocation {
-            file: loc.file(),
-            line: loc.line(),
-            column: loc.column(),
-        }
+        SourceLocation { file: loc.file(), line: loc.line(), column: loc.column() }
     }
 }
 
@@ -126,24 +122,12 @@ pub enum Error {
 impl Error {
     /// An [`Error::Op`] for the user's line `location` (captured by the `#[track_caller]`
     /// tensor method the user called: closures inside it cannot see that line).
-    pub(crate) fn op_at(
-        location: SourceLocation,
-        op: &'static str,
-        message: impl Into<String>,
-    ) -> Self {
-        Error::Op {
-            op,
-            message: message.into(),
-            location,
-        }
+    pub(crate) fn op_at(location: SourceLocation, op: &'static str, message: impl Into<String>) -> Self {
+        Error::Op { op, message: message.into(), location }
     }
 
     /// An [`Error::Io`] from a `std::io::Error`.
     pub(crate) fn io(action: &'static str, path: impl Into<PathBuf>, err: std::io::Error) -> Self {
-        Error::Io {
-            action,
-            path: path.into(),
-            message: err.to_string(),
-        }
+        Error::Io { action, path: path.into(), message: err.to_string() }
     }
 }

@@ -34,8 +34,7 @@ pub use array::{Element, HostArray};
 pub use dtype::DType;
 pub use error::{Error, Result, SourceLocation};
 pub use function::{
-    generate_module, generate_module_with_constants, Arg, CodegenIntConstant, IntoOutputs,
-    NumericalFunction,
+    generate_module, generate_module_with_constants, Arg, CodegenIntConstant, IntoOutputs, NumericalFunction,
 };
 pub use ndarray;
 pub use tensor::Tensor;

@@ -6,19 +6,14 @@
 mod common;
 
 use anvil::ndarray::Array2;
-use anvil::{
-    generate_module_with_constants, Arg, CodegenIntConstant, DType, HostArray, NumericalFunction,
-    Tensor,
-};
+use anvil::{generate_module_with_constants, Arg, CodegenIntConstant, DType, HostArray, NumericalFunction, Tensor};
 use common::{assert_close, random, rng};
 use std::fmt::Write;
 use std::path::Path;
 use std::process::Command;
 
 fn functions() -> Vec<NumericalFunction> {
-    let w = Tensor::from_array(&Array2::from_shape_fn((3, 4), |(i, j)| {
-        (i as f64 + 1.0) / (j as f64 + 2.0)
-    }));
+    let w = Tensor::from_array(&Array2::from_shape_fn((3, 4), |(i, j)| (i as f64 + 1.0) / (j as f64 + 2.0)));
     let b = Tensor::from_array(&anvil::ndarray::array![0.5, -1.0, 2.0]);
     vec![
         // Captured constants, several inputs and outputs, a workspace intermediate.
@@ -33,27 +28,15 @@ fn functions() -> Vec<NumericalFunction> {
         )
         .unwrap(),
         // A scalar output.
-        NumericalFunction::new(
-            "energy",
-            |[x]| (x.square() * 0.5 + x.sin()).sum(),
-            [Arg::new(37)],
-        )
-        .unwrap(),
+        NumericalFunction::new("energy", |[x]| (x.square() * 0.5 + x.sin()).sum(), [Arg::new(37)]).unwrap(),
         // f32 and integers, padding and reductions.
         NumericalFunction::new(
             "mixed",
             |[a, k]| {
                 let p = a.pad(&[(1, 1), (0, 2)]);
-                (
-                    p.max_axes(1, false),
-                    (&k * 2.0).sum(),
-                    a.cast(DType::F64).exp().mean(),
-                )
+                (p.max_axes(1, false), (&k * 2.0).sum(), a.cast(DType::F64).exp().mean())
             },
-            [
-                Arg::with_dtype([2, 3], DType::F32),
-                Arg::with_dtype(5, DType::I32),
-            ],
+            [Arg::with_dtype([2, 3], DType::F32), Arg::with_dtype(5, DType::I32)],
         )
         .unwrap(),
     ]
@@ -67,14 +50,7 @@ fn cpp_array(a: &HostArray) -> String {
         HostArray::F32(x) => x.iter().map(|v| format!("{v:?}f")).collect(),
         HostArray::F64(x) => x.iter().map(|v| format!("{v:?}")).collect(),
     };
-    format!(
-        "{{{}}}",
-        if values.is_empty() {
-            "0".to_string()
-        } else {
-            values.join(", ")
-        }
-    )
+    format!("{{{}}}", if values.is_empty() { "0".to_string() } else { values.join(", ") })
 }
 
 /// A `main` that calls every function twice (heap workspace, caller-provided storage)
@@ -85,26 +61,16 @@ fn harness(module: &str, fns: &[NumericalFunction], inputs: &[Vec<HostArray>]) -
         let n = f.name();
         let _ = writeln!(s, "  {{");
         for (i, a) in ins.iter().enumerate() {
-            let _ = writeln!(
-                s,
-                "    static {} in{i}_data[] = {};",
-                a.dtype().cpp_name(),
-                cpp_array(a)
-            );
+            let _ = writeln!(s, "    static {} in{i}_data[] = {};", a.dtype().cpp_name(), cpp_array(a));
             let _ = writeln!(s, "    {n}::IN{i}_t in{i}{{in{i}_data}};");
         }
         for k in 0..f.outputs().len() {
             let _ = writeln!(s, "    {n}::OUT{k}_t out{k} = {n}::OUT{k}_t::alloc();");
         }
-        let args: Vec<String> = (0..ins.len())
-            .map(|i| format!("in{i}"))
-            .chain((0..f.outputs().len()).map(|k| format!("out{k}")))
-            .collect();
+        let args: Vec<String> =
+            (0..ins.len()).map(|i| format!("in{i}")).chain((0..f.outputs().len()).map(|k| format!("out{k}"))).collect();
         let args = args.join(", ");
-        let _ = writeln!(
-            s,
-            "    {n}::WS_t ws = {n}::init_ws();\n    {n}::call({args}, ws);\n    {n}::free_ws(ws);"
-        );
+        let _ = writeln!(s, "    {n}::WS_t ws = {n}::init_ws();\n    {n}::call({args}, ws);\n    {n}::free_ws(ws);");
         // Again with a workspace in caller-provided storage (no heap).
         let _ = writeln!(s, "    alignas(64) static char storage[{n}::WS_t::size + 1];\n    {n}::WS_t own{{storage}};");
         let _ = writeln!(s, "    {n}::init_ws(own);\n    {n}::call({args}, own);");
@@ -114,7 +80,10 @@ fn harness(module: &str, fns: &[NumericalFunction], inputs: &[Vec<HostArray>]) -
                 _ => ("%lld", "(long long)"),
             };
             let _ = writeln!(s, "    std::printf(\"{n} {k}\");");
-            let _ = writeln!(s, "    for (std::size_t i = 0; i < {n}::OUT{k}_t::size; ++i) std::printf(\" {fmt}\", {cast}out{k}[i]);");
+            let _ = writeln!(
+                s,
+                "    for (std::size_t i = 0; i < {n}::OUT{k}_t::size; ++i) std::printf(\" {fmt}\", {cast}out{k}[i]);"
+            );
             let _ = writeln!(s, "    std::printf(\"\\n\");\n    out{k}.free();");
         }
         let _ = writeln!(s, "  }}");
@@ -141,20 +110,9 @@ fn compile_and_run(compiler: &str, dir: &Path, module: &str) -> String {
         .arg(&exe)
         .output()
         .expect("run the C++ compiler");
-    assert!(
-        out.status.success(),
-        "{compiler} rejected the module:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let run = Command::new(&exe)
-        .env("ASAN_OPTIONS", "detect_leaks=1")
-        .output()
-        .expect("run the harness");
-    assert!(
-        run.status.success(),
-        "harness failed under the sanitizers:\n{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    assert!(out.status.success(), "{compiler} rejected the module:\n{}", String::from_utf8_lossy(&out.stderr));
+    let run = Command::new(&exe).env("ASAN_OPTIONS", "detect_leaks=1").output().expect("run the harness");
+    assert!(run.status.success(), "harness failed under the sanitizers:\n{}", String::from_utf8_lossy(&run.stderr));
     String::from_utf8(run.stdout).unwrap()
 }
 
@@ -169,19 +127,9 @@ fn check_output(stdout: &str, fns: &[NumericalFunction], inputs: &[Vec<HostArray
             assert_eq!(words.next(), Some(f.name()));
             assert_eq!(words.next(), Some(k.to_string().as_str()));
             let got: Vec<f64> = words.map(|v| v.parse().unwrap()).collect();
-            let got =
-                HostArray::F64(anvil::ndarray::ArrayD::from_shape_vec(w.shape(), got).unwrap());
-            let rtol = if f.outputs().iter().any(|o| o.dtype == DType::F32) {
-                1e-6
-            } else {
-                1e-13
-            };
-            assert_close(
-                &format!("{} output {k}", f.name()),
-                &got,
-                &HostArray::F64(w.to_f64()),
-                rtol,
-            );
+            let got = HostArray::F64(anvil::ndarray::ArrayD::from_shape_vec(w.shape(), got).unwrap());
+            let rtol = if f.outputs().iter().any(|o| o.dtype == DType::F32) { 1e-6 } else { 1e-13 };
+            assert_close(&format!("{} output {k}", f.name()), &got, &HostArray::F64(w.to_f64()), rtol);
         }
     }
     assert_eq!(line, lines.len(), "every printed output was checked");
@@ -191,15 +139,8 @@ fn check_output(stdout: &str, fns: &[NumericalFunction], inputs: &[Vec<HostArray
 fn generated_module_compiles_cleanly_runs_under_sanitizers_and_matches_the_oracle() {
     let fns = functions();
     let mut r = rng(11);
-    let inputs: Vec<Vec<HostArray>> = fns
-        .iter()
-        .map(|f| {
-            f.inputs()
-                .iter()
-                .map(|a| random(&mut r, &a.shape, a.dtype, -2.0, 2.0))
-                .collect()
-        })
-        .collect();
+    let inputs: Vec<Vec<HostArray>> =
+        fns.iter().map(|f| f.inputs().iter().map(|a| random(&mut r, &a.shape, a.dtype, -2.0, 2.0)).collect()).collect();
     let dir = std::env::temp_dir().join(format!("anvil_cpp_module_{}", std::process::id()));
     let n = CodegenIntConstant::new("HORIZON", 20).unwrap();
     let nx = CodegenIntConstant::new("NX", 4).unwrap();
@@ -207,32 +148,16 @@ fn generated_module_compiles_cleanly_runs_under_sanitizers_and_matches_the_oracl
     let refs: Vec<&NumericalFunction> = fns.iter().collect();
     let (hpp, _) = generate_module_with_constants("testmod", &refs, &[total], &dir).unwrap();
     let header = std::fs::read_to_string(hpp).unwrap();
-    let (a, b, c) = (
-        header.find("HORIZON =").unwrap(),
-        header.find("NX =").unwrap(),
-        header.find("NZ =").unwrap(),
-    );
-    assert!(
-        a < c && b < c,
-        "constants are declared after what they depend on"
-    );
-    assert!(
-        header.contains("static constexpr int NZ = ((HORIZON * NX) + 2);"),
-        "{header}"
-    );
+    let (a, b, c) = (header.find("HORIZON =").unwrap(), header.find("NX =").unwrap(), header.find("NZ =").unwrap());
+    assert!(a < c && b < c, "constants are declared after what they depend on");
+    assert!(header.contains("static constexpr int NZ = ((HORIZON * NX) + 2);"), "{header}");
     std::fs::write(dir.join("main.cpp"), harness("testmod", &fns, &inputs)).unwrap();
 
     let mut compilers = vec!["g++"];
-    if Command::new("clang++")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-    {
+    if Command::new("clang++").arg("--version").output().is_ok_and(|o| o.status.success()) {
         compilers.push("clang++");
     } else {
-        eprintln!(
-            "clang++ not installed: checked with g++ only (run scripts/setup.sh to install it)"
-        );
+        eprintln!("clang++ not installed: checked with g++ only (run scripts/setup.sh to install it)");
     }
     for compiler in compilers {
         let stdout = compile_and_run(compiler, &dir, "testmod");
@@ -247,9 +172,7 @@ fn generated_module_compiles_cleanly_runs_under_sanitizers_and_matches_the_oracl
 fn jit_sources_compile_without_warnings() {
     let options = anvil::jit::CompilerOptions {
         compiler: None,
-        flags: ["-O2", "-Wall", "-Wextra", "-Werror"]
-            .map(String::from)
-            .to_vec(),
+        flags: ["-O2", "-Wall", "-Wextra", "-Werror"].map(String::from).to_vec(),
     };
     for f in functions() {
         let f = f.with_compiler(options.clone());

@@ -7,8 +7,7 @@ use anvil::{generate_module, Arg, DType, Error, HostArray, NumericalFunction, Te
 #[test]
 fn incompatible_shapes_name_the_op_the_shapes_and_the_callers_line() {
     let line = line!() + 1;
-    let err = NumericalFunction::new("f", |[x, y]| (x + y).sin(), [Arg::new(3), Arg::new(4)])
-        .unwrap_err();
+    let err = NumericalFunction::new("f", |[x, y]| (x + y).sin(), [Arg::new(3), Arg::new(4)]).unwrap_err();
     let msg = err.to_string();
     assert!(matches!(err, Error::Op { op: "add", .. }), "{msg}");
     assert!(msg.contains("[3]") && msg.contains("[4]"), "{msg}");
@@ -27,10 +26,7 @@ fn each_op_reports_its_own_misuse() {
         (x.pad(&[(1, 1)]), "pad"),
         (x.shrink(&[(0, 3), (0, 3)]), "shrink"),
         (x.get(5), "index"),
-        (
-            Tensor::cat(&[x.clone(), Tensor::input(1, [2, 2], DType::F64)], 0),
-            "cat",
-        ),
+        (Tensor::cat(&[x.clone(), Tensor::input(1, [2, 2], DType::F64)], 0), "cat"),
         (Tensor::stack(&[], 0), "cat"),
         (x.flip(4), "flip"),
         (x.idiv(2.0), "idiv"),
@@ -51,10 +47,7 @@ fn errors_propagate_through_later_ops() {
     let x = Tensor::input(0, 3, DType::F64);
     let bad = x.reshape(4);
     let later = (bad.exp() + 1.0).sum();
-    assert!(matches!(
-        later.check(),
-        Err(Error::Op { op: "reshape", .. })
-    ));
+    assert!(matches!(later.check(), Err(Error::Op { op: "reshape", .. })));
 }
 
 #[test]
@@ -62,41 +55,19 @@ fn wrong_number_of_arguments() {
     let f = NumericalFunction::new("two", |[x, y]| x + y, [Arg::new(2), Arg::new(2)]).unwrap();
     let a = array![1.0, 2.0].into_dyn();
     let err = f.call(&[a.view()]).unwrap_err();
-    assert!(
-        matches!(
-            err,
-            Error::ArgumentCount {
-                expected: 2,
-                got: 1,
-                ..
-            }
-        ),
-        "{err}"
-    );
+    assert!(matches!(err, Error::ArgumentCount { expected: 2, got: 1, .. }), "{err}");
     assert!(f.eval(&[a.view(), a.view(), a.view()]).is_err());
 }
 
 #[test]
 fn arrays_of_the_wrong_shape_or_dtype() {
     let f = NumericalFunction::new("shape_check", |[x]| x * 2.0, [Arg::new([2, 2])]).unwrap();
-    let err = f
-        .call(&[array![1.0, 2.0, 3.0, 4.0].into_dyn().view()])
-        .unwrap_err();
+    let err = f.call(&[array![1.0, 2.0, 3.0, 4.0].into_dyn().view()]).unwrap_err();
     let msg = err.to_string();
-    assert!(
-        msg.contains("input 0") && msg.contains("[2, 2]") && msg.contains("[4]"),
-        "{msg}"
-    );
-    let err = f
-        .call_dyn(&[HostArray::F32(ArrayD::zeros(vec![2, 2]))])
-        .unwrap_err();
+    assert!(msg.contains("input 0") && msg.contains("[2, 2]") && msg.contains("[4]"), "{msg}");
+    let err = f.call_dyn(&[HostArray::F32(ArrayD::zeros(vec![2, 2]))]).unwrap_err();
     assert!(err.to_string().contains("f32"), "{err}");
-    let g = NumericalFunction::new(
-        "dtype_check",
-        |[x]| x * 2.0,
-        [Arg::with_dtype(2, DType::F32)],
-    )
-    .unwrap();
+    let g = NumericalFunction::new("dtype_check", |[x]| x * 2.0, [Arg::with_dtype(2, DType::F32)]).unwrap();
     let err = g.call(&[array![1.0, 2.0].into_dyn().view()]).unwrap_err();
     assert!(err.to_string().contains("call_dyn"), "{err}");
 }
@@ -129,54 +100,31 @@ fn unwritable_output_directory() {
 
 #[test]
 fn missing_compiler_says_how_to_install_one() {
-    let options = CompilerOptions {
-        compiler: Some("no-such-compiler-anvil".into()),
-        flags: vec![],
-    };
-    let f = NumericalFunction::new("no_compiler", |[x]| x * 2.0, [Arg::new(1)])
-        .unwrap()
-        .with_compiler(options);
+    let options = CompilerOptions { compiler: Some("no-such-compiler-anvil".into()), flags: vec![] };
+    let f = NumericalFunction::new("no_compiler", |[x]| x * 2.0, [Arg::new(1)]).unwrap().with_compiler(options);
     let err = f.call(&[array![1.0].into_dyn().view()]).unwrap_err();
     let msg = err.to_string();
     assert!(matches!(err, Error::CompilerNotFound { .. }), "{msg}");
     assert!(
-        msg.contains("no-such-compiler-anvil")
-            && msg.contains("apt-get install g++")
-            && msg.contains("$CXX"),
+        msg.contains("no-such-compiler-anvil") && msg.contains("apt-get install g++") && msg.contains("$CXX"),
         "{msg}"
     );
     // The interpreter still works without a compiler.
-    assert_eq!(
-        f.eval(&[array![1.5].into_dyn().view()]).unwrap()[0],
-        array![3.0].into_dyn()
-    );
+    assert_eq!(f.eval(&[array![1.5].into_dyn().view()]).unwrap()[0], array![3.0].into_dyn());
 }
 
 #[test]
 fn compile_errors_carry_the_compilers_message_and_the_source_path() {
     let options = CompilerOptions {
         compiler: None,
-        flags: vec![
-            "-DANVIL_FORCE_ERROR".into(),
-            "-include".into(),
-            "/nonexistent/anvil.h".into(),
-        ],
+        flags: vec!["-DANVIL_FORCE_ERROR".into(), "-include".into(), "/nonexistent/anvil.h".into()],
     };
-    let f = NumericalFunction::new("bad_flags", |[x]| x * 2.0, [Arg::new(1)])
-        .unwrap()
-        .with_compiler(options);
+    let f = NumericalFunction::new("bad_flags", |[x]| x * 2.0, [Arg::new(1)]).unwrap().with_compiler(options);
     let err = f.call(&[array![1.0].into_dyn().view()]).unwrap_err();
     match &err {
-        Error::Compile {
-            source_path,
-            message,
-            ..
-        } => {
+        Error::Compile { source_path, message, .. } => {
             assert!(source_path.to_string_lossy().ends_with(".cpp"), "{err}");
-            assert!(
-                source_path.exists(),
-                "the source is kept for inspection: {err}"
-            );
+            assert!(source_path.exists(), "the source is kept for inspection: {err}");
             assert!(message.contains("anvil.h"), "{err}");
         }
         other => panic!("expected a compile error, got {other}"),
@@ -185,8 +133,7 @@ fn compile_errors_carry_the_compilers_message_and_the_source_path() {
 
 #[test]
 fn a_function_must_return_something() {
-    let err =
-        NumericalFunction::new("nothing", |[_x]| Vec::<Tensor>::new(), [Arg::new(1)]).unwrap_err();
+    let err = NumericalFunction::new("nothing", |[_x]| Vec::<Tensor>::new(), [Arg::new(1)]).unwrap_err();
     assert!(err.to_string().contains("at least one"), "{err}");
 }
 
@@ -194,8 +141,5 @@ fn a_function_must_return_something() {
 fn tensors_traced_for_another_signature_are_rejected() {
     let stray = Tensor::input(1, [3], DType::F64);
     let err = NumericalFunction::new("stray", |[x]| x + &stray, [Arg::new(3)]).unwrap_err();
-    assert!(
-        matches!(err, Error::InputMismatch { index: 1, .. }),
-        "{err}"
-    );
+    assert!(matches!(err, Error::InputMismatch { index: 1, .. }), "{err}");
 }

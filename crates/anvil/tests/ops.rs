@@ -38,11 +38,7 @@ fn unary_suite(dtype: DType) {
                 -&x,
             ]
         },
-        [
-            Arg::with_dtype(shape, dtype),
-            Arg::with_dtype(shape, dtype),
-            Arg::with_dtype(shape, dtype),
-        ],
+        [Arg::with_dtype(shape, dtype), Arg::with_dtype(shape, dtype), Arg::with_dtype(shape, dtype)],
     )
     .unwrap();
     let mut r = rng(1);
@@ -92,29 +88,19 @@ fn binary_suite(dtype: DType) {
                 x.maximum(f64::NAN).minimum(&y),
             ]
         },
-        [
-            Arg::with_dtype([4, 6], dtype),
-            Arg::with_dtype([4, 6], dtype),
-            Arg::with_dtype([4, 6], dtype),
-        ],
+        [Arg::with_dtype([4, 6], dtype), Arg::with_dtype([4, 6], dtype), Arg::with_dtype([4, 6], dtype)],
     )
     .unwrap();
     let mut r = rng(2);
     // Values on a coarse grid so that comparisons see equal elements too.
     let grid = |r: &mut rand::rngs::StdRng| {
-        let a = random(r, &[4, 6], DType::F64, -4.0, 4.0)
-            .to_f64()
-            .mapv(|v| (v * 2.0).round() / 4.0);
+        let a = random(r, &[4, 6], DType::F64, -4.0, 4.0).to_f64().mapv(|v| (v * 2.0).round() / 4.0);
         match dtype {
             DType::F32 => HostArray::F32(a.mapv(|v| v as f32)),
             _ => HostArray::F64(a),
         }
     };
-    let inputs = [
-        grid(&mut r),
-        grid(&mut r),
-        random(&mut r, &[4, 6], dtype, 0.5, 2.0),
-    ];
+    let inputs = [grid(&mut r), grid(&mut r), random(&mut r, &[4, 6], dtype, 0.5, 2.0)];
     check_jit(&f, &inputs);
 }
 
@@ -156,19 +142,13 @@ fn integer_suite(dtype: DType) {
                 a.ge(&b).where_(&a, &b),
             ]
         },
-        [
-            Arg::with_dtype([3, 4], dtype),
-            Arg::with_dtype([3, 4], dtype),
-        ],
+        [Arg::with_dtype([3, 4], dtype), Arg::with_dtype([3, 4], dtype)],
     )
     .unwrap();
     assert_eq!(f.outputs()[3].dtype, dtype);
     assert_eq!(f.outputs()[15].dtype, DType::F64);
     let mut r = rng(3);
-    let inputs = [
-        random(&mut r, &[3, 4], dtype, -9.0, 9.0),
-        random(&mut r, &[3, 4], dtype, -3.0, 3.0),
-    ];
+    let inputs = [random(&mut r, &[3, 4], dtype, -9.0, 9.0), random(&mut r, &[3, 4], dtype, -3.0, 3.0)];
     check_jit(&f, &inputs);
 }
 
@@ -205,13 +185,7 @@ fn bool_and_cast_ops() {
     )
     .unwrap();
     let mut r = rng(4);
-    check_jit(
-        &f,
-        &[
-            random(&mut r, &[2, 5], DType::Bool, 0.0, 1.0),
-            random(&mut r, &[2, 5], DType::F64, -3.0, 3.0),
-        ],
-    );
+    check_jit(&f, &[random(&mut r, &[2, 5], DType::Bool, 0.0, 1.0), random(&mut r, &[2, 5], DType::F64, -3.0, 3.0)]);
 }
 
 fn reduction_suite(dtype: DType) {
@@ -270,11 +244,7 @@ fn movement_ops() {
                 Tensor::stack(&[v.clone(), &v * 2.0], 0),
                 x.flatten(),
                 v.unsqueeze(0).squeeze(0),
-                x.permute([1, 0, 2])
-                    .reshape([3, 8])
-                    .pad(&[(0, 1), (2, 0)])
-                    .flip(1)
-                    .slice(s![1.., ..;3]),
+                x.permute([1, 0, 2]).reshape([3, 8]).pad(&[(0, 1), (2, 0)]).flip(1).slice(s![1.., ..;3]),
                 x.reshape([6, 4]).transpose().sum_axes(0, false),
                 x.slice(s![.., NewAxis, 1, ..]),
             ]
@@ -284,13 +254,7 @@ fn movement_ops() {
     .unwrap();
     assert_eq!(f.outputs()[7].shape, vec![2, 1, 4]);
     let mut r = rng(6);
-    check_jit(
-        &f,
-        &[
-            random(&mut r, &[2, 3, 4], DType::F64, -1.0, 1.0),
-            random(&mut r, &[4], DType::F64, -1.0, 1.0),
-        ],
-    );
+    check_jit(&f, &[random(&mut r, &[2, 3, 4], DType::F64, -1.0, 1.0), random(&mut r, &[4], DType::F64, -1.0, 1.0)]);
 }
 
 #[test]
@@ -298,49 +262,24 @@ fn linear_algebra() {
     let f = NumericalFunction::new(
         "linalg",
         |[a, b, v, w, batch]| {
-            vec![
-                v.dot(&w),
-                a.matmul(&v),
-                w.matmul(&b),
-                a.matmul(&b),
-                batch.matmul(&b),
-                v.outer(&w),
-                batch.matmul(&v),
-            ]
+            vec![v.dot(&w), a.matmul(&v), w.matmul(&b), a.matmul(&b), batch.matmul(&b), v.outer(&w), batch.matmul(&v)]
         },
-        [
-            Arg::new([3, 4]),
-            Arg::new([4, 2]),
-            Arg::new(4),
-            Arg::new(4),
-            Arg::new([5, 3, 4]),
-        ],
+        [Arg::new([3, 4]), Arg::new([4, 2]), Arg::new(4), Arg::new(4), Arg::new([5, 3, 4])],
     )
     .unwrap();
     let shapes: [&[usize]; 5] = [&[3, 4], &[4, 2], &[4], &[4], &[5, 3, 4]];
     let mut r = rng(7);
-    let inputs: Vec<HostArray> = shapes
-        .iter()
-        .map(|s| random(&mut r, s, DType::F64, -1.0, 1.0))
-        .collect();
+    let inputs: Vec<HostArray> = shapes.iter().map(|s| random(&mut r, s, DType::F64, -1.0, 1.0)).collect();
     check_jit(&f, &inputs);
 }
 
 #[test]
 fn hand_computed_results() {
     let a = Tensor::from_array(&array![[1.0, 2.0], [3.0, 4.0]]);
-    let f = NumericalFunction::new(
-        "hand",
-        |[x, y]| (&x + &y, a.matmul(&x), (&x * &x).sum()),
-        [Arg::new(2), Arg::new(2)],
-    )
-    .unwrap();
-    let out = f
-        .call(&[
-            array![1.0, 1.0].into_dyn().view(),
-            array![4.0, 5.0].into_dyn().view(),
-        ])
-        .unwrap();
+    let f =
+        NumericalFunction::new("hand", |[x, y]| (&x + &y, a.matmul(&x), (&x * &x).sum()), [Arg::new(2), Arg::new(2)])
+            .unwrap();
+    let out = f.call(&[array![1.0, 1.0].into_dyn().view(), array![4.0, 5.0].into_dyn().view()]).unwrap();
     assert_eq!(out[0], array![5.0, 6.0].into_dyn());
     assert_eq!(out[1], array![3.0, 7.0].into_dyn());
     assert_eq!(out[2], ArrayD::from_elem(vec![], 2.0));
@@ -351,15 +290,7 @@ fn outputs_that_alias_inputs_and_constants_get_their_own_buffers() {
     let c = Tensor::from_array(&array![1.0, 2.0, 3.0]);
     let f = NumericalFunction::new(
         "alias",
-        |[x]| {
-            (
-                x.clone(),
-                x.slice(s![..2]),
-                c.clone(),
-                x.clone(),
-                Tensor::full([2], 7.0, DType::F64),
-            )
-        },
+        |[x]| (x.clone(), x.slice(s![..2]), c.clone(), x.clone(), Tensor::full([2], 7.0, DType::F64)),
         [Arg::new(3)],
     )
     .unwrap();
@@ -383,18 +314,9 @@ fn non_contiguous_input_views_are_accepted() {
 
 #[test]
 fn zero_sized_inputs() {
-    let f = NumericalFunction::new(
-        "empty_in",
-        |[x, y]| (x.sum(), &y * 2.0, x.max()),
-        [Arg::new(0), Arg::new(2)],
-    )
-    .unwrap();
-    let out = f
-        .call(&[
-            ArrayD::zeros(vec![0]).view(),
-            array![1.0, 2.0].into_dyn().view(),
-        ])
-        .unwrap();
+    let f =
+        NumericalFunction::new("empty_in", |[x, y]| (x.sum(), &y * 2.0, x.max()), [Arg::new(0), Arg::new(2)]).unwrap();
+    let out = f.call(&[ArrayD::zeros(vec![0]).view(), array![1.0, 2.0].into_dyn().view()]).unwrap();
     assert_eq!(out[0].sum(), 0.0);
     assert_eq!(out[1], array![2.0, 4.0].into_dyn());
     assert_eq!(out[2].sum(), f64::NEG_INFINITY);

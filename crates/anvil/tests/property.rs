@@ -53,11 +53,8 @@ fn apply(pool: &[Tensor], (op, a, b): Step) -> Tensor {
         }
         13 if rank > 0 && x.shape()[axis] > 2 => {
             let mut info = vec![anvil::ndarray::SliceInfoElem::from(..); rank];
-            info[axis] = anvil::ndarray::SliceInfoElem::Slice {
-                start: 0,
-                end: None,
-                step: if b % 2 == 0 { 2 } else { -2 },
-            };
+            info[axis] =
+                anvil::ndarray::SliceInfoElem::Slice { start: 0, end: None, step: if b % 2 == 0 { 2 } else { -2 } };
             x.slice(info)
         }
         14 if rank == 2 && y.ndim() == 2 && x.shape()[1] == y.shape()[0] => x.matmul(y),
@@ -69,11 +66,8 @@ fn apply(pool: &[Tensor], (op, a, b): Step) -> Tensor {
 
 fn build(shapes: &[Vec<usize>], steps: &[Step]) -> NumericalFunction {
     let args: Vec<Arg> = shapes.iter().map(|s| Arg::new(s.clone())).collect();
-    let inputs: Vec<Tensor> = args
-        .iter()
-        .enumerate()
-        .map(|(i, a)| Tensor::input(i, a.shape.clone(), DType::F64))
-        .collect();
+    let inputs: Vec<Tensor> =
+        args.iter().enumerate().map(|(i, a)| Tensor::input(i, a.shape.clone(), DType::F64)).collect();
     let mut pool = inputs.clone();
     for &step in steps {
         let t = apply(&pool, step);

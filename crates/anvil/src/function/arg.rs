@@ -24,18 +24,12 @@ pub struct Arg {
 impl Arg {
     /// An `f64` argument of the given shape.
     pub fn new(shape: impl IntoShape) -> Self {
-        Arg {
-            shape: shape.into_shape(),
-            dtype: DType::F64,
-        }
+        Arg { shape: shape.into_shape(), dtype: DType::F64 }
     }
 
     /// An argument of the given shape and dtype.
     pub fn with_dtype(shape: impl IntoShape, dtype: DType) -> Self {
-        Arg {
-            shape: shape.into_shape(),
-            dtype,
-        }
+        Arg { shape: shape.into_shape(), dtype }
     }
 
     /// Number of dimensions.

@@ -83,11 +83,7 @@ impl CodegenIntConstant {
     /// Names the expression `expr`; its declaration refers to the named constants it uses.
     pub fn from_expr(name: &str, expr: &CodegenIntConstant) -> Result<Self> {
         check_identifier(name, "constant")?;
-        let dependencies = if expr.0.named {
-            vec![expr.clone()]
-        } else {
-            expr.0.dependencies.clone()
-        };
+        let dependencies = if expr.0.named { vec![expr.clone()] } else { expr.0.dependencies.clone() };
         Ok(CodegenIntConstant(Arc::new(Inner {
             name: name.into(),
             definition: Some(expr.0.name.clone()),
@@ -115,10 +111,7 @@ impl CodegenIntConstant {
 
     /// The right-hand side of the declaration: the defining expression or the value.
     pub fn definition(&self) -> String {
-        self.0
-            .definition
-            .clone()
-            .unwrap_or_else(|| self.0.value.to_string())
+        self.0.definition.clone().unwrap_or_else(|| self.0.value.to_string())
     }
 
     /// The named constants this one refers to directly.
@@ -128,11 +121,7 @@ impl CodegenIntConstant {
 
     /// All named constants needed to declare `roots`, dependencies first, each once.
     pub fn declaration_order(roots: &[CodegenIntConstant]) -> Vec<CodegenIntConstant> {
-        fn visit(
-            c: &CodegenIntConstant,
-            seen: &mut BTreeMap<String, ()>,
-            out: &mut Vec<CodegenIntConstant>,
-        ) {
+        fn visit(c: &CodegenIntConstant, seen: &mut BTreeMap<String, ()>, out: &mut Vec<CodegenIntConstant>) {
             if !c.0.named {
                 c.0.dependencies.iter().for_each(|d| visit(d, seen, out));
                 return;
@@ -148,13 +137,7 @@ impl CodegenIntConstant {
         out
     }
 
-    fn combine(
-        &self,
-        sym: &str,
-        other_name: String,
-        value: i64,
-        other: Option<&CodegenIntConstant>,
-    ) -> Self {
+    fn combine(&self, sym: &str, other_name: String, value: i64, other: Option<&CodegenIntConstant>) -> Self {
         let mut dependencies = vec![self.clone()];
         dependencies.extend(other.cloned());
         CodegenIntConstant(Arc::new(Inner {
@@ -179,12 +162,7 @@ macro_rules! constant_arithmetic {
         impl $trait<&CodegenIntConstant> for &CodegenIntConstant {
             type Output = CodegenIntConstant;
             fn $method(self, rhs: &CodegenIntConstant) -> CodegenIntConstant {
-                self.combine(
-                    $sym,
-                    rhs.0.name.clone(),
-                    $op(self.0.value, rhs.0.value),
-                    Some(rhs),
-                )
+                self.combine($sym, rhs.0.name.clone(), $op(self.0.value, rhs.0.value), Some(rhs))
             }
         }
         impl $trait<i64> for &CodegenIntConstant {
@@ -212,11 +190,7 @@ constant_arithmetic!(Add, add, "+", |a: i64, b: i64| a.wrapping_add(b));
 constant_arithmetic!(Sub, sub, "-", |a: i64, b: i64| a.wrapping_sub(b));
 constant_arithmetic!(Mul, mul, "*", |a: i64, b: i64| a.wrapping_mul(b));
 // C++ `/` truncates toward zero; so does this (division by zero gives 0 rather than UB).
-constant_arithmetic!(Div, div, "/", |a: i64, b: i64| if b == 0 {
-    0
-} else {
-    a.wrapping_div(b)
-});
+constant_arithmetic!(Div, div, "/", |a: i64, b: i64| if b == 0 { 0 } else { a.wrapping_div(b) });
 
 #[cfg(test)]
 mod tests {

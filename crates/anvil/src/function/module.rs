@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 ///
 /// ```
 /// use anvil::{Arg, NumericalFunction, generate_module};
-/// # fn main() -> anvil::Result<()> {
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let f = NumericalFunction::new("scale", |[x]| x * 2.0, [Arg::new(4)])?;
 /// let dir = std::env::temp_dir().join("anvil_doc_generate_module");
 /// let (hpp, cpp) = generate_module("demo", &[&f], &dir)?;
@@ -47,22 +47,17 @@ pub fn generate_module_with_constants(
         if functions[..i].iter().any(|g| g.name() == f.name()) {
             return Err(Error::InvalidName {
                 name: f.name().into(),
-                reason: format!("two functions of module `{module_name}` have this name; names must be unique in a module"),
+                reason: format!(
+                    "two functions of module `{module_name}` have this name; names must be unique in a module"
+                ),
             });
         }
     }
     let decls: Vec<ConstantDecl> = CodegenIntConstant::declaration_order(constants)
         .iter()
-        .map(|c| ConstantDecl {
-            r#type: c.int_type().cpp_name().into(),
-            name: c.name().into(),
-            expr: c.definition(),
-        })
+        .map(|c| ConstantDecl { r#type: c.int_type().cpp_name().into(), name: c.name().into(), expr: c.definition() })
         .collect();
-    if let Some(clash) = decls
-        .iter()
-        .find(|d| functions.iter().any(|f| f.name() == d.name))
-    {
+    if let Some(clash) = decls.iter().find(|d| functions.iter().any(|f| f.name() == d.name)) {
         return Err(Error::InvalidName {
             name: clash.name.clone(),
             reason: "a constant and a function share this name".into(),

@@ -102,12 +102,7 @@ const CPP_KEYWORDS: &[&str] = &[
 /// Checks that `name` can be a C++ identifier of ours: `[A-Za-z_][A-Za-z0-9_]*`, not a
 /// keyword, not reserved (`__x`, `_X`).
 pub fn check_identifier(name: &str, what: &str) -> Result<()> {
-    let invalid = |reason: String| {
-        Err(Error::InvalidName {
-            name: name.to_string(),
-            reason,
-        })
-    };
+    let invalid = |reason: String| Err(Error::InvalidName { name: name.to_string(), reason });
     let mut chars = name.chars();
     match chars.next() {
         None => return invalid(format!("a {what} name must not be empty")),
@@ -116,24 +111,15 @@ pub fn check_identifier(name: &str, what: &str) -> Result<()> {
         }
         _ => {}
     }
-    if let Some(c) = name
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || *c == '_'))
-    {
-        return invalid(format!(
-            "a {what} name may only contain ASCII letters, digits and `_` (found {c:?})"
-        ));
+    if let Some(c) = name.chars().find(|c| !(c.is_ascii_alphanumeric() || *c == '_')) {
+        return invalid(format!("a {what} name may only contain ASCII letters, digits and `_` (found {c:?})"));
     }
     if CPP_KEYWORDS.contains(&name) {
-        return invalid(format!(
-            "`{name}` is a C++ keyword or a name anvil's generated code uses"
-        ));
+        return invalid(format!("`{name}` is a C++ keyword or a name anvil's generated code uses"));
     }
     let b = name.as_bytes();
     if name.starts_with("__") || (b[0] == b'_' && b.len() > 1 && b[1].is_ascii_uppercase()) {
-        return invalid(
-            "names starting with `__` or `_` and a capital letter are reserved in C++".into(),
-        );
+        return invalid("names starting with `__` or `_` and a capital letter are reserved in C++".into());
     }
     Ok(())
 }
@@ -146,10 +132,7 @@ mod tests {
     fn identifiers_are_checked() {
         assert!(check_identifier("my_fn2", "function").is_ok());
         for bad in ["", "2fn", "my-fn", "class", "__x", "_X", "a b"] {
-            assert!(
-                check_identifier(bad, "function").is_err(),
-                "{bad:?} should be rejected"
-            );
+            assert!(check_identifier(bad, "function").is_err(), "{bad:?} should be rejected");
         }
     }
 }

@@ -10,7 +10,7 @@ use crate::jit::{self, CompilerOptions, JitFunction};
 use crate::lower::{self, Program};
 use crate::render::{self, FunctionSource, SparsePattern};
 use crate::tensor::Tensor;
-use ndarray::{ArrayD, ArrayViewD};
+use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD};
 use std::ffi::c_void;
 use std::fmt;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -50,8 +50,7 @@ impl NumericalFunction {
         f: impl FnOnce([Tensor; N]) -> O,
         inputs: [Arg; N],
     ) -> Result<Self> {
-        let symbols: [Tensor; N] =
-            std::array::from_fn(|i| Tensor::input(i, inputs[i].shape.clone(), inputs[i].dtype));
+        let symbols: [Tensor; N] = std::array::from_fn(|i| Tensor::input(i, inputs[i].shape.clone(), inputs[i].dtype));
         let outputs = f(symbols).into_outputs()?;
         Self::from_tensors(name, inputs.to_vec(), &outputs)
     }
@@ -75,18 +74,12 @@ impl NumericalFunction {
                         function: name.into(),
                         index: i,
                         expected: declared.map_or("no such input".into(), |a| a.to_string()),
-                        got: format!(
-                            "a traced input {} array of shape {:?}",
-                            node.dtype, node.shape
-                        ),
+                        got: format!("a traced input {} array of shape {:?}", node.dtype, node.shape),
                     });
                 }
             }
         }
-        let outputs = output_nodes
-            .iter()
-            .map(|n| Arg::with_dtype(n.shape.clone(), n.dtype))
-            .collect();
+        let outputs = output_nodes.iter().map(|n| Arg::with_dtype(n.shape.clone(), n.dtype)).collect();
         Ok(NumericalFunction {
             name: name.into(),
             inputs,
@@ -129,11 +122,7 @@ impl NumericalFunction {
 
     /// The output tensors of the traced graph.
     pub fn output_tensors(&self) -> Vec<Tensor> {
-        self.output_nodes
-            .iter()
-            .cloned()
-            .map(Tensor::from_node)
-            .collect()
+        self.output_nodes.iter().cloned().map(Tensor::from_node).collect()
     }
 
     /// The sparsity pattern, for functions that return sparse non-zeros.
@@ -144,11 +133,7 @@ impl NumericalFunction {
     /// The lowered program (kernels, buffers, workspace), computed once.
     pub fn program(&self) -> &Program {
         self.program.get_or_init(|| {
-            let inputs: Vec<_> = self
-                .inputs
-                .iter()
-                .map(|a| (a.dtype, a.shape.clone()))
-                .collect();
+            let inputs: Vec<_> = self.inputs.iter().map(|a| (a.dtype, a.shape.clone())).collect();
             lower::lower(&self.output_nodes, &inputs)
         })
     }
@@ -190,12 +175,59 @@ impl NumericalFunction {
     pub fn call(&self, inputs: &[ArrayViewD<f64>]) -> Result<Vec<ArrayD<f64>>> {
         self.check_inputs(inputs.len(), |i| (f64::DTYPE, inputs[i].shape()))?;
         let contiguous: Vec<_> = inputs.iter().map(|a| a.as_standard_layout()).collect();
-        let ptrs: Vec<*mut c_void> = contiguous
-            .iter()
-            .map(|a| a.as_ptr() as *mut c_void)
-            .collect();
+        let ptrs: Vec<*mut c_void> = contiguous.iter().map(|a| a.as_ptr() as *mut c_void).collect();
         let outputs = self.run(&ptrs)?;
-        Ok(outputs.iter().map(HostArray::to_f64).collect())
+        Ok(outputs
+            .into_iter()
+            .map(|o| match o {
+                HostArray::F64(a) => a,
+                other => other.to_f64(),
+            })
+            .collect())
+    }
+
+    /// Runs the native code writing into caller-provided `f64` outputs (standard layout,
+    /// exact shapes): no allocation, for calls in a control loop.
+    ///
+    /// ```
+    /// # use anvil::{Arg, NumericalFunction, ndarray::{array, ArrayD}};
+    /// # fn main() -> anvil::Result<()> {
+    /// let f = NumericalFunction::new("twice", |[x]| x * 2.0, [Arg::new(2)])?;
+    /// let mut out = ArrayD::zeros(vec![2]);
+    /// f.call_into(&[array![1.0, 2.0].into_dyn().view()], &mut [out.view_mut()])?;
+    /// assert_eq!(out, array![2.0, 4.0].into_dyn());
+    /// # Ok(()) }
+    /// ```
+    pub fn call_into(&self, inputs: &[ArrayViewD<f64>], outputs: &mut [ArrayViewMutD<f64>]) -> Result<()> {
+        self.check_inputs(inputs.len(), |i| (f64::DTYPE, inputs[i].shape()))?;
+        if outputs.len() != self.outputs.len() {
+            return Err(Error::ArgumentCount {
+                function: format!("{} (outputs)", self.name),
+                expected: self.outputs.len(),
+                got: outputs.len(),
+            });
+        }
+        for (k, (out, spec)) in outputs.iter().zip(&self.outputs).enumerate() {
+            if spec.dtype != crate::DType::F64 || out.shape() != spec.shape.as_slice() || !out.is_standard_layout() {
+                return Err(Error::InputMismatch {
+                    function: format!("{} (outputs)", self.name),
+                    index: k,
+                    expected: format!("a standard-layout {spec}"),
+                    got: format!(
+                        "f64 array of shape {:?}{}",
+                        out.shape(),
+                        if out.is_standard_layout() { "" } else { " (not standard layout)" }
+                    ),
+                });
+            }
+        }
+        let contiguous: Vec<_> = inputs.iter().map(|a| a.as_standard_layout()).collect();
+        let ptrs: Vec<*mut c_void> = contiguous.iter().map(|a| a.as_ptr() as *mut c_void).collect();
+        let out_ptrs: Vec<*mut c_void> = outputs.iter_mut().map(|o| o.as_mut_ptr() as *mut c_void).collect();
+        let jit = self.compile()?;
+        // SAFETY: inputs and outputs were checked against the traced dtypes and shapes, are
+        // in standard layout, and the outputs are exclusively borrowed.
+        unsafe { jit.call(&ptrs, &out_ptrs) }
     }
 
     /// Runs the native code on inputs of any dtype; each must match its `Arg` exactly.
@@ -208,11 +240,7 @@ impl NumericalFunction {
 
     fn run(&self, inputs: &[*mut c_void]) -> Result<Vec<HostArray>> {
         let jit = self.compile()?;
-        let mut outputs: Vec<HostArray> = self
-            .outputs
-            .iter()
-            .map(|o| HostArray::zeros(o.dtype, &o.shape))
-            .collect();
+        let mut outputs: Vec<HostArray> = self.outputs.iter().map(|o| HostArray::zeros(o.dtype, &o.shape)).collect();
         let out_ptrs: Vec<*mut c_void> = outputs.iter_mut().map(|o| data_ptr(o)).collect();
         // SAFETY: inputs were checked against the declared dtypes and shapes and are in
         // standard layout; outputs were just allocated with the traced dtypes and shapes.
@@ -223,14 +251,8 @@ impl NumericalFunction {
     /// Evaluates with the reference interpreter (no compiler needed).
     pub fn eval(&self, inputs: &[ArrayViewD<f64>]) -> Result<Vec<ArrayD<f64>>> {
         self.check_inputs(inputs.len(), |i| (f64::DTYPE, inputs[i].shape()))?;
-        let hosts: Vec<HostArray> = inputs
-            .iter()
-            .map(|a| HostArray::F64(a.to_owned()))
-            .collect();
-        Ok(graph::eval_nodes(&self.output_nodes, &hosts)?
-            .iter()
-            .map(HostArray::to_f64)
-            .collect())
+        let hosts: Vec<HostArray> = inputs.iter().map(|a| HostArray::F64(a.to_owned())).collect();
+        Ok(graph::eval_nodes(&self.output_nodes, &hosts)?.iter().map(HostArray::to_f64).collect())
     }
 
     /// [`eval`](Self::eval) for inputs of any dtype.
@@ -239,17 +261,9 @@ impl NumericalFunction {
         graph::eval_nodes(&self.output_nodes, inputs)
     }
 
-    fn check_inputs<'a>(
-        &self,
-        count: usize,
-        spec: impl Fn(usize) -> (crate::DType, &'a [usize]),
-    ) -> Result<()> {
+    fn check_inputs<'a>(&self, count: usize, spec: impl Fn(usize) -> (crate::DType, &'a [usize])) -> Result<()> {
         if count != self.inputs.len() {
-            return Err(Error::ArgumentCount {
-                function: self.name.clone(),
-                expected: self.inputs.len(),
-                got: count,
-            });
+            return Err(Error::ArgumentCount { function: self.name.clone(), expected: self.inputs.len(), got: count });
         }
         for (i, arg) in self.inputs.iter().enumerate() {
             let (dtype, shape) = spec(i);

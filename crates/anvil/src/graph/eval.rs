@@ -23,10 +23,7 @@ use std::collections::HashMap;
 /// assert_eq!(out[0].to_f64_vec(), vec![12.0]);
 /// ```
 pub fn eval(outputs: &[Tensor], inputs: &[HostArray]) -> Result<Vec<HostArray>> {
-    let nodes = outputs
-        .iter()
-        .map(|t| t.node().cloned())
-        .collect::<Result<Vec<_>>>()?;
+    let nodes = outputs.iter().map(|t| t.node().cloned()).collect::<Result<Vec<_>>>()?;
     eval_nodes(&nodes, inputs)
 }
 
@@ -38,10 +35,7 @@ pub fn eval_nodes(outputs: &[NodeRef], inputs: &[HostArray]) -> Result<Vec<HostA
         let value = eval_node(&node, &srcs, inputs)?;
         values.insert(node.id(), value);
     }
-    Ok(outputs
-        .iter()
-        .map(|o| values[&o.id()].to_host(o.dtype))
-        .collect())
+    Ok(outputs.iter().map(|o| values[&o.id()].to_host(o.dtype)).collect())
 }
 
 /// A node's value: floats as `f64`, integers and bools as `i64`.
@@ -131,40 +125,28 @@ fn eval_node(node: &NodeRef, srcs: &[&Value], inputs: &[HostArray]) -> Result<Va
             let operand = node.srcs[0].dtype;
             match (srcs[0], srcs[1]) {
                 (Value::F(a), Value::F(b)) => {
-                    let r = Zip::from(a)
-                        .and(b)
-                        .map_collect(|&x, &y| scalar::binary_float(*op, operand, x, y));
+                    let r = Zip::from(a).and(b).map_collect(|&x, &y| scalar::binary_float(*op, operand, x, y));
                     if op.is_comparison() {
                         Value::I(r.mapv(|v| v as i64))
                     } else {
                         Value::F(r)
                     }
                 }
-                (Value::I(a), Value::I(b)) => Value::I(
-                    Zip::from(a)
-                        .and(b)
-                        .map_collect(|&x, &y| scalar::binary_int(*op, operand, x, y)),
-                ),
+                (Value::I(a), Value::I(b)) => {
+                    Value::I(Zip::from(a).and(b).map_collect(|&x, &y| scalar::binary_int(*op, operand, x, y)))
+                }
                 _ => unreachable!("binary operands are promoted to one dtype when traced"),
             }
         }
         Op::Where => {
-            let Value::I(cond) = srcs[0] else {
-                unreachable!("where's condition is bool")
-            };
+            let Value::I(cond) = srcs[0] else { unreachable!("where's condition is bool") };
             match (srcs[1], srcs[2]) {
-                (Value::F(a), Value::F(b)) => Value::F(
-                    Zip::from(cond)
-                        .and(a)
-                        .and(b)
-                        .map_collect(|&c, &x, &y| if c != 0 { x } else { y }),
-                ),
-                (Value::I(a), Value::I(b)) => Value::I(
-                    Zip::from(cond)
-                        .and(a)
-                        .and(b)
-                        .map_collect(|&c, &x, &y| if c != 0 { x } else { y }),
-                ),
+                (Value::F(a), Value::F(b)) => {
+                    Value::F(Zip::from(cond).and(a).and(b).map_collect(|&c, &x, &y| if c != 0 { x } else { y }))
+                }
+                (Value::I(a), Value::I(b)) => {
+                    Value::I(Zip::from(cond).and(a).and(b).map_collect(|&c, &x, &y| if c != 0 { x } else { y }))
+                }
                 _ => unreachable!("where's branches are promoted to one dtype when traced"),
             }
         }
@@ -198,19 +180,13 @@ fn cast(value: &Value, to: DType) -> Value {
         Value::F(value.floats().mapv(|v| scalar::round_float(to, v)))
     } else {
         match value {
-            Value::F(a) => {
-                Value::I(a.mapv(|v| scalar::literal_int(scalar::cast(to, Literal::Float(v)))))
-            }
+            Value::F(a) => Value::I(a.mapv(|v| scalar::literal_int(scalar::cast(to, Literal::Float(v))))),
             Value::I(a) => Value::I(a.mapv(|v| scalar::wrap_int(to, v))),
         }
     }
 }
 
-fn pad<T: Clone + num_zero::Zero>(
-    a: &ArrayD<T>,
-    pads: &[(usize, usize)],
-    shape: &[usize],
-) -> ArrayD<T> {
+fn pad<T: Clone + num_zero::Zero>(a: &ArrayD<T>, pads: &[(usize, usize)], shape: &[usize]) -> ArrayD<T> {
     let mut out = ArrayD::from_elem(IxDyn(shape), T::zero());
     out.slice_each_axis_mut(|ax| {
         let (before, _) = pads[ax.axis.index()];
@@ -255,12 +231,8 @@ fn reduce(op: ReduceOp, dtype: DType, src: &Value, axes: &[usize]) -> Value {
         }
         match (&mut out, src) {
             (Value::F(o), Value::F(s)) => {
-                o[out_index.as_slice()] = scalar::binary_float(
-                    combine,
-                    dtype,
-                    o[out_index.as_slice()],
-                    s[index.as_slice()],
-                )
+                o[out_index.as_slice()] =
+                    scalar::binary_float(combine, dtype, o[out_index.as_slice()], s[index.as_slice()])
             }
             (Value::I(o), Value::I(s)) => {
                 o[out_index.as_slice()] =

@@ -61,12 +61,7 @@ struct Interner {
 
 fn interner() -> &'static Mutex<Interner> {
     static INTERNER: OnceLock<Mutex<Interner>> = OnceLock::new();
-    INTERNER.get_or_init(|| {
-        Mutex::new(Interner {
-            nodes: HashMap::new(),
-            prune_at: 1024,
-        })
-    })
+    INTERNER.get_or_init(|| Mutex::new(Interner { nodes: HashMap::new(), prune_at: 1024 }))
 }
 
 /// Returns the existing node with this structure, or creates it.
@@ -83,13 +78,7 @@ pub(crate) fn intern(op: Op, dtype: DType, shape: Shape, srcs: Vec<NodeRef>) -> 
         table.prune_at = (table.nodes.len() * 2).max(1024);
     }
     let (op, dtype, shape, _) = key.clone();
-    let node = Arc::new(Node {
-        id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-        op,
-        dtype,
-        shape,
-        srcs,
-    });
+    let node = Arc::new(Node { id: NEXT_ID.fetch_add(1, Ordering::Relaxed), op, dtype, shape, srcs });
     table.nodes.insert(key, Arc::downgrade(&node));
     node
 }

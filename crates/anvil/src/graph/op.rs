@@ -50,10 +50,7 @@ pub enum BinaryOp {
 impl BinaryOp {
     /// True for the comparisons, whose result is `bool`.
     pub fn is_comparison(self) -> bool {
-        matches!(
-            self,
-            BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge | BinaryOp::Eq | BinaryOp::Ne
-        )
+        matches!(self, BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge | BinaryOp::Eq | BinaryOp::Ne)
     }
 }
 
@@ -199,9 +196,6 @@ impl Op {
 
     /// True for the ops that only move elements (lowering turns them into index arithmetic).
     pub fn is_movement(&self) -> bool {
-        matches!(
-            self,
-            Op::Reshape | Op::Permute(_) | Op::Expand | Op::Pad(_) | Op::Shrink(_) | Op::Flip(_)
-        )
+        matches!(self, Op::Reshape | Op::Permute(_) | Op::Expand | Op::Pad(_) | Op::Shrink(_) | Op::Flip(_))
     }
 }

@@ -15,12 +15,7 @@ use crate::dtype::DType;
 
 type Rule = fn(&Op, DType, &[usize], &[NodeRef]) -> Option<NodeRef>;
 
-const RULES: &[Rule] = &[
-    drop_identity_ops,
-    fold_constants,
-    merge_movement,
-    algebraic_identities,
-];
+const RULES: &[Rule] = &[drop_identity_ops, fold_constants, merge_movement, algebraic_identities];
 
 /// The simplest equivalent of `op(srcs)`, if a rule applies.
 pub fn simplify(op: &Op, dtype: DType, shape: &[usize], srcs: &[NodeRef]) -> Option<NodeRef> {
@@ -93,11 +88,7 @@ fn unary_literal(op: UnaryOp, dtype: DType, v: Literal) -> Literal {
     if dtype.is_float() {
         Literal::Float(scalar::unary_float(op, dtype, v.as_f64()))
     } else {
-        scalar::literal(
-            dtype,
-            0.0,
-            scalar::unary_int(op, dtype, scalar::literal_int(v)),
-        )
+        scalar::literal(dtype, 0.0, scalar::unary_int(op, dtype, scalar::literal_int(v)))
     }
 }
 
@@ -111,11 +102,7 @@ fn binary_literal(op: BinaryOp, operand: DType, a: Literal, b: Literal) -> Liter
         }
     } else {
         let r = scalar::binary_int(op, operand, scalar::literal_int(a), scalar::literal_int(b));
-        let dtype = if op.is_comparison() {
-            DType::Bool
-        } else {
-            operand
-        };
+        let dtype = if op.is_comparison() { DType::Bool } else { operand };
         scalar::literal(dtype, 0.0, r)
     }
 }
@@ -126,21 +113,11 @@ fn merge_movement(op: &Op, dtype: DType, shape: &[usize], srcs: &[NodeRef]) -> O
     match (op, &src.op) {
         (Op::Reshape, Op::Reshape) | (Op::Expand, Op::Expand) => {
             let inner = &src.srcs[0];
-            Some(intern_simplified(
-                op.clone(),
-                dtype,
-                shape,
-                vec![inner.clone()],
-            ))
+            Some(intern_simplified(op.clone(), dtype, shape, vec![inner.clone()]))
         }
         (Op::Permute(outer), Op::Permute(inner)) => {
             let perm = outer.iter().map(|&p| inner[p]).collect();
-            Some(intern_simplified(
-                Op::Permute(perm),
-                dtype,
-                shape,
-                vec![src.srcs[0].clone()],
-            ))
+            Some(intern_simplified(Op::Permute(perm), dtype, shape, vec![src.srcs[0].clone()]))
         }
         (Op::Unary(UnaryOp::Neg), Op::Unary(UnaryOp::Neg)) => same(&src.srcs[0], dtype, shape),
         _ => None,
@@ -152,12 +129,7 @@ fn intern_simplified(op: Op, dtype: DType, shape: &[usize], srcs: Vec<NodeRef>) 
 }
 
 /// `x + 0`, `x * 1`, `x * 0`, `x / 1`, ...
-fn algebraic_identities(
-    op: &Op,
-    dtype: DType,
-    shape: &[usize],
-    srcs: &[NodeRef],
-) -> Option<NodeRef> {
+fn algebraic_identities(op: &Op, dtype: DType, shape: &[usize], srcs: &[NodeRef]) -> Option<NodeRef> {
     let Op::Binary(b) = op else { return None };
     let (x, y) = (&srcs[0], &srcs[1]);
     match b {

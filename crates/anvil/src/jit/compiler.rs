@@ -26,19 +26,9 @@ impl Default for CompilerOptions {
     fn default() -> Self {
         let flags = match std::env::var("ANVIL_CXXFLAGS") {
             Ok(f) => f.split_whitespace().map(String::from).collect(),
-            Err(_) => [
-                "-O3",
-                "-march=native",
-                "-fno-math-errno",
-                "-ffp-contract=off",
-            ]
-            .map(String::from)
-            .to_vec(),
+            Err(_) => ["-O3", "-march=native", "-fno-math-errno", "-ffp-contract=off"].map(String::from).to_vec(),
         };
-        CompilerOptions {
-            compiler: None,
-            flags,
-        }
+        CompilerOptions { compiler: None, flags }
     }
 }
 
@@ -55,9 +45,7 @@ impl Compiler {
     /// The compiler named by `options`, or the system default.
     pub fn find(options: &CompilerOptions) -> Result<Compiler> {
         match &options.compiler {
-            Some(cmd) => probe(cmd).ok_or_else(|| Error::CompilerNotFound {
-                tried: format!("`{cmd}`"),
-            }),
+            Some(cmd) => probe(cmd).ok_or_else(|| Error::CompilerNotFound { tried: format!("`{cmd}`") }),
             None => {
                 static DEFAULT: OnceLock<Result<Compiler>> = OnceLock::new();
                 DEFAULT.get_or_init(find_default).clone()
@@ -69,11 +57,7 @@ impl Compiler {
     /// directly; the caller renames it into place).
     pub fn compile_shared(&self, source: &Path, output: &Path, flags: &[String]) -> Result<()> {
         let mut cmd = Command::new(&self.command);
-        cmd.args(["-std=c++17", "-shared", "-fPIC"])
-            .args(flags)
-            .arg(source)
-            .arg("-o")
-            .arg(output);
+        cmd.args(["-std=c++17", "-shared", "-fPIC"]).args(flags).arg(source).arg("-o").arg(output);
         let shown = format!("{cmd:?}").replace('"', "");
         let result = cmd.output().map_err(|e| Error::Compile {
             source_path: source.to_path_buf(),
@@ -94,19 +78,13 @@ impl Compiler {
 fn find_default() -> Result<Compiler> {
     let mut tried = Vec::new();
     let env = std::env::var("CXX").ok().filter(|s| !s.trim().is_empty());
-    for cmd in env
-        .iter()
-        .map(String::as_str)
-        .chain(["c++", "g++", "clang++"])
-    {
+    for cmd in env.iter().map(String::as_str).chain(["c++", "g++", "clang++"]) {
         tried.push(format!("`{cmd}`"));
         if let Some(c) = probe(cmd) {
             return Ok(c);
         }
     }
-    Err(Error::CompilerNotFound {
-        tried: tried.join(", "),
-    })
+    Err(Error::CompilerNotFound { tried: tried.join(", ") })
 }
 
 fn probe(cmd: &str) -> Option<Compiler> {
@@ -114,15 +92,8 @@ fn probe(cmd: &str) -> Option<Compiler> {
     if !out.status.success() {
         return None;
     }
-    let version = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .next()
-        .unwrap_or_default()
-        .to_string();
-    Some(Compiler {
-        command: cmd.to_string(),
-        version,
-    })
+    let version = String::from_utf8_lossy(&out.stdout).lines().next().unwrap_or_default().to_string();
+    Some(Compiler { command: cmd.to_string(), version })
 }
 
 /// The directory compiled libraries are cached in: `$ANVIL_CACHE_DIR`, else

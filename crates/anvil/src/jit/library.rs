@@ -30,24 +30,17 @@ pub struct JitFunction {
 impl JitFunction {
     /// Loads the library at `path` and looks up `jit_<name>_{init_ws,free_ws,call}`.
     pub fn load(path: &Path, name: &str) -> Result<Self> {
-        let err = |message: String| Error::Load {
-            path: path.to_path_buf(),
-            message,
-        };
+        let err = |message: String| Error::Load { path: path.to_path_buf(), message };
         // SAFETY: the library is one anvil generated; loading runs no initialisers beyond
         // the C++ runtime's.
         let library = unsafe { libloading::Library::new(path) }.map_err(|e| err(e.to_string()))?;
         // SAFETY: the symbols have exactly these signatures in the generated source.
         unsafe {
-            let init_ws = *library
-                .get::<InitWs>(format!("jit_{name}_init_ws").as_bytes())
-                .map_err(|e| err(e.to_string()))?;
-            let free_ws = *library
-                .get::<FreeWs>(format!("jit_{name}_free_ws").as_bytes())
-                .map_err(|e| err(e.to_string()))?;
-            let call = *library
-                .get::<Call>(format!("jit_{name}_call").as_bytes())
-                .map_err(|e| err(e.to_string()))?;
+            let init_ws =
+                *library.get::<InitWs>(format!("jit_{name}_init_ws").as_bytes()).map_err(|e| err(e.to_string()))?;
+            let free_ws =
+                *library.get::<FreeWs>(format!("jit_{name}_free_ws").as_bytes()).map_err(|e| err(e.to_string()))?;
+            let call = *library.get::<Call>(format!("jit_{name}_call").as_bytes()).map_err(|e| err(e.to_string()))?;
             Ok(JitFunction {
                 init_ws,
                 free_ws,

@@ -19,24 +19,13 @@ use std::path::PathBuf;
 pub fn compile_cached(name: &str, source: &str, options: &CompilerOptions) -> Result<PathBuf> {
     let compiler = Compiler::find(options)?;
     let mut hasher = Sha256::new();
-    for part in [
-        source,
-        &compiler.command,
-        &compiler.version,
-        &options.flags.join(" "),
-    ] {
+    for part in [source, &compiler.command, &compiler.version, &options.flags.join(" ")] {
         hasher.update(part.as_bytes());
         hasher.update([0]);
     }
-    let hash: String = hasher
-        .finalize()
-        .iter()
-        .take(12)
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let hash: String = hasher.finalize().iter().take(12).map(|b| format!("{b:02x}")).collect();
     let dir = cache_dir();
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| Error::io("create the JIT cache directory", &dir, e))?;
+    std::fs::create_dir_all(&dir).map_err(|e| Error::io("create the JIT cache directory", &dir, e))?;
     let stem = format!("{name}-{hash}");
     let library = dir.join(format!("lib{stem}.so"));
     if library.exists() {
@@ -46,8 +35,7 @@ pub fn compile_cached(name: &str, source: &str, options: &CompilerOptions) -> Re
     let source_path = dir.join(format!("{stem}.cpp"));
     let source_tmp = dir.join(format!("{stem}.cpp.{unique}.tmp"));
     std::fs::write(&source_tmp, source).map_err(|e| Error::io("write", &source_tmp, e))?;
-    std::fs::rename(&source_tmp, &source_path)
-        .map_err(|e| Error::io("rename into", &source_path, e))?;
+    std::fs::rename(&source_tmp, &source_path).map_err(|e| Error::io("rename into", &source_path, e))?;
     let library_tmp = dir.join(format!("lib{stem}.{unique}.so.tmp"));
     let compiled = compiler.compile_shared(&source_path, &library_tmp, &options.flags);
     if let Err(e) = compiled {
@@ -61,9 +49,7 @@ pub fn compile_cached(name: &str, source: &str, options: &CompilerOptions) -> Re
 fn unique_suffix() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
+    let nanos =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
     (COUNTER.fetch_add(1, Ordering::Relaxed) << 32) ^ nanos as u64
 }

@@ -7,36 +7,31 @@ use crate::dtype::DType;
 use crate::graph::{scalar, NodeRef, Op};
 use std::collections::HashMap;
 
-/// Builds the kernel that computes `root` into `output`; `buffer_of` maps realized nodes
-/// to their buffers.
-pub fn build_kernel(
-    root: &NodeRef,
-    output: BufferId,
-    buffer_of: &HashMap<u64, BufferId>,
-) -> Kernel {
-    let shape = root.shape.clone();
+/// Builds the kernel that computes each `(node, buffer)` of `stores` (all of one shape)
+/// into its buffer; `buffer_of` maps realized nodes to their buffers.
+pub fn build_kernel(stores: &[(NodeRef, BufferId)], buffer_of: &HashMap<u64, BufferId>) -> Kernel {
+    let shape = stores[0].0.shape.clone();
     let mut builder = KernelBuilder {
         buffer_of,
-        root: root.id(),
+        roots: stores.iter().map(|(n, _)| n.id()).collect(),
         extents: shape.clone(),
         exprs: Vec::new(),
         dedup: HashMap::new(),
         memo: HashMap::new(),
     };
     let index: Vec<IndexExpr> = (0..shape.len()).map(IndexExpr::var).collect();
-    let value = builder.build(root, &index, &[], true);
-    Kernel {
-        output,
-        shape,
-        extents: builder.extents,
-        exprs: builder.exprs,
-        root: value,
-    }
+    let roots = stores.iter().map(|(node, _)| builder.build(node, &index, &[], true)).collect();
+    let outputs = stores.iter().map(|&(_, b)| b).collect();
+    Kernel { outputs, roots, shape, extents: builder.extents, exprs: builder.exprs }
 }
+
+/// Stack left before growing, and the size of each new stack segment.
+pub(crate) const STACK_RED_ZONE: usize = 128 * 1024;
+pub(crate) const STACK_GROWTH: usize = 8 * 1024 * 1024;
 
 struct KernelBuilder<'a> {
     buffer_of: &'a HashMap<u64, BufferId>,
-    root: u64,
+    roots: Vec<u64>,
     extents: Vec<usize>,
     exprs: Vec<Expr>,
     dedup: HashMap<Expr, ExprId>,
@@ -59,31 +54,20 @@ impl KernelBuilder<'_> {
     }
 
     /// The value of `node` at multi-index `index`, read only where `guard` holds.
-    fn build(
-        &mut self,
-        node: &NodeRef,
-        index: &[IndexExpr],
-        guard: &[Bound],
-        is_root: bool,
-    ) -> ExprId {
+    fn build(&mut self, node: &NodeRef, index: &[IndexExpr], guard: &[Bound], is_root: bool) -> ExprId {
         let key = (node.id(), index.to_vec(), guard.to_vec());
         if let Some(&id) = self.memo.get(&key) {
             return id;
         }
-        let id = self.build_uncached(node, index, guard, is_root);
+        // Deep graphs (long unrolled rollouts) recurse deeply: grow the stack on demand.
+        let id = stacker::maybe_grow(STACK_RED_ZONE, STACK_GROWTH, || self.build_uncached(node, index, guard, is_root));
         self.memo.insert(key, id);
         id
     }
 
-    fn build_uncached(
-        &mut self,
-        node: &NodeRef,
-        index: &[IndexExpr],
-        guard: &[Bound],
-        is_root: bool,
-    ) -> ExprId {
+    fn build_uncached(&mut self, node: &NodeRef, index: &[IndexExpr], guard: &[Bound], is_root: bool) -> ExprId {
         let dtype = node.dtype;
-        if !is_root || node.id() != self.root {
+        if !is_root || !self.roots.contains(&node.id()) {
             if let Some(&buffer) = self.buffer_of.get(&node.id()) {
                 return self.load(buffer, node, index, guard);
             }
@@ -121,12 +105,7 @@ impl KernelBuilder<'_> {
                     vars.push(v);
                 }
                 let body = self.build(src(0), &inner, guard, false);
-                self.push(Expr::Reduce {
-                    op: *op,
-                    vars,
-                    body,
-                    dtype,
-                })
+                self.push(Expr::Reduce { op: *op, vars, body, dtype })
             }
             Op::Reshape => {
                 let lin = IndexExpr::linearize(index, &node.shape);
@@ -142,22 +121,13 @@ impl KernelBuilder<'_> {
             }
             Op::Expand => {
                 let inner: Vec<IndexExpr> = (0..index.len())
-                    .map(|d| {
-                        if src(0).shape[d] == 1 {
-                            IndexExpr::constant(0)
-                        } else {
-                            index[d].clone()
-                        }
-                    })
+                    .map(|d| if src(0).shape[d] == 1 { IndexExpr::constant(0) } else { index[d].clone() })
                     .collect();
                 self.build(src(0), &inner, guard, false)
             }
             Op::Shrink(ranges) => {
-                let inner: Vec<IndexExpr> = index
-                    .iter()
-                    .zip(ranges)
-                    .map(|(i, &(s, _))| i.add_const(s as i64))
-                    .collect();
+                let inner: Vec<IndexExpr> =
+                    index.iter().zip(ranges).map(|(i, &(s, _))| i.add_const(s as i64)).collect();
                 self.build(src(0), &inner, guard, false)
             }
             Op::Flip(axes) => {
@@ -176,23 +146,13 @@ impl KernelBuilder<'_> {
         }
     }
 
-    fn pad(
-        &mut self,
-        node: &NodeRef,
-        pads: &[(usize, usize)],
-        index: &[IndexExpr],
-        guard: &[Bound],
-    ) -> ExprId {
+    fn pad(&mut self, node: &NodeRef, pads: &[(usize, usize)], index: &[IndexExpr], guard: &[Bound]) -> ExprId {
         let src = &node.srcs[0];
         let mut bounds = Vec::new();
         let mut inner = Vec::with_capacity(index.len());
         for (d, (i, &(before, _))) in index.iter().zip(pads).enumerate() {
             let lo = before as i64;
-            let bound = Bound {
-                expr: i.clone(),
-                lo,
-                hi: lo + src.shape[d] as i64,
-            };
+            let bound = Bound { expr: i.clone(), lo, hi: lo + src.shape[d] as i64 };
             match self.decide(&bound) {
                 Some(true) => {}
                 Some(false) => return self.zero(node.dtype),
@@ -223,27 +183,12 @@ impl KernelBuilder<'_> {
         }
     }
 
-    fn load(
-        &mut self,
-        buffer: BufferId,
-        node: &NodeRef,
-        index: &[IndexExpr],
-        guard: &[Bound],
-    ) -> ExprId {
+    fn load(&mut self, buffer: BufferId, node: &NodeRef, index: &[IndexExpr], guard: &[Bound]) -> ExprId {
         let index = IndexExpr::linearize(index, &node.shape);
         let (lo, hi) = index.bounds(&self.extents);
         // The guard is only needed where the address could leave the buffer.
         let in_bounds = lo >= 0 && hi < node.numel() as i64;
-        let guard = if in_bounds {
-            Vec::new()
-        } else {
-            guard.to_vec()
-        };
-        self.push(Expr::Load {
-            buffer,
-            index,
-            guard,
-            dtype: node.dtype,
-        })
+        let guard = if in_bounds { Vec::new() } else { guard.to_vec() };
+        self.push(Expr::Load { buffer, index, guard, dtype: node.dtype })
     }
 }

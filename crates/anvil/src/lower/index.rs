@@ -32,25 +32,16 @@ pub enum Atom {
 impl IndexExpr {
     /// The constant `c`.
     pub fn constant(c: i64) -> Self {
-        IndexExpr {
-            terms: Vec::new(),
-            constant: c,
-        }
+        IndexExpr { terms: Vec::new(), constant: c }
     }
 
     /// Loop variable `v`.
     pub fn var(v: usize) -> Self {
-        IndexExpr {
-            terms: vec![(Atom::Var(v), 1)],
-            constant: 0,
-        }
+        IndexExpr { terms: vec![(Atom::Var(v), 1)], constant: 0 }
     }
 
     fn atom(atom: Atom) -> Self {
-        IndexExpr {
-            terms: vec![(atom, 1)],
-            constant: 0,
-        }
+        IndexExpr { terms: vec![(atom, 1)], constant: 0 }
     }
 
     /// The value if the expression is constant.
@@ -67,10 +58,7 @@ impl IndexExpr {
 
     /// `self + c`.
     pub fn add_const(&self, c: i64) -> IndexExpr {
-        IndexExpr {
-            terms: self.terms.clone(),
-            constant: self.constant + c,
-        }
+        IndexExpr { terms: self.terms.clone(), constant: self.constant + c }
     }
 
     /// `self × c`.
@@ -89,10 +77,7 @@ impl IndexExpr {
             }
         }
         merged.retain(|(_, k)| *k != 0);
-        IndexExpr {
-            terms: merged,
-            constant,
-        }
+        IndexExpr { terms: merged, constant }
     }
 
     /// The smallest and largest value over all loop variable values.
@@ -279,8 +264,7 @@ mod tests {
         let back = IndexExpr::delinearize(&lin, &[12, 5], &ext);
         assert_eq!(back[0].to_string(), "i0*4 + i1");
         assert_eq!(back[1], IndexExpr::var(2));
-        let again =
-            IndexExpr::delinearize(&IndexExpr::linearize(&back, &[12, 5]), &[3, 4, 5], &ext);
+        let again = IndexExpr::delinearize(&IndexExpr::linearize(&back, &[12, 5]), &[3, 4, 5], &ext);
         assert_eq!(again, idx.to_vec());
     }
 

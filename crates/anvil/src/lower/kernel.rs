@@ -63,19 +63,19 @@ pub enum Expr {
     },
 }
 
-/// A loop nest computing every element of one buffer.
+/// A loop nest computing every element of one or more buffers of the same shape.
 #[derive(Clone, Debug)]
 pub struct Kernel {
-    /// The buffer written.
-    pub output: BufferId,
+    /// The buffers written.
+    pub outputs: Vec<BufferId>,
+    /// The value stored into each output at each element.
+    pub roots: Vec<ExprId>,
     /// The output shape: loop variables `0..shape.len()` index it.
     pub shape: Vec<usize>,
     /// Extent of every loop variable (output variables first, then reduction variables).
     pub extents: Vec<usize>,
     /// The expression DAG, operands first.
     pub exprs: Vec<Expr>,
-    /// The value stored at each output element.
-    pub root: ExprId,
 }
 
 impl Kernel {
@@ -130,10 +130,7 @@ impl Buffer {
 
     /// True for buffers that live in the workspace.
     pub fn in_workspace(&self) -> bool {
-        matches!(
-            self.kind,
-            BufferKind::Constant(_) | BufferKind::Intermediate
-        )
+        matches!(self.kind, BufferKind::Constant(_) | BufferKind::Intermediate)
     }
 }
 
@@ -153,17 +150,11 @@ pub struct Program {
 impl Program {
     /// The input buffers, in order.
     pub fn inputs(&self) -> impl Iterator<Item = (BufferId, &Buffer)> {
-        self.buffers
-            .iter()
-            .enumerate()
-            .filter(|(_, b)| matches!(b.kind, BufferKind::Input(_)))
+        self.buffers.iter().enumerate().filter(|(_, b)| matches!(b.kind, BufferKind::Input(_)))
     }
 
     /// The output buffers, in order.
     pub fn outputs(&self) -> impl Iterator<Item = (BufferId, &Buffer)> {
-        self.buffers
-            .iter()
-            .enumerate()
-            .filter(|(_, b)| matches!(b.kind, BufferKind::Output(_)))
+        self.buffers.iter().enumerate().filter(|(_, b)| matches!(b.kind, BufferKind::Output(_)))
     }
 }

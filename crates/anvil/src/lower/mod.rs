@@ -28,16 +28,10 @@ use std::collections::HashMap;
 /// ```
 pub fn lower(outputs: &[NodeRef], inputs: &[(DType, Vec<usize>)]) -> Program {
     let order = toposort(outputs);
-    let realized = schedule::realize_set(&order, outputs);
-
     let mut buffers: Vec<Buffer> = inputs
         .iter()
         .enumerate()
-        .map(|(i, (dtype, shape))| Buffer {
-            kind: BufferKind::Input(i),
-            dtype: *dtype,
-            shape: shape.clone(),
-        })
+        .map(|(i, (dtype, shape))| Buffer { kind: BufferKind::Input(i), dtype: *dtype, shape: shape.clone() })
         .collect();
     buffers.extend(outputs.iter().enumerate().map(|(k, o)| Buffer {
         kind: BufferKind::Output(k),
@@ -65,52 +59,56 @@ pub fn lower(outputs: &[NodeRef], inputs: &[(DType, Vec<usize>)]) -> Program {
     // An output computed by a kernel is written straight into the caller's buffer; outputs
     // that are inputs, constants or repeats of an earlier output are copied.
     let mut copies = Vec::new();
+    let mut computed = Vec::new();
     for (k, o) in outputs.iter().enumerate() {
         match buffer_of.get(&o.id()) {
             Some(_) => copies.push((k, o.clone())),
             None => {
                 buffer_of.insert(o.id(), inputs.len() + k);
+                computed.push(k);
             }
         }
     }
+    let groups = schedule::output_groups(outputs, &computed);
+    let mut group_of: HashMap<u64, usize> = HashMap::new();
+    let mut kernel_of: HashMap<u64, u64> = HashMap::new();
+    for (g, members) in groups.iter().enumerate() {
+        for &k in members {
+            group_of.insert(outputs[k].id(), g);
+            kernel_of.insert(outputs[k].id(), outputs[members[0]].id());
+        }
+    }
+    let realized = schedule::realize_set(&order, outputs, &kernel_of);
+
     let mut kernels = Vec::new();
+    let mut emitted_group = vec![false; groups.len()];
     for node in &order {
         if !realized.contains(&node.id()) || matches!(node.op, Op::Input(_) | Op::Array(_)) {
             continue;
         }
+        if let Some(&g) = group_of.get(&node.id()) {
+            if !std::mem::replace(&mut emitted_group[g], true) {
+                let stores: Vec<_> = groups[g].iter().map(|&k| (outputs[k].clone(), inputs.len() + k)).collect();
+                kernels.push(fuse::build_kernel(&stores, &buffer_of));
+            }
+            continue;
+        }
         let buffer = *buffer_of.entry(node.id()).or_insert_with(|| {
-            buffers.push(Buffer {
-                kind: BufferKind::Intermediate,
-                dtype: node.dtype,
-                shape: node.shape.clone(),
-            });
+            buffers.push(Buffer { kind: BufferKind::Intermediate, dtype: node.dtype, shape: node.shape.clone() });
             buffers.len() - 1
         });
-        kernels.push(fuse::build_kernel(node, buffer, &buffer_of));
+        kernels.push(fuse::build_kernel(&[(node.clone(), buffer)], &buffer_of));
     }
     for (k, node) in copies {
-        kernels.push(fuse::build_kernel(
-            &copy_of(&node),
-            inputs.len() + k,
-            &buffer_of,
-        ));
+        kernels.push(fuse::build_kernel(&[(copy_of(&node), inputs.len() + k)], &buffer_of));
     }
+    let kernels = schedule::order_kernels(kernels);
     let (offsets, workspace_size) = workspace::workspace_layout(&buffers, &kernels);
-    Program {
-        buffers,
-        kernels,
-        offsets,
-        workspace_size,
-    }
+    Program { buffers, kernels, offsets, workspace_size }
 }
 
 /// A node that reads `node` elementwise: a reshape to its own shape, built without the
 /// simplifier (which would fold it away), so that the kernel root differs from `node`.
 fn copy_of(node: &NodeRef) -> NodeRef {
-    crate::graph::Node::make_unsimplified(
-        Op::Reshape,
-        node.dtype,
-        node.shape.clone(),
-        vec![node.clone()],
-    )
+    crate::graph::Node::make_unsimplified(Op::Reshape, node.dtype, node.shape.clone(), vec![node.clone()])
 }

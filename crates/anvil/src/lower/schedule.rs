@@ -6,7 +6,8 @@
 //! two different indices (through two different movement paths). Constants and loads
 //! (with casts and movement on top) are cheap and always inlined.
 
-use crate::graph::{NodeRef, Op};
+use super::kernel::Kernel;
+use crate::graph::{toposort, NodeRef, Op};
 use std::collections::{HashMap, HashSet};
 
 /// How a not-yet-realized node is used by the kernels that will inline it.
@@ -20,8 +21,34 @@ struct Uses {
     paths: usize,
 }
 
+/// Splits the outputs that kernels compute into groups that one kernel can compute
+/// together: same shape, and none reachable from another. Returns indices into `outputs`.
+///
+/// One loop nest for several outputs shares their common subexpressions instead of
+/// realizing them (think of the state of a simulation that all outputs depend on).
+pub fn output_groups(outputs: &[NodeRef], computed: &[usize]) -> Vec<Vec<usize>> {
+    let reach: HashMap<usize, HashSet<u64>> =
+        computed.iter().map(|&k| (k, toposort(&outputs[k..=k]).iter().map(|n| n.id()).collect())).collect();
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for &k in computed {
+        let fits = |g: &Vec<usize>| {
+            g.iter().all(|&m| {
+                outputs[m].shape == outputs[k].shape
+                    && !reach[&k].contains(&outputs[m].id())
+                    && !reach[&m].contains(&outputs[k].id())
+            })
+        };
+        match groups.iter_mut().find(|g| fits(g)) {
+            Some(g) => g.push(k),
+            None => groups.push(vec![k]),
+        }
+    }
+    groups
+}
+
 /// The ids of the nodes that get their own buffer, given all nodes in topological order.
-pub fn realize_set(order: &[NodeRef], outputs: &[NodeRef]) -> HashSet<u64> {
+/// `kernel_of` maps outputs computed together to one representative id.
+pub fn realize_set(order: &[NodeRef], outputs: &[NodeRef], kernel_of: &HashMap<u64, u64>) -> HashSet<u64> {
     let mut users: HashMap<u64, Vec<&NodeRef>> = HashMap::new();
     for node in order {
         for src in &node.srcs {
@@ -43,15 +70,14 @@ pub fn realize_set(order: &[NodeRef], outputs: &[NodeRef]) -> HashSet<u64> {
         let mut same_index_use = false;
         for user in users.get(&id).map(Vec::as_slice).unwrap_or_default() {
             if realized.contains(&user.id()) {
-                u.owners.push(user.id());
+                u.owners.push(kernel_of.get(&user.id()).copied().unwrap_or(user.id()));
                 same_index_use = true;
                 continue;
             }
             let user_uses = &uses[&user.id()];
             u.owners.extend(&user_uses.owners);
             if user.op.is_movement() {
-                u.broadcast |= user_uses.broadcast
-                    || (matches!(user.op, Op::Expand) && user.numel() > node.numel());
+                u.broadcast |= user_uses.broadcast || (matches!(user.op, Op::Expand) && user.numel() > node.numel());
                 u.paths += user_uses.paths;
             } else {
                 same_index_use = true;
@@ -90,4 +116,28 @@ fn cheap_nodes(order: &[NodeRef]) -> HashSet<u64> {
         }
     }
     cheap
+}
+
+/// Orders kernels so that each runs after the kernels writing the buffers it reads,
+/// keeping the given order where dependencies allow (it is close to topological already;
+/// output groups may need to move).
+pub fn order_kernels(kernels: Vec<Kernel>) -> Vec<Kernel> {
+    let writer: HashMap<usize, usize> =
+        kernels.iter().enumerate().flat_map(|(k, kernel)| kernel.outputs.iter().map(move |&b| (b, k))).collect();
+    let deps: Vec<Vec<usize>> = kernels
+        .iter()
+        .enumerate()
+        .map(|(k, kernel)| kernel.inputs().iter().filter_map(|b| writer.get(b).copied()).filter(|&w| w != k).collect())
+        .collect();
+    let mut placed = vec![false; kernels.len()];
+    let mut order = Vec::with_capacity(kernels.len());
+    while order.len() < kernels.len() {
+        let next = (0..kernels.len())
+            .find(|&k| !placed[k] && deps[k].iter().all(|&d| placed[d]))
+            .expect("kernel dependencies are acyclic: grouped outputs never reach each other");
+        placed[next] = true;
+        order.push(next);
+    }
+    let mut slots: Vec<Option<Kernel>> = kernels.into_iter().map(Some).collect();
+    order.into_iter().map(|k| slots[k].take().expect("each kernel placed once")).collect()
 }

@@ -26,15 +26,13 @@ pub fn workspace_layout(buffers: &[Buffer], kernels: &[Kernel]) -> (Vec<Option<u
         }
     }
     for (k, kernel) in kernels.iter().enumerate() {
-        let out = kernel.output;
-        if matches!(buffers[out].kind, super::kernel::BufferKind::Intermediate)
-            && offsets[out].is_none()
-        {
-            offsets[out] = Some(allocate(&mut live, &mut size, buffers[out].nbytes(), out));
+        for &out in &kernel.outputs {
+            if matches!(buffers[out].kind, super::kernel::BufferKind::Intermediate) && offsets[out].is_none() {
+                offsets[out] = Some(allocate(&mut live, &mut size, buffers[out].nbytes(), out));
+            }
         }
         live.retain(|&(_, _, b)| {
-            let dead = matches!(buffers[b].kind, super::kernel::BufferKind::Intermediate)
-                && last_use[b] <= k;
+            let dead = matches!(buffers[b].kind, super::kernel::BufferKind::Intermediate) && last_use[b] <= k;
             !dead
         });
     }
@@ -42,12 +40,7 @@ pub fn workspace_layout(buffers: &[Buffer], kernels: &[Kernel]) -> (Vec<Option<u
 }
 
 /// First-fit: the lowest aligned offset where `nbytes` fit between live blocks.
-fn allocate(
-    live: &mut Vec<(usize, usize, usize)>,
-    size: &mut usize,
-    nbytes: usize,
-    buffer: usize,
-) -> usize {
+fn allocate(live: &mut Vec<(usize, usize, usize)>, size: &mut usize, nbytes: usize, buffer: usize) -> usize {
     live.sort_unstable();
     let mut offset = 0;
     for &(start, len, _) in live.iter() {

@@ -6,40 +6,29 @@
 
 use crate::dtype::DType;
 use crate::graph::{reduce_identity, BinaryOp, Literal, ReduceOp, UnaryOp};
+use crate::lower::fuse::{STACK_GROWTH, STACK_RED_ZONE};
 use crate::lower::{Bound, BufferId, Expr, ExprId, Kernel};
 use std::fmt::Write;
 
 /// Renders `kernel` as a C++ function named `name` taking `(output, inputs...)` pointers
 /// in the order of [`Kernel::inputs`]; `dtypes` gives each buffer's element type.
 pub fn render_kernel(kernel: &Kernel, name: &str, dtypes: &[DType]) -> String {
-    let mut params = vec![format!(
-        "{}* __restrict b{}",
-        dtypes[kernel.output].cpp_name(),
-        kernel.output
-    )];
+    let mut params: Vec<String> =
+        kernel.outputs.iter().map(|&b| format!("{}* __restrict b{b}", dtypes[b].cpp_name())).collect();
     for b in kernel.inputs() {
         params.push(format!("const {}* __restrict b{}", dtypes[b].cpp_name(), b));
     }
     let mut r = Renderer::new(kernel);
     let out_vars: Vec<usize> = (0..kernel.shape.len()).collect();
     let mut bound = Vec::new();
-    let store = format!(
-        "b{}[{}] = {};",
-        kernel.output,
-        linear_output_index(&kernel.shape),
-        r.name(kernel.root)
-    );
-    r.loop_nest(&out_vars, kernel.root, &mut bound, 1, &store);
-    let narrows = kernel
-        .exprs
-        .iter()
-        .any(|e| matches!(e, Expr::Cast(_, DType::F64, DType::F32)));
+    let index = linear_output_index(&kernel.shape);
+    let pad = "  ".repeat(1 + out_vars.len());
+    let stores: Vec<String> =
+        kernel.outputs.iter().zip(&kernel.roots).map(|(b, &e)| format!("b{b}[{index}] = {};", r.name(e))).collect();
+    r.loop_nest(&out_vars, &kernel.roots, &mut bound, 1, &stores.join(&format!("\n{pad}")));
+    let narrows = kernel.exprs.iter().any(|e| matches!(e, Expr::Cast(_, DType::F64, DType::F32)));
     let attribute = if narrows { "ANVIL_NO_SLP " } else { "" };
-    format!(
-        "{attribute}void {name}({}) {{\n{}}}\n",
-        params.join(", "),
-        r.code
-    )
+    format!("{attribute}void {name}({}) {{\n{}}}\n", params.join(", "), r.code)
 }
 
 /// Definitions every translation unit with kernels starts with.
@@ -57,8 +46,7 @@ pub const PRELUDE: &str = "#ifndef ANVIL_NO_SLP
 ";
 
 fn linear_output_index(shape: &[usize]) -> String {
-    let idx: Vec<crate::lower::IndexExpr> =
-        (0..shape.len()).map(crate::lower::IndexExpr::var).collect();
+    let idx: Vec<crate::lower::IndexExpr> = (0..shape.len()).map(crate::lower::IndexExpr::var).collect();
     crate::lower::IndexExpr::linearize(&idx, shape).to_string()
 }
 
@@ -72,34 +60,18 @@ struct Renderer<'k> {
 impl<'k> Renderer<'k> {
     fn new(kernel: &'k Kernel) -> Self {
         let deps = dependencies(kernel);
-        Renderer {
-            kernel,
-            deps,
-            emitted: vec![false; kernel.exprs.len()],
-            code: String::new(),
-        }
+        Renderer { kernel, deps, emitted: vec![false; kernel.exprs.len()], code: String::new() }
     }
 
     /// Opens one loop per variable in `vars`, emitting at each level every part of `root`
     /// that level can compute, then `innermost` inside the last loop.
-    fn loop_nest(
-        &mut self,
-        vars: &[usize],
-        root: ExprId,
-        bound: &mut Vec<usize>,
-        depth: usize,
-        innermost: &str,
-    ) {
-        self.visit(root, bound, depth);
+    fn loop_nest(&mut self, vars: &[usize], roots: &[ExprId], bound: &mut Vec<usize>, depth: usize, innermost: &str) {
+        self.visit(roots, bound, depth);
         for (level, &v) in vars.iter().enumerate() {
             let pad = "  ".repeat(depth + level);
-            let _ = writeln!(
-                self.code,
-                "{pad}for (long long i{v} = 0; i{v} < {}; ++i{v}) {{",
-                self.kernel.extents[v]
-            );
+            let _ = writeln!(self.code, "{pad}for (long long i{v} = 0; i{v} < {}; ++i{v}) {{", self.kernel.extents[v]);
             bound.push(v);
-            self.visit(root, bound, depth + level + 1);
+            self.visit(roots, bound, depth + level + 1);
         }
         let pad = "  ".repeat(depth + vars.len());
         let _ = writeln!(self.code, "{pad}{innermost}");
@@ -109,10 +81,12 @@ impl<'k> Renderer<'k> {
         }
     }
 
-    /// Emits every not-yet-emitted expression under `e` whose variables are all bound.
-    fn visit(&mut self, e: ExprId, bound: &[usize], depth: usize) {
+    /// Emits every not-yet-emitted expression under `roots` whose variables are all bound.
+    fn visit(&mut self, roots: &[ExprId], bound: &[usize], depth: usize) {
         let mut visited = vec![false; self.kernel.exprs.len()];
-        self.visit_rec(e, bound, depth, &mut visited);
+        for &e in roots {
+            self.visit_rec(e, bound, depth, &mut visited);
+        }
     }
 
     fn visit_rec(&mut self, e: ExprId, bound: &[usize], depth: usize, visited: &mut [bool]) {
@@ -129,7 +103,7 @@ impl<'k> Renderer<'k> {
             Expr::Const(..) | Expr::Load { .. } | Expr::InBounds(_) => vec![],
         };
         for c in children {
-            self.visit_rec(c, bound, depth, visited);
+            stacker::maybe_grow(STACK_RED_ZONE, STACK_GROWTH, || self.visit_rec(c, bound, depth, visited));
         }
         if self.deps[e].iter().all(|v| bound.contains(v)) {
             self.emit(e, bound, depth);
@@ -142,31 +116,16 @@ impl<'k> Renderer<'k> {
         let pad = "  ".repeat(depth);
         match expr {
             Expr::Const(..) => {} // literals are written inline
-            Expr::Reduce {
-                op,
-                vars,
-                body,
-                dtype,
-            } => {
+            Expr::Reduce { op, vars, body, dtype } => {
                 let init = literal(reduce_identity(op, dtype), dtype);
                 let _ = writeln!(self.code, "{pad}{} t{e} = {init};", dtype.cpp_name());
                 let combine = combine(op, dtype, &format!("t{e}"), &self.name(body));
                 let mut inner = bound.to_vec();
-                self.loop_nest(
-                    &vars,
-                    body,
-                    &mut inner,
-                    depth,
-                    &format!("t{e} = {combine};"),
-                );
+                self.loop_nest(&vars, &[body], &mut inner, depth, &format!("t{e} = {combine};"));
             }
             _ => {
                 let value = self.value(&expr);
-                let _ = writeln!(
-                    self.code,
-                    "{pad}const {} t{e} = {value};",
-                    expr_dtype(&expr).cpp_name()
-                );
+                let _ = writeln!(self.code, "{pad}const {} t{e} = {value};", expr_dtype(&expr).cpp_name());
             }
         }
     }
@@ -182,12 +141,7 @@ impl<'k> Renderer<'k> {
     fn value(&self, expr: &Expr) -> String {
         match expr {
             Expr::Const(v, dtype) => literal(*v, *dtype),
-            Expr::Load {
-                buffer,
-                index,
-                guard,
-                dtype,
-            } => load(*buffer, &index.to_string(), guard, *dtype),
+            Expr::Load { buffer, index, guard, dtype } => load(*buffer, &index.to_string(), guard, *dtype),
             Expr::InBounds(bounds) => in_bounds(bounds),
             Expr::Unary(op, x, dtype) => unary(*op, *dtype, &self.name(*x)),
             Expr::Binary(op, a, b, dtype) => binary(*op, *dtype, &self.name(*a), &self.name(*b)),
@@ -222,9 +176,7 @@ fn dependencies(kernel: &Kernel) -> Vec<Vec<usize>> {
                     d.extend(&deps[*x]);
                 }
             }
-            Expr::Reduce { vars, body, .. } => {
-                d.extend(deps[*body].iter().filter(|v| !vars.contains(v)))
-            }
+            Expr::Reduce { vars, body, .. } => d.extend(deps[*body].iter().filter(|v| !vars.contains(v))),
         }
         d.sort_unstable();
         d.dedup();
@@ -235,10 +187,7 @@ fn dependencies(kernel: &Kernel) -> Vec<Vec<usize>> {
 
 fn expr_dtype(expr: &Expr) -> DType {
     match expr {
-        Expr::Const(_, d)
-        | Expr::Load { dtype: d, .. }
-        | Expr::Unary(_, _, d)
-        | Expr::Where(_, _, _, d) => *d,
+        Expr::Const(_, d) | Expr::Load { dtype: d, .. } | Expr::Unary(_, _, d) | Expr::Where(_, _, _, d) => *d,
         Expr::Cast(_, _, to) => *to,
         Expr::InBounds(_) => DType::Bool,
         Expr::Binary(op, _, _, d) => {
@@ -256,26 +205,13 @@ fn load(buffer: BufferId, index: &str, guard: &[Bound], dtype: DType) -> String 
     if guard.is_empty() {
         format!("b{buffer}[{index}]")
     } else {
-        format!(
-            "{} ? b{buffer}[{index}] : {}",
-            in_bounds(guard),
-            literal(Literal::Int(0), dtype)
-        )
+        format!("{} ? b{buffer}[{index}] : {}", in_bounds(guard), literal(Literal::Int(0), dtype))
     }
 }
 
 fn in_bounds(bounds: &[Bound]) -> String {
-    let tests: Vec<String> = bounds
-        .iter()
-        .map(|b| {
-            format!(
-                "({lo} <= {e} && {e} < {hi})",
-                lo = b.lo,
-                hi = b.hi,
-                e = b.expr
-            )
-        })
-        .collect();
+    let tests: Vec<String> =
+        bounds.iter().map(|b| format!("({lo} <= {e} && {e} < {hi})", lo = b.lo, hi = b.hi, e = b.expr)).collect();
     format!("({})", tests.join(" && "))
 }
 
@@ -299,11 +235,7 @@ pub fn literal(v: Literal, dtype: DType) -> String {
                 format!("{i}LL")
             }
         }
-        DType::F32 => float_literal(
-            v.as_f64() as f32 as f64,
-            format!("{:?}", v.as_f64() as f32),
-            "f",
-        ),
+        DType::F32 => float_literal(v.as_f64() as f32 as f64, format!("{:?}", v.as_f64() as f32), "f"),
         DType::F64 => float_literal(v.as_f64(), format!("{:?}", v.as_f64()), ""),
     }
 }
@@ -369,9 +301,7 @@ fn wrapping(dtype: DType, a: &str, sym: &str, b: &str) -> String {
         DType::I32 => ("int", "unsigned int"),
         _ => ("long long", "unsigned long long"),
     };
-    format!(
-        "static_cast<{signed}>(static_cast<{unsigned}>({a}) {sym} static_cast<{unsigned}>({b}))"
-    )
+    format!("static_cast<{signed}>(static_cast<{unsigned}>({a}) {sym} static_cast<{unsigned}>({b}))")
 }
 
 fn binary(op: BinaryOp, dtype: DType, a: &str, b: &str) -> String {
@@ -392,12 +322,7 @@ fn binary(op: BinaryOp, dtype: DType, a: &str, b: &str) -> String {
         BinaryOp::Div if float => format!("{a} / {b}"),
         BinaryOp::Div => format!("{b} == 0 ? 0 : {a} / {b}"),
         BinaryOp::Pow | BinaryOp::Atan2 if !float => {
-            let f = binary(
-                op,
-                DType::F64,
-                &format!("static_cast<double>({a})"),
-                &format!("static_cast<double>({b})"),
-            );
+            let f = binary(op, DType::F64, &format!("static_cast<double>({a})"), &format!("static_cast<double>({b})"));
             format!("static_cast<{}>({f})", dtype.cpp_name())
         }
         BinaryOp::Pow => builtin("pow", dtype, &format!("{a}, {b}")),

@@ -18,36 +18,20 @@ fn templates() -> &'static Environment<'static> {
         env.set_lstrip_blocks(true);
         env.set_keep_trailing_newline(true);
         for (name, text) in [
-            (
-                "module_header.j2",
-                include_str!("templates/module_header.j2"),
-            ),
-            (
-                "module_source.j2",
-                include_str!("templates/module_source.j2"),
-            ),
-            (
-                "function_header.j2",
-                include_str!("templates/function_header.j2"),
-            ),
-            (
-                "function_source.j2",
-                include_str!("templates/function_source.j2"),
-            ),
+            ("module_header.j2", include_str!("templates/module_header.j2")),
+            ("module_source.j2", include_str!("templates/module_source.j2")),
+            ("function_header.j2", include_str!("templates/function_header.j2")),
+            ("function_source.j2", include_str!("templates/function_source.j2")),
             ("jit.j2", include_str!("templates/jit.j2")),
         ] {
-            env.add_template(name, text)
-                .expect("anvil's own templates parse");
+            env.add_template(name, text).expect("anvil's own templates parse");
         }
         env
     })
 }
 
 fn render(template: &str, ctx: minijinja::Value) -> String {
-    templates()
-        .get_template(template)
-        .and_then(|t| t.render(ctx))
-        .expect("anvil's own templates render")
+    templates().get_template(template).and_then(|t| t.render(ctx)).expect("anvil's own templates render")
 }
 
 /// A sparsity pattern shown in the header (CSC).
@@ -149,13 +133,8 @@ fn calls(program: &Program, flavour: &Flavour) -> Vec<String> {
         .iter()
         .enumerate()
         .map(|(k, kernel)| {
-            let mut args = vec![pointer(program, kernel.output, flavour)];
-            args.extend(
-                kernel
-                    .inputs()
-                    .into_iter()
-                    .map(|b| pointer(program, b, flavour)),
-            );
+            let mut args: Vec<String> = kernel.outputs.iter().map(|&b| pointer(program, b, flavour)).collect();
+            args.extend(kernel.inputs().into_iter().map(|b| pointer(program, b, flavour)));
             format!("kernel{k}({});", args.join(", "))
         })
         .collect()
@@ -175,11 +154,7 @@ fn copies(program: &Program) -> Vec<Copy> {
 }
 
 /// The `.hpp` and `.cpp` parts of function `name`.
-pub fn render_function(
-    name: &str,
-    program: &Program,
-    sparse: Option<&SparsePattern>,
-) -> FunctionSource {
+pub fn render_function(name: &str, program: &Program, sparse: Option<&SparsePattern>) -> FunctionSource {
     let mut args = Vec::new();
     let mut params = Vec::new();
     for (_, b) in program.inputs().chain(program.outputs()) {
@@ -203,12 +178,7 @@ pub fn render_function(
         .filter(|arg| !used.iter().any(|c| c.contains(&format!("{arg}.data"))))
         .collect();
     let sparse_ctx = sparse.map(|s| {
-        let join = |v: &[usize]| {
-            v.iter()
-                .map(|x| x.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
+        let join = |v: &[usize]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ");
         context! {
             rows => s.rows, cols => s.cols, nnz => s.nnz,
             inner_len => s.inner_indices.len().max(1), inner => join(&s.inner_indices),
@@ -239,22 +209,12 @@ pub struct ConstantDecl {
 }
 
 /// The module's `.hpp` and `.cpp` text.
-pub fn render_module(
-    module_name: &str,
-    functions: &[FunctionSource],
-    constants: &[ConstantDecl],
-) -> (String, String) {
+pub fn render_module(module_name: &str, functions: &[FunctionSource], constants: &[ConstantDecl]) -> (String, String) {
     let headers: Vec<&str> = functions.iter().map(|f| f.header.as_str()).collect();
     let sources: Vec<&str> = functions.iter().map(|f| f.source.as_str()).collect();
     let includes: Vec<String> = Vec::new();
-    let hpp = render(
-        "module_header.j2",
-        context! { module_name, includes, constants, functions => headers },
-    );
-    let cpp = render(
-        "module_source.j2",
-        context! { module_name, functions => sources },
-    );
+    let hpp = render("module_header.j2", context! { module_name, includes, constants, functions => headers });
+    let cpp = render("module_source.j2", context! { module_name, functions => sources });
     (hpp, cpp)
 }
 

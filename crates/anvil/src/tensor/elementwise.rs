@@ -45,21 +45,14 @@ pub(super) fn expand_to(node: &NodeRef, shape: &[usize]) -> NodeRef {
 
 /// The ops that always compute in floating point (integer operands become `f64`).
 fn float_only(op: UnaryOp) -> bool {
-    !matches!(
-        op,
-        UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Floor | UnaryOp::Ceil
-    )
+    !matches!(op, UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Floor | UnaryOp::Ceil)
 }
 
 impl Tensor {
     #[track_caller]
     pub(crate) fn unary(&self, op: UnaryOp) -> Tensor {
         self.map_node(|n| {
-            let dtype = if float_only(op) && !n.dtype.is_float() {
-                DType::F64
-            } else {
-                n.dtype
-            };
+            let dtype = if float_only(op) && !n.dtype.is_float() { DType::F64 } else { n.dtype };
             let x = Node::make(Op::Cast, dtype, n.shape.clone(), vec![n.clone()]);
             Ok(Node::make(Op::Unary(op), dtype, n.shape.clone(), vec![x]))
         })
@@ -75,11 +68,7 @@ impl Tensor {
                 Error::op_at(
                     loc,
                     name,
-                    format!(
-                        "shapes {} and {} cannot be broadcast together",
-                        fmt_shape(&a.shape),
-                        fmt_shape(&b.shape)
-                    ),
+                    format!("shapes {} and {} cannot be broadcast together", fmt_shape(&a.shape), fmt_shape(&b.shape)),
                 )
             })?;
             let mut dtype = meet(self, other);
@@ -89,11 +78,7 @@ impl Tensor {
             if matches!(op, BinaryOp::Div | BinaryOp::Pow | BinaryOp::Atan2) && !dtype.is_float() {
                 dtype = DType::F64;
             }
-            let out_dtype = if op.is_comparison() {
-                DType::Bool
-            } else {
-                dtype
-            };
+            let out_dtype = if op.is_comparison() { DType::Bool } else { dtype };
             let srcs = vec![to_operand(a, dtype, &shape), to_operand(b, dtype, &shape)];
             Ok(Node::make(Op::Binary(op), out_dtype, shape, srcs))
         })();
@@ -250,11 +235,7 @@ impl Tensor {
                 return Err(Error::op_at(
                     loc,
                     "idiv",
-                    format!(
-                        "needs integer operands, got {} and {}",
-                        self.dtype(),
-                        other.dtype()
-                    ),
+                    format!("needs integer operands, got {} and {}", self.dtype(), other.dtype()),
                 ));
             }
             let (a, b) = (self.node()?, other.node()?);
@@ -262,11 +243,7 @@ impl Tensor {
                 Error::op_at(
                     loc,
                     "idiv",
-                    format!(
-                        "shapes {} and {} cannot be broadcast together",
-                        fmt_shape(&a.shape),
-                        fmt_shape(&b.shape)
-                    ),
+                    format!("shapes {} and {} cannot be broadcast together", fmt_shape(&a.shape), fmt_shape(&b.shape)),
                 )
             })?;
             let srcs = vec![to_operand(a, dtype, &shape), to_operand(b, dtype, &shape)];
@@ -320,26 +297,21 @@ impl Tensor {
         let (a, b) = (a.into(), b.into());
         let result = (|| -> Result<NodeRef> {
             let (c, x, y) = (self.node()?, a.node()?, b.node()?);
-            let shape = broadcast(&c.shape, &x.shape)
-                .and_then(|s| broadcast(&s, &y.shape))
-                .ok_or_else(|| {
-                    Error::op_at(
-                        loc,
-                        "where",
-                        format!(
-                            "condition {}, and branches {} and {} cannot be broadcast together",
-                            fmt_shape(&c.shape),
-                            fmt_shape(&x.shape),
-                            fmt_shape(&y.shape)
-                        ),
-                    )
-                })?;
+            let shape = broadcast(&c.shape, &x.shape).and_then(|s| broadcast(&s, &y.shape)).ok_or_else(|| {
+                Error::op_at(
+                    loc,
+                    "where",
+                    format!(
+                        "condition {}, and branches {} and {} cannot be broadcast together",
+                        fmt_shape(&c.shape),
+                        fmt_shape(&x.shape),
+                        fmt_shape(&y.shape)
+                    ),
+                )
+            })?;
             let dtype = meet(&a, &b);
-            let srcs = vec![
-                to_operand(c, DType::Bool, &shape),
-                to_operand(x, dtype, &shape),
-                to_operand(y, dtype, &shape),
-            ];
+            let srcs =
+                vec![to_operand(c, DType::Bool, &shape), to_operand(x, dtype, &shape), to_operand(y, dtype, &shape)];
             Ok(Node::make(Op::Where, dtype, shape, srcs))
         })();
         result.map_or_else(Tensor::from_error, Tensor::from_node)

@@ -31,11 +31,7 @@ impl Tensor {
             ));
         }
         let k = self.shape()[ra - 1];
-        let kb = if rb == 1 {
-            other.shape()[0]
-        } else {
-            other.shape()[rb - 2]
-        };
+        let kb = if rb == 1 { other.shape()[0] } else { other.shape()[rb - 2] };
         if k != kb {
             return Tensor::from_error(Error::op_at(
                 loc,
@@ -71,18 +67,11 @@ impl Tensor {
     #[track_caller]
     pub fn outer(&self, other: &Tensor) -> Tensor {
         let loc = SourceLocation::caller();
-        if self.error().is_none()
-            && other.error().is_none()
-            && (self.ndim() != 1 || other.ndim() != 1)
-        {
+        if self.error().is_none() && other.error().is_none() && (self.ndim() != 1 || other.ndim() != 1) {
             return Tensor::from_error(Error::op_at(
                 loc,
                 "outer",
-                format!(
-                    "needs two vectors, got {} and {}",
-                    fmt_shape(self.shape()),
-                    fmt_shape(other.shape())
-                ),
+                format!("needs two vectors, got {} and {}", fmt_shape(self.shape()), fmt_shape(other.shape())),
             ));
         }
         self.unsqueeze(-1) * other.unsqueeze(0)

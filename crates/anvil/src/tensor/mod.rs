@@ -47,28 +47,17 @@ enum Repr {
 impl Tensor {
     /// Wraps a graph node.
     pub fn from_node(node: NodeRef) -> Self {
-        Tensor {
-            repr: Repr::Node(node),
-            weak: false,
-        }
+        Tensor { repr: Repr::Node(node), weak: false }
     }
 
     /// A tensor that carries `error`; every op on it passes the error on.
     pub fn from_error(error: Error) -> Self {
-        Tensor {
-            repr: Repr::Error(Arc::new(error)),
-            weak: false,
-        }
+        Tensor { repr: Repr::Error(Arc::new(error)), weak: false }
     }
 
     /// The symbolic `index`-th input of a traced function.
     pub fn input(index: usize, shape: impl crate::shape::IntoShape, dtype: DType) -> Self {
-        Self::from_node(Node::make(
-            Op::Input(index),
-            dtype,
-            shape.into_shape(),
-            Vec::new(),
-        ))
+        Self::from_node(Node::make(Op::Input(index), dtype, shape.into_shape(), Vec::new()))
     }
 
     /// A scalar constant of dtype `f64`; in binary ops it adopts the other operand's dtype.
@@ -124,12 +113,7 @@ impl Tensor {
     /// A captured constant from a [`HostArray`].
     pub fn from_host(array: HostArray) -> Self {
         let (dtype, shape) = (array.dtype(), array.shape().to_vec());
-        Self::from_node(Node::make(
-            Op::Array(ConstArray(Arc::new(array))),
-            dtype,
-            shape,
-            Vec::new(),
-        ))
+        Self::from_node(Node::make(Op::Array(ConstArray(Arc::new(array))), dtype, shape, Vec::new()))
     }
 
     /// The graph node, or the error this tensor carries.
@@ -182,14 +166,7 @@ impl Tensor {
     /// Converts to another dtype (float to int truncates, to `bool` is `!= 0`).
     #[track_caller]
     pub fn cast(&self, dtype: DType) -> Tensor {
-        self.map_node(|n| {
-            Ok(Node::make(
-                Op::Cast,
-                dtype,
-                n.shape.clone(),
-                vec![n.clone()],
-            ))
-        })
+        self.map_node(|n| Ok(Node::make(Op::Cast, dtype, n.shape.clone(), vec![n.clone()])))
     }
 
     /// Applies `f` to this tensor's node, passing an error on.
@@ -228,14 +205,7 @@ impl From<&Tensor> for Tensor {
 impl fmt::Debug for Tensor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.repr {
-            Repr::Node(n) => write!(
-                f,
-                "Tensor({} {}, {} #{})",
-                n.dtype,
-                fmt_shape(&n.shape),
-                n.op.name(),
-                n.id()
-            ),
+            Repr::Node(n) => write!(f, "Tensor({} {}, {} #{})", n.dtype, fmt_shape(&n.shape), n.op.name(), n.id()),
             Repr::Error(e) => write!(f, "Tensor(error: {e})"),
         }
     }
@@ -248,10 +218,5 @@ pub(crate) fn nodes_of(tensors: &[Tensor]) -> Result<Vec<NodeRef>> {
 
 /// The shape `shape` with the axis `axis` removed.
 pub(crate) fn without_axis(shape: &[usize], axis: usize) -> Shape {
-    shape
-        .iter()
-        .enumerate()
-        .filter(|&(d, _)| d != axis)
-        .map(|(_, &n)| n)
-        .collect()
+    shape.iter().enumerate().filter(|&(d, _)| d != axis).map(|(_, &n)| n).collect()
 }

@@ -46,10 +46,7 @@ impl Tensor {
             return Tensor::from_error(Error::op_at(
                 loc,
                 "unsqueeze",
-                format!(
-                    "axis {axis} is out of range for shape {}",
-                    fmt_shape(self.shape())
-                ),
+                format!("axis {axis} is out of range for shape {}", fmt_shape(self.shape())),
             ));
         }
         let mut shape = self.shape().to_vec();
@@ -68,10 +65,7 @@ impl Tensor {
             _ => Tensor::from_error(Error::op_at(
                 loc,
                 "squeeze",
-                format!(
-                    "axis {axis} of shape {} is not of extent 1",
-                    fmt_shape(&shape)
-                ),
+                format!("axis {axis} of shape {} is not of extent 1", fmt_shape(&shape)),
             )),
         }
     }
@@ -82,25 +76,15 @@ impl Tensor {
         let loc = SourceLocation::caller();
         let axes = axes.into_axes();
         self.map_node(|n| {
-            let perm = normalize_axes(&axes, n.shape.len())
-                .filter(|p| p.len() == n.shape.len())
-                .ok_or_else(|| {
-                    Error::op_at(
-                        loc,
-                        "permute",
-                        format!(
-                            "{axes:?} is not a permutation of the axes of {}",
-                            fmt_shape(&n.shape)
-                        ),
-                    )
-                })?;
+            let perm = normalize_axes(&axes, n.shape.len()).filter(|p| p.len() == n.shape.len()).ok_or_else(|| {
+                Error::op_at(
+                    loc,
+                    "permute",
+                    format!("{axes:?} is not a permutation of the axes of {}", fmt_shape(&n.shape)),
+                )
+            })?;
             let shape = perm.iter().map(|&p| n.shape[p]).collect();
-            Ok(Node::make(
-                Op::Permute(perm),
-                n.dtype,
-                shape,
-                vec![n.clone()],
-            ))
+            Ok(Node::make(Op::Permute(perm), n.dtype, shape, vec![n.clone()]))
         })
     }
 
@@ -119,10 +103,7 @@ impl Tensor {
             None => Tensor::from_error(Error::op_at(
                 loc,
                 "swap_axes",
-                format!(
-                    "axes {a} and {b} are out of range for shape {}",
-                    fmt_shape(self.shape())
-                ),
+                format!("axes {a} and {b} are out of range for shape {}", fmt_shape(self.shape())),
             )),
         }
     }
@@ -143,20 +124,12 @@ impl Tensor {
         let shape = shape.into_shape();
         self.map_node(|n| {
             let ok = shape.len() >= n.shape.len()
-                && n.shape
-                    .iter()
-                    .rev()
-                    .zip(shape.iter().rev())
-                    .all(|(&s, &t)| s == t || s == 1);
+                && n.shape.iter().rev().zip(shape.iter().rev()).all(|(&s, &t)| s == t || s == 1);
             if !ok {
                 return Err(Error::op_at(
                     loc,
                     "expand",
-                    format!(
-                        "cannot broadcast {} to {}",
-                        fmt_shape(&n.shape),
-                        fmt_shape(&shape)
-                    ),
+                    format!("cannot broadcast {} to {}", fmt_shape(&n.shape), fmt_shape(&shape)),
                 ));
             }
             Ok(super::elementwise::expand_to(n, &shape))
@@ -172,25 +145,11 @@ impl Tensor {
                 return Err(Error::op_at(
                     loc,
                     "pad",
-                    format!(
-                        "{} pad pairs given for shape {}",
-                        pads.len(),
-                        fmt_shape(&n.shape)
-                    ),
+                    format!("{} pad pairs given for shape {}", pads.len(), fmt_shape(&n.shape)),
                 ));
             }
-            let shape = n
-                .shape
-                .iter()
-                .zip(pads)
-                .map(|(&s, &(b, a))| s + b + a)
-                .collect();
-            Ok(Node::make(
-                Op::Pad(pads.to_vec()),
-                n.dtype,
-                shape,
-                vec![n.clone()],
-            ))
+            let shape = n.shape.iter().zip(pads).map(|(&s, &(b, a))| s + b + a).collect();
+            Ok(Node::make(Op::Pad(pads.to_vec()), n.dtype, shape, vec![n.clone()]))
         })
     }
 
@@ -199,11 +158,7 @@ impl Tensor {
     pub fn shrink(&self, ranges: &[(usize, usize)]) -> Tensor {
         let loc = SourceLocation::caller();
         self.map_node(|n| {
-            let ok = ranges.len() == n.shape.len()
-                && ranges
-                    .iter()
-                    .zip(&n.shape)
-                    .all(|(&(s, e), &d)| s <= e && e <= d);
+            let ok = ranges.len() == n.shape.len() && ranges.iter().zip(&n.shape).all(|(&(s, e), &d)| s <= e && e <= d);
             if !ok {
                 return Err(Error::op_at(
                     loc,
@@ -212,12 +167,7 @@ impl Tensor {
                 ));
             }
             let shape = ranges.iter().map(|&(s, e)| e - s).collect();
-            Ok(Node::make(
-                Op::Shrink(ranges.to_vec()),
-                n.dtype,
-                shape,
-                vec![n.clone()],
-            ))
+            Ok(Node::make(Op::Shrink(ranges.to_vec()), n.dtype, shape, vec![n.clone()]))
         })
     }
 
@@ -228,29 +178,17 @@ impl Tensor {
         let axes = axes.into_axes();
         self.map_node(|n| {
             let mut axes = normalize_axes(&axes, n.shape.len()).ok_or_else(|| {
-                Error::op_at(
-                    loc,
-                    "flip",
-                    format!(
-                        "axes {axes:?} are out of range for shape {}",
-                        fmt_shape(&n.shape)
-                    ),
-                )
+                Error::op_at(loc, "flip", format!("axes {axes:?} are out of range for shape {}", fmt_shape(&n.shape)))
             })?;
             axes.sort_unstable();
-            Ok(Node::make(
-                Op::Flip(axes),
-                n.dtype,
-                n.shape.clone(),
-                vec![n.clone()],
-            ))
+            Ok(Node::make(Op::Flip(axes), n.dtype, n.shape.clone(), vec![n.clone()]))
         })
     }
 
     /// The element or sub-tensor at `index` along the first axis (negative counts from the end).
     #[track_caller]
     pub fn get(&self, index: isize) -> Tensor {
-        self.slice(&[SliceInfoElem::Index(index)])
+        self.slice([SliceInfoElem::Index(index)])
     }
 
     /// Numpy-style basic indexing with ndarray's `s![]` syntax: ranges (with steps, negative
@@ -270,18 +208,12 @@ impl Tensor {
         let info = info.as_ref();
         let mut t = self.clone();
         let mut axis = 0usize; // the axis of `t` the next element applies to
-        let indexed = info
-            .iter()
-            .filter(|e| !matches!(e, SliceInfoElem::NewAxis))
-            .count();
+        let indexed = info.iter().filter(|e| !matches!(e, SliceInfoElem::NewAxis)).count();
         if self.error().is_none() && indexed > self.ndim() {
             return Tensor::from_error(Error::op_at(
                 loc,
                 "slice",
-                format!(
-                    "{indexed} indices given for shape {}",
-                    fmt_shape(self.shape())
-                ),
+                format!("{indexed} indices given for shape {}", fmt_shape(self.shape())),
             ));
         }
         for elem in info {
@@ -311,17 +243,13 @@ impl Tensor {
             return Tensor::from_error(Error::op_at(
                 loc,
                 "index",
-                format!(
-                    "index {index} is out of range for axis {axis} of shape {}",
-                    fmt_shape(self.shape())
-                ),
+                format!("index {index} is out of range for axis {axis} of shape {}", fmt_shape(self.shape())),
             ));
         }
         let i = i as usize;
         let mut ranges: Vec<(usize, usize)> = self.shape().iter().map(|&d| (0, d)).collect();
         ranges[axis] = (i, i + 1);
-        self.shrink(&ranges)
-            .reshape(super::without_axis(self.shape(), axis))
+        self.shrink(&ranges).reshape(super::without_axis(self.shape(), axis))
     }
 
     #[track_caller]
@@ -333,8 +261,7 @@ impl Tensor {
         if step == 0 {
             return Tensor::from_error(Error::op_at(loc, "slice", "step must not be zero"));
         }
-        let clamp =
-            |v: isize| (if v < 0 { v + n as isize } else { v }).clamp(0, n as isize) as usize;
+        let clamp = |v: isize| (if v < 0 { v + n as isize } else { v }).clamp(0, n as isize) as usize;
         let (lo, hi) = (clamp(start), end.map_or(n, clamp));
         let hi = hi.max(lo);
         let mut ranges: Vec<(usize, usize)> = self.shape().iter().map(|&d| (0, d)).collect();
@@ -380,32 +307,18 @@ impl Tensor {
         let loc = SourceLocation::caller();
         let result = (|| -> Result<Tensor> {
             let nodes = nodes_of(tensors)?;
-            let first = nodes
-                .first()
-                .ok_or_else(|| Error::op_at(loc, "cat", "needs at least one tensor"))?;
+            let first = nodes.first().ok_or_else(|| Error::op_at(loc, "cat", "needs at least one tensor"))?;
             let rank = first.shape.len();
             let a = normalize_axes(&[axis], rank).ok_or_else(|| {
-                Error::op_at(
-                    loc,
-                    "cat",
-                    format!(
-                        "axis {axis} is out of range for shape {}",
-                        fmt_shape(&first.shape)
-                    ),
-                )
+                Error::op_at(loc, "cat", format!("axis {axis} is out of range for shape {}", fmt_shape(&first.shape)))
             })?[0];
-            let compatible = |n: &NodeRef| {
-                n.shape.len() == rank && (0..rank).all(|d| d == a || n.shape[d] == first.shape[d])
-            };
+            let compatible =
+                |n: &NodeRef| n.shape.len() == rank && (0..rank).all(|d| d == a || n.shape[d] == first.shape[d]);
             if let Some(bad) = nodes.iter().find(|n| !compatible(n)) {
                 return Err(Error::op_at(
                     loc,
                     "cat",
-                    format!(
-                        "shapes {} and {} differ outside axis {a}",
-                        fmt_shape(&first.shape),
-                        fmt_shape(&bad.shape)
-                    ),
+                    format!("shapes {} and {} differ outside axis {a}", fmt_shape(&first.shape), fmt_shape(&bad.shape)),
                 ));
             }
             let total: usize = nodes.iter().map(|n| n.shape[a]).sum();
@@ -433,18 +346,11 @@ impl Tensor {
         let loc = SourceLocation::caller();
         let expanded: Vec<Tensor> = tensors.iter().map(|t| t.unsqueeze(axis)).collect();
         if let Some(first) = tensors.first() {
-            if let Some(bad) = tensors
-                .iter()
-                .find(|t| t.error().is_none() && t.shape() != first.shape())
-            {
+            if let Some(bad) = tensors.iter().find(|t| t.error().is_none() && t.shape() != first.shape()) {
                 return Tensor::from_error(Error::op_at(
                     loc,
                     "stack",
-                    format!(
-                        "shapes {} and {} differ",
-                        fmt_shape(first.shape()),
-                        fmt_shape(bad.shape())
-                    ),
+                    format!("shapes {} and {} differ", fmt_shape(first.shape()), fmt_shape(bad.shape())),
                 ));
             }
         }

@@ -9,13 +9,7 @@ use crate::shape::{fmt_shape, normalize_axes, IntoAxes};
 
 impl Tensor {
     #[track_caller]
-    fn reduce(
-        &self,
-        op: ReduceOp,
-        axes: Option<Vec<isize>>,
-        keepdim: bool,
-        name: &'static str,
-    ) -> Tensor {
+    fn reduce(&self, op: ReduceOp, axes: Option<Vec<isize>>, keepdim: bool, name: &'static str) -> Tensor {
         let loc = SourceLocation::caller();
         self.map_node(|n| {
             let rank = n.shape.len();
@@ -25,10 +19,7 @@ impl Tensor {
                     Error::op_at(
                         loc,
                         name,
-                        format!(
-                            "axes {axes:?} are out of range or repeated for shape {}",
-                            fmt_shape(&n.shape)
-                        ),
+                        format!("axes {axes:?} are out of range or repeated for shape {}", fmt_shape(&n.shape)),
                     )
                 })?,
             };
@@ -45,19 +36,11 @@ impl Tensor {
             for &a in &sorted {
                 kept[a] = 1;
             }
-            let reduced = Node::make(
-                Op::Reduce(op, sorted.clone()),
-                dtype,
-                kept.clone(),
-                vec![src],
-            );
+            let reduced = Node::make(Op::Reduce(op, sorted.clone()), dtype, kept.clone(), vec![src]);
             if keepdim {
                 return Ok(reduced);
             }
-            let shape = (0..rank)
-                .filter(|d| !sorted.contains(d))
-                .map(|d| n.shape[d])
-                .collect();
+            let shape = (0..rank).filter(|d| !sorted.contains(d)).map(|d| n.shape[d]).collect();
             Ok(Node::make(Op::Reshape, dtype, shape, vec![reduced]))
         })
     }
@@ -119,9 +102,8 @@ impl Tensor {
     #[track_caller]
     pub fn mean_axes(&self, axes: impl IntoAxes, keepdim: bool) -> Tensor {
         let axes = axes.into_axes();
-        let count: usize = normalize_axes(&axes, self.ndim())
-            .map(|a| a.iter().map(|&d| self.shape()[d]).product())
-            .unwrap_or(1);
+        let count: usize =
+            normalize_axes(&axes, self.ndim()).map(|a| a.iter().map(|&d| self.shape()[d]).product()).unwrap_or(1);
         self.as_float().sum_axes(axes, keepdim) / count.max(1) as f64
     }
 

@@ -18,19 +18,16 @@ pub fn random(rng: &mut StdRng, shape: &[usize], dtype: DType, lo: f64, hi: f64)
     let dim = IxDyn(shape);
     match dtype {
         DType::F64 => HostArray::F64(ArrayD::from_shape_vec(dim, vals).unwrap()),
-        DType::F32 => HostArray::F32(
-            ArrayD::from_shape_vec(dim, vals.iter().map(|&v| v as f32).collect()).unwrap(),
-        ),
-        DType::I32 => HostArray::I32(
-            ArrayD::from_shape_vec(dim, vals.iter().map(|&v| v.round() as i32).collect()).unwrap(),
-        ),
-        DType::I64 => HostArray::I64(
-            ArrayD::from_shape_vec(dim, vals.iter().map(|&v| v.round() as i64).collect()).unwrap(),
-        ),
-        DType::Bool => HostArray::Bool(
-            ArrayD::from_shape_vec(dim, vals.iter().map(|&v| v > (lo + hi) / 2.0).collect())
-                .unwrap(),
-        ),
+        DType::F32 => HostArray::F32(ArrayD::from_shape_vec(dim, vals.iter().map(|&v| v as f32).collect()).unwrap()),
+        DType::I32 => {
+            HostArray::I32(ArrayD::from_shape_vec(dim, vals.iter().map(|&v| v.round() as i32).collect()).unwrap())
+        }
+        DType::I64 => {
+            HostArray::I64(ArrayD::from_shape_vec(dim, vals.iter().map(|&v| v.round() as i64).collect()).unwrap())
+        }
+        DType::Bool => {
+            HostArray::Bool(ArrayD::from_shape_vec(dim, vals.iter().map(|&v| v > (lo + hi) / 2.0).collect()).unwrap())
+        }
     }
 }
 
@@ -47,15 +44,9 @@ pub fn assert_close(what: &str, got: &HostArray, want: &HostArray, rtol: f64) {
 /// Runs `f` through the JIT and the interpreter and compares every output.
 pub fn check_jit(f: &NumericalFunction, inputs: &[HostArray]) {
     let want = f.eval_dyn(inputs).expect("interpreter");
-    let got = f
-        .call_dyn(inputs)
-        .unwrap_or_else(|e| panic!("JIT of `{}` failed: {e}", f.name()));
+    let got = f.call_dyn(inputs).unwrap_or_else(|e| panic!("JIT of `{}` failed: {e}", f.name()));
     assert_eq!(got.len(), want.len());
-    let rtol = if f.outputs().iter().any(|o| o.dtype == DType::F32) {
-        1e-5
-    } else {
-        1e-12
-    };
+    let rtol = if f.outputs().iter().any(|o| o.dtype == DType::F32) { 1e-5 } else { 1e-12 };
     for (k, (g, w)) in got.iter().zip(&want).enumerate() {
         assert_close(&format!("{} output {k}", f.name()), g, w, rtol);
     }

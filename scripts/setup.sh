@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs what anvil's build, demo and tests need. Idempotent: installs only what is
+# missing. Needs Debian/Ubuntu's apt-get for system packages (as root, or with sudo).
+set -euo pipefail
+
+apt_install() {
+  local sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo"
+  if ! command -v apt-get >/dev/null; then
+    echo "setup: please install $* with your system's package manager" >&2
+    return 1
+  fi
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "$@"
+}
+
+if ! command -v cargo >/dev/null; then
+  echo "setup: Rust is missing; install it from https://rustup.rs (stable toolchain)" >&2
+  exit 1
+fi
+
+# The JIT and the AOT tests need a C++17 compiler; g++ is the reference one.
+if ! command -v g++ >/dev/null; then
+  apt_install g++
+fi
+
+# Generated code is also checked with clang++ (with its sanitizer runtimes).
+clang_ready() {
+  command -v clang++ >/dev/null &&
+    echo 'int main() { return 0; }' | clang++ -fsanitize=address,undefined -x c++ - -o /dev/null 2>/dev/null
+}
+if ! clang_ready; then
+  apt_install clang libclang-rt-dev || echo "setup: clang++ not installed; generated code is checked with g++ only" >&2
+fi
+
+for tool in rustfmt clippy; do
+  if ! cargo "${tool/rustfmt/fmt}" --version >/dev/null 2>&1; then
+    rustup component add "$tool"
+  fi
+done
