@@ -170,12 +170,19 @@ fn generated_module_compiles_cleanly_runs_under_sanitizers_and_matches_the_oracl
 
 #[test]
 fn jit_sources_compile_without_warnings() {
-    let options = anvil::jit::CompilerOptions {
-        compiler: None,
-        flags: ["-O2", "-Wall", "-Wextra", "-Werror"].map(String::from).to_vec(),
-    };
-    for f in functions() {
-        let f = f.with_compiler(options.clone());
-        f.compile().unwrap_or_else(|e| panic!("{e}"));
+    let flags: Vec<String> = ["-O2", "-Wall", "-Wextra", "-Werror"].map(String::from).to_vec();
+    let mut compilers = vec![None];
+    if Command::new("clang++").arg("--version").output().is_ok_and(|o| o.status.success()) {
+        compilers.push(Some("clang++".to_string()));
+    }
+    for compiler in compilers {
+        for vector_math in [false, true] {
+            for f in functions() {
+                let options =
+                    anvil::jit::CompilerOptions { compiler: compiler.clone(), flags: flags.clone(), vector_math };
+                let f = f.with_compiler(options);
+                f.compile().unwrap_or_else(|e| panic!("{e}"));
+            }
+        }
     }
 }

@@ -14,12 +14,18 @@ use std::sync::OnceLock;
 /// vectorize; it does not change results. `-ffp-contract=off` keeps `a*b + c` from being
 /// fused into one FMA, so native results are bit-for-bit those of the interpreter (pass
 /// `-ffp-contract=fast` for the last bit of speed).
+///
+/// With `vector_math` (the default), loops may also use SIMD reductions for sums and
+/// products (`-fopenmp-simd`), and glibc's vector math library (libmvec, ≤ 4 ulp) where
+/// the compiler and system support it: `sum(0.5 x² + sin x)` runs several times faster.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct CompilerOptions {
     /// The compiler command (`None`: found as described above).
     pub compiler: Option<String>,
     /// Optimisation and target flags (`-std=c++17 -shared -fPIC` are always added).
     pub flags: Vec<String>,
+    /// Vectorised reductions and vector math (see above).
+    pub vector_math: bool,
 }
 
 impl Default for CompilerOptions {
@@ -28,7 +34,7 @@ impl Default for CompilerOptions {
             Ok(f) => f.split_whitespace().map(String::from).collect(),
             Err(_) => ["-O3", "-march=native", "-fno-math-errno", "-ffp-contract=off"].map(String::from).to_vec(),
         };
-        CompilerOptions { compiler: None, flags }
+        CompilerOptions { compiler: None, flags, vector_math: true }
     }
 }
 
@@ -54,10 +60,10 @@ impl Compiler {
     }
 
     /// Compiles `source` into the shared library `output` (written by the compiler
-    /// directly; the caller renames it into place).
-    pub fn compile_shared(&self, source: &Path, output: &Path, flags: &[String]) -> Result<()> {
+    /// directly; the caller renames it into place), linking `libs` after the source.
+    pub fn compile_shared(&self, source: &Path, output: &Path, flags: &[String], libs: &[String]) -> Result<()> {
         let mut cmd = Command::new(&self.command);
-        cmd.args(["-std=c++17", "-shared", "-fPIC"]).args(flags).arg(source).arg("-o").arg(output);
+        cmd.args(["-std=c++17", "-shared", "-fPIC"]).args(flags).arg(source).arg("-o").arg(output).args(libs);
         let shown = format!("{cmd:?}").replace('"', "");
         let result = cmd.output().map_err(|e| Error::Compile {
             source_path: source.to_path_buf(),

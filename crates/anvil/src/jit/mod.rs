@@ -13,13 +13,69 @@ pub use library::{JitFunction, Workspace};
 
 use crate::error::{Error, Result};
 use sha2::{Digest, Sha256};
+use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::{Mutex, OnceLock};
+
+/// The flags and libraries `options` amount to with this compiler on this system.
+fn effective_flags(compiler: &Compiler, options: &CompilerOptions) -> (Vec<String>, Vec<String>) {
+    let mut flags = options.flags.clone();
+    let mut libs = Vec::new();
+    if options.vector_math {
+        flags.extend(["-fopenmp-simd", "-DANVIL_OMP_SIMD"].map(String::from));
+        if libmvec_works(compiler, &flags) {
+            flags.push("-DANVIL_LIBMVEC".into());
+            libs.push("-lmvec".into());
+        }
+    }
+    (flags, libs)
+}
+
+/// Whether code using libmvec compiles and links here (checked once per compiler and flags).
+fn libmvec_works(compiler: &Compiler, flags: &[String]) -> bool {
+    static CHECKED: OnceLock<Mutex<HashMap<String, bool>>> = OnceLock::new();
+    let key = format!("{} {}", compiler.command, flags.join(" "));
+    let checked = CHECKED.get_or_init(Default::default);
+    if let Some(&ok) = checked.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        return ok;
+    }
+    let dir = std::env::temp_dir();
+    let stem = format!("anvil-libmvec-probe-{}-{}", std::process::id(), unique_suffix());
+    let (source, library) = (dir.join(format!("{stem}.cpp")), dir.join(format!("lib{stem}.so")));
+    let mut probe_flags = flags.to_vec();
+    probe_flags.extend(["-DANVIL_LIBMVEC", "-Wl,--no-undefined"].map(String::from));
+    let ok = std::fs::write(&source, LIBMVEC_PROBE.replace("PRELUDE", crate::render::kernel::PRELUDE)).is_ok()
+        && compiler.compile_shared(&source, &library, &probe_flags, &["-lmvec".into()]).is_ok();
+    let _ = std::fs::remove_file(&source);
+    let _ = std::fs::remove_file(&library);
+    checked.lock().unwrap_or_else(|e| e.into_inner()).insert(key, ok);
+    ok
+}
+
+/// Calls every function the prelude declares with vector variants, in vectorisable loops.
+const LIBMVEC_PROBE: &str = r#"PRELUDE
+extern "C" void anvil_probe(double* __restrict o, const double* __restrict x, float* __restrict p, const float* __restrict y) {
+  for (int i = 0; i < 64; ++i) {
+    const double a = x[i];
+    o[i] = __builtin_sin(a) + __builtin_cos(a) + __builtin_tan(a) + __builtin_asin(a) + __builtin_acos(a) +
+           __builtin_atan(a) + __builtin_sinh(a) + __builtin_cosh(a) + __builtin_tanh(a) + __builtin_exp(a) +
+           __builtin_log(a) + __builtin_pow(a, a) + __builtin_atan2(a, a);
+  }
+  for (int i = 0; i < 64; ++i) {
+    const float a = y[i];
+    p[i] = __builtin_sinf(a) + __builtin_cosf(a) + __builtin_tanf(a) + __builtin_asinf(a) + __builtin_acosf(a) +
+           __builtin_atanf(a) + __builtin_sinhf(a) + __builtin_coshf(a) + __builtin_tanhf(a) + __builtin_expf(a) +
+           __builtin_logf(a) + __builtin_powf(a, a) + __builtin_atan2f(a, a);
+  }
+}
+"#;
 
 /// Compiles `source` (unless the cache has it) and returns the library's path.
 pub fn compile_cached(name: &str, source: &str, options: &CompilerOptions) -> Result<PathBuf> {
     let compiler = Compiler::find(options)?;
+    let (flags, libs) = effective_flags(&compiler, options);
     let mut hasher = Sha256::new();
-    for part in [source, &compiler.command, &compiler.version, &options.flags.join(" ")] {
+    for part in [source, &compiler.command, &compiler.version, &flags.join(" "), &libs.join(" ")] {
         hasher.update(part.as_bytes());
         hasher.update([0]);
     }
@@ -37,7 +93,7 @@ pub fn compile_cached(name: &str, source: &str, options: &CompilerOptions) -> Re
     std::fs::write(&source_tmp, source).map_err(|e| Error::io("write", &source_tmp, e))?;
     std::fs::rename(&source_tmp, &source_path).map_err(|e| Error::io("rename into", &source_path, e))?;
     let library_tmp = dir.join(format!("lib{stem}.{unique}.so.tmp"));
-    let compiled = compiler.compile_shared(&source_path, &library_tmp, &options.flags);
+    let compiled = compiler.compile_shared(&source_path, &library_tmp, &flags, &libs);
     if let Err(e) = compiled {
         let _ = std::fs::remove_file(&library_tmp);
         return Err(e);

@@ -20,7 +20,7 @@ pub fn build_kernel(stores: &[(NodeRef, BufferId)], buffer_of: &HashMap<u64, Buf
         memo: HashMap::new(),
     };
     let index: Vec<IndexExpr> = (0..shape.len()).map(IndexExpr::var).collect();
-    let roots = stores.iter().map(|(node, _)| builder.build(node, &index, &[], true)).collect();
+    let roots = stores.iter().map(|(node, _)| builder.build(node, &index, true)).collect();
     let outputs = stores.iter().map(|&(_, b)| b).collect();
     Kernel { outputs, roots, shape, extents: builder.extents, exprs: builder.exprs }
 }
@@ -35,7 +35,7 @@ struct KernelBuilder<'a> {
     extents: Vec<usize>,
     exprs: Vec<Expr>,
     dedup: HashMap<Expr, ExprId>,
-    memo: HashMap<(u64, Vec<IndexExpr>, Vec<Bound>), ExprId>,
+    memo: HashMap<(u64, Vec<IndexExpr>), ExprId>,
 }
 
 impl KernelBuilder<'_> {
@@ -53,23 +53,23 @@ impl KernelBuilder<'_> {
         self.push(Expr::Const(scalar::literal(dtype, 0.0, 0), dtype))
     }
 
-    /// The value of `node` at multi-index `index`, read only where `guard` holds.
-    fn build(&mut self, node: &NodeRef, index: &[IndexExpr], guard: &[Bound], is_root: bool) -> ExprId {
-        let key = (node.id(), index.to_vec(), guard.to_vec());
+    /// The value of `node` at multi-index `index`.
+    fn build(&mut self, node: &NodeRef, index: &[IndexExpr], is_root: bool) -> ExprId {
+        let key = (node.id(), index.to_vec());
         if let Some(&id) = self.memo.get(&key) {
             return id;
         }
         // Deep graphs (long unrolled rollouts) recurse deeply: grow the stack on demand.
-        let id = stacker::maybe_grow(STACK_RED_ZONE, STACK_GROWTH, || self.build_uncached(node, index, guard, is_root));
+        let id = stacker::maybe_grow(STACK_RED_ZONE, STACK_GROWTH, || self.build_uncached(node, index, is_root));
         self.memo.insert(key, id);
         id
     }
 
-    fn build_uncached(&mut self, node: &NodeRef, index: &[IndexExpr], guard: &[Bound], is_root: bool) -> ExprId {
+    fn build_uncached(&mut self, node: &NodeRef, index: &[IndexExpr], is_root: bool) -> ExprId {
         let dtype = node.dtype;
         if !is_root || !self.roots.contains(&node.id()) {
             if let Some(&buffer) = self.buffer_of.get(&node.id()) {
-                return self.load(buffer, node, index, guard);
+                return self.load(buffer, node, index);
             }
         }
         let src = |i: usize| &node.srcs[i];
@@ -77,22 +77,22 @@ impl KernelBuilder<'_> {
             Op::Input(_) | Op::Array(_) => unreachable!("inputs and constants are always realized"),
             Op::Const(v) => self.push(Expr::Const(*v, dtype)),
             Op::Unary(op) => {
-                let x = self.build(src(0), index, guard, false);
+                let x = self.build(src(0), index, false);
                 self.push(Expr::Unary(*op, x, dtype))
             }
             Op::Binary(op) => {
-                let a = self.build(src(0), index, guard, false);
-                let b = self.build(src(1), index, guard, false);
+                let a = self.build(src(0), index, false);
+                let b = self.build(src(1), index, false);
                 self.push(Expr::Binary(*op, a, b, src(0).dtype))
             }
             Op::Where => {
-                let c = self.build(src(0), index, guard, false);
-                let a = self.build(src(1), index, guard, false);
-                let b = self.build(src(2), index, guard, false);
+                let c = self.build(src(0), index, false);
+                let a = self.build(src(1), index, false);
+                let b = self.build(src(2), index, false);
                 self.push(Expr::Where(c, a, b, dtype))
             }
             Op::Cast => {
-                let x = self.build(src(0), index, guard, false);
+                let x = self.build(src(0), index, false);
                 self.push(Expr::Cast(x, src(0).dtype, dtype))
             }
             Op::Reduce(op, axes) => {
@@ -104,31 +104,31 @@ impl KernelBuilder<'_> {
                     inner[a] = IndexExpr::var(v);
                     vars.push(v);
                 }
-                let body = self.build(src(0), &inner, guard, false);
+                let body = self.build(src(0), &inner, false);
                 self.push(Expr::Reduce { op: *op, vars, body, dtype })
             }
             Op::Reshape => {
                 let lin = IndexExpr::linearize(index, &node.shape);
                 let inner = IndexExpr::delinearize(&lin, &src(0).shape, &self.extents);
-                self.build(src(0), &inner, guard, false)
+                self.build(src(0), &inner, false)
             }
             Op::Permute(perm) => {
                 let mut inner = vec![IndexExpr::constant(0); perm.len()];
                 for (d, &p) in perm.iter().enumerate() {
                     inner[p] = index[d].clone();
                 }
-                self.build(src(0), &inner, guard, false)
+                self.build(src(0), &inner, false)
             }
             Op::Expand => {
                 let inner: Vec<IndexExpr> = (0..index.len())
                     .map(|d| if src(0).shape[d] == 1 { IndexExpr::constant(0) } else { index[d].clone() })
                     .collect();
-                self.build(src(0), &inner, guard, false)
+                self.build(src(0), &inner, false)
             }
             Op::Shrink(ranges) => {
                 let inner: Vec<IndexExpr> =
                     index.iter().zip(ranges).map(|(i, &(s, _))| i.add_const(s as i64)).collect();
-                self.build(src(0), &inner, guard, false)
+                self.build(src(0), &inner, false)
             }
             Op::Flip(axes) => {
                 let inner: Vec<IndexExpr> = (0..index.len())
@@ -140,13 +140,13 @@ impl KernelBuilder<'_> {
                         }
                     })
                     .collect();
-                self.build(src(0), &inner, guard, false)
+                self.build(src(0), &inner, false)
             }
-            Op::Pad(pads) => self.pad(node, pads, index, guard),
+            Op::Pad(pads) => self.pad(node, pads, index),
         }
     }
 
-    fn pad(&mut self, node: &NodeRef, pads: &[(usize, usize)], index: &[IndexExpr], guard: &[Bound]) -> ExprId {
+    fn pad(&mut self, node: &NodeRef, pads: &[(usize, usize)], index: &[IndexExpr]) -> ExprId {
         let src = &node.srcs[0];
         let mut bounds = Vec::new();
         let mut inner = Vec::with_capacity(index.len());
@@ -160,9 +160,7 @@ impl KernelBuilder<'_> {
             }
             inner.push(i.add_const(-lo));
         }
-        let mut inner_guard = guard.to_vec();
-        inner_guard.extend(bounds.iter().cloned());
-        let value = self.build(src, &inner, &inner_guard, false);
+        let value = self.build(src, &inner, false);
         if bounds.is_empty() {
             return value;
         }
@@ -183,12 +181,8 @@ impl KernelBuilder<'_> {
         }
     }
 
-    fn load(&mut self, buffer: BufferId, node: &NodeRef, index: &[IndexExpr], guard: &[Bound]) -> ExprId {
+    fn load(&mut self, buffer: BufferId, node: &NodeRef, index: &[IndexExpr]) -> ExprId {
         let index = IndexExpr::linearize(index, &node.shape);
-        let (lo, hi) = index.bounds(&self.extents);
-        // The guard is only needed where the address could leave the buffer.
-        let in_bounds = lo >= 0 && hi < node.numel() as i64;
-        let guard = if in_bounds { Vec::new() } else { guard.to_vec() };
-        self.push(Expr::Load { buffer, index, guard, dtype: node.dtype })
+        self.push(Expr::Load { buffer, index, len: node.numel(), dtype: node.dtype })
     }
 }

@@ -28,15 +28,16 @@ pub struct Bound {
 pub enum Expr {
     /// A literal of the given dtype.
     Const(Literal, DType),
-    /// `buffer[index]`; if `guard` is not empty, the load happens only where all bounds hold
-    /// (elsewhere the value is 0), which keeps padded reads in bounds.
+    /// `buffer[index]`. Under padding the index can leave `0..len` where the value is
+    /// masked anyway: such loads are rendered with the index clamped into the buffer, so
+    /// that every load is safe to execute unconditionally (and to vectorise).
     Load {
         /// The buffer read.
         buffer: BufferId,
         /// Linear element index.
         index: IndexExpr,
-        /// Conditions under which the load is in bounds.
-        guard: Vec<Bound>,
+        /// Number of elements of the buffer.
+        len: usize,
         /// Element type.
         dtype: DType,
     },

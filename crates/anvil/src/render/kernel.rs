@@ -25,25 +25,68 @@ pub fn render_kernel(kernel: &Kernel, name: &str, dtypes: &[DType]) -> String {
     let pad = "  ".repeat(1 + out_vars.len());
     let stores: Vec<String> =
         kernel.outputs.iter().zip(&kernel.roots).map(|(b, &e)| format!("b{b}[{index}] = {};", r.name(e))).collect();
-    r.loop_nest(&out_vars, &kernel.roots, &mut bound, 1, &stores.join(&format!("\n{pad}")));
+    r.loop_nest(&out_vars, &kernel.roots, &mut bound, 1, &stores.join(&format!("\n{pad}")), None);
     let narrows = kernel.exprs.iter().any(|e| matches!(e, Expr::Cast(_, DType::F64, DType::F32)));
     let attribute = if narrows { "ANVIL_NO_SLP " } else { "" };
     format!("{attribute}void {name}({}) {{\n{}}}\n", params.join(", "), r.code)
 }
 
-/// Definitions every translation unit with kernels starts with.
-///
-/// GCC 12 miscompiles `double → float → double` when it SLP-vectorizes the round trip
-/// (the rounding to float is dropped for some lanes), so kernels that narrow floats are
-/// compiled without SLP vectorization under GCC.
-pub const PRELUDE: &str = "#ifndef ANVIL_NO_SLP
+/// Definitions every translation unit with kernels starts with (macros that let one
+/// source serve every compiler; see each comment).
+pub const PRELUDE: &str = r#"#ifndef ANVIL_PRELUDE
+#define ANVIL_PRELUDE
+// GCC 12 miscompiles double -> float -> double when it SLP-vectorizes the round trip (the
+// rounding is dropped in some lanes): kernels that narrow floats opt out of SLP under GCC.
 #if defined(__GNUC__) && !defined(__clang__)
-#define ANVIL_NO_SLP __attribute__((optimize(\"no-tree-slp-vectorize\")))
+#define ANVIL_NO_SLP __attribute__((optimize("no-tree-slp-vectorize")))
 #else
 #define ANVIL_NO_SLP
 #endif
+// Sums and products over a loop may be vectorised (their summation order is unspecified)
+// when compiled with -fopenmp-simd -DANVIL_OMP_SIMD; otherwise they run in order.
+#define ANVIL_PRAGMA(x) _Pragma(#x)
+#if defined(ANVIL_OMP_SIMD)
+#define ANVIL_SIMD_SUM(acc) ANVIL_PRAGMA(omp simd reduction(+ : acc))
+#define ANVIL_SIMD_PROD(acc) ANVIL_PRAGMA(omp simd reduction(* : acc))
+#else
+#define ANVIL_SIMD_SUM(acc)
+#define ANVIL_SIMD_PROD(acc)
 #endif
-";
+// With -DANVIL_LIBMVEC (and -lmvec), GCC calls glibc's vector math (libmvec) in vectorised
+// loops instead of the scalar functions.
+#if defined(ANVIL_LIBMVEC) && defined(__GNUC__) && !defined(__clang__)
+#define ANVIL_VECTOR_MATH __attribute__((simd("notinbranch")))
+extern "C" {
+double sin(double) noexcept ANVIL_VECTOR_MATH;
+double cos(double) noexcept ANVIL_VECTOR_MATH;
+double tan(double) noexcept ANVIL_VECTOR_MATH;
+double asin(double) noexcept ANVIL_VECTOR_MATH;
+double acos(double) noexcept ANVIL_VECTOR_MATH;
+double atan(double) noexcept ANVIL_VECTOR_MATH;
+double sinh(double) noexcept ANVIL_VECTOR_MATH;
+double cosh(double) noexcept ANVIL_VECTOR_MATH;
+double tanh(double) noexcept ANVIL_VECTOR_MATH;
+double exp(double) noexcept ANVIL_VECTOR_MATH;
+double log(double) noexcept ANVIL_VECTOR_MATH;
+double pow(double, double) noexcept ANVIL_VECTOR_MATH;
+double atan2(double, double) noexcept ANVIL_VECTOR_MATH;
+float sinf(float) noexcept ANVIL_VECTOR_MATH;
+float cosf(float) noexcept ANVIL_VECTOR_MATH;
+float tanf(float) noexcept ANVIL_VECTOR_MATH;
+float asinf(float) noexcept ANVIL_VECTOR_MATH;
+float acosf(float) noexcept ANVIL_VECTOR_MATH;
+float atanf(float) noexcept ANVIL_VECTOR_MATH;
+float sinhf(float) noexcept ANVIL_VECTOR_MATH;
+float coshf(float) noexcept ANVIL_VECTOR_MATH;
+float tanhf(float) noexcept ANVIL_VECTOR_MATH;
+float expf(float) noexcept ANVIL_VECTOR_MATH;
+float logf(float) noexcept ANVIL_VECTOR_MATH;
+float powf(float, float) noexcept ANVIL_VECTOR_MATH;
+float atan2f(float, float) noexcept ANVIL_VECTOR_MATH;
+}
+#endif
+#endif
+"#;
 
 fn linear_output_index(shape: &[usize]) -> String {
     let idx: Vec<crate::lower::IndexExpr> = (0..shape.len()).map(crate::lower::IndexExpr::var).collect();
@@ -65,10 +108,21 @@ impl<'k> Renderer<'k> {
 
     /// Opens one loop per variable in `vars`, emitting at each level every part of `root`
     /// that level can compute, then `innermost` inside the last loop.
-    fn loop_nest(&mut self, vars: &[usize], roots: &[ExprId], bound: &mut Vec<usize>, depth: usize, innermost: &str) {
+    fn loop_nest(
+        &mut self,
+        vars: &[usize],
+        roots: &[ExprId],
+        bound: &mut Vec<usize>,
+        depth: usize,
+        innermost: &str,
+        pragma: Option<String>,
+    ) {
         self.visit(roots, bound, depth);
         for (level, &v) in vars.iter().enumerate() {
             let pad = "  ".repeat(depth + level);
+            if let Some(p) = pragma.as_ref().filter(|_| level + 1 == vars.len()) {
+                let _ = writeln!(self.code, "{pad}{p}");
+            }
             let _ = writeln!(self.code, "{pad}for (long long i{v} = 0; i{v} < {}; ++i{v}) {{", self.kernel.extents[v]);
             bound.push(v);
             self.visit(roots, bound, depth + level + 1);
@@ -121,13 +175,37 @@ impl<'k> Renderer<'k> {
                 let _ = writeln!(self.code, "{pad}{} t{e} = {init};", dtype.cpp_name());
                 let combine = combine(op, dtype, &format!("t{e}"), &self.name(body));
                 let mut inner = bound.to_vec();
-                self.loop_nest(&vars, &[body], &mut inner, depth, &format!("t{e} = {combine};"));
+                let pragma = match op {
+                    ReduceOp::Sum if !self.contains_reduce(body) => Some(format!("ANVIL_SIMD_SUM(t{e})")),
+                    ReduceOp::Prod if !self.contains_reduce(body) => Some(format!("ANVIL_SIMD_PROD(t{e})")),
+                    _ => None,
+                };
+                self.loop_nest(&vars, &[body], &mut inner, depth, &format!("t{e} = {combine};"), pragma);
             }
             _ => {
                 let value = self.value(&expr);
                 let _ = writeln!(self.code, "{pad}const {} t{e} = {value};", expr_dtype(&expr).cpp_name());
             }
         }
+    }
+
+    /// True if a reduction is nested under `e` (an `omp simd` loop must stay innermost).
+    fn contains_reduce(&self, e: ExprId) -> bool {
+        let mut stack = vec![e];
+        let mut seen = vec![false; self.kernel.exprs.len()];
+        while let Some(x) = stack.pop() {
+            if std::mem::replace(&mut seen[x], true) {
+                continue;
+            }
+            match &self.kernel.exprs[x] {
+                Expr::Reduce { .. } => return true,
+                Expr::Unary(_, a, _) | Expr::Cast(a, _, _) => stack.push(*a),
+                Expr::Binary(_, a, b, _) => stack.extend([*a, *b]),
+                Expr::Where(c, a, b, _) => stack.extend([*c, *a, *b]),
+                Expr::Const(..) | Expr::Load { .. } | Expr::InBounds(_) => {}
+            }
+        }
+        false
     }
 
     /// How expression `e` is referred to: a literal or its temporary.
@@ -141,7 +219,10 @@ impl<'k> Renderer<'k> {
     fn value(&self, expr: &Expr) -> String {
         match expr {
             Expr::Const(v, dtype) => literal(*v, *dtype),
-            Expr::Load { buffer, index, guard, dtype } => load(*buffer, &index.to_string(), guard, *dtype),
+            Expr::Load { buffer, index, len, .. } => {
+                let (lo, hi) = index.bounds(&self.kernel.extents);
+                load(*buffer, &index.to_string(), lo < 0, hi >= *len as i64, *len)
+            }
             Expr::InBounds(bounds) => in_bounds(bounds),
             Expr::Unary(op, x, dtype) => unary(*op, *dtype, &self.name(*x)),
             Expr::Binary(op, a, b, dtype) => binary(*op, *dtype, &self.name(*a), &self.name(*b)),
@@ -161,10 +242,7 @@ fn dependencies(kernel: &Kernel) -> Vec<Vec<usize>> {
         let mut d = Vec::new();
         match expr {
             Expr::Const(..) => {}
-            Expr::Load { index, guard, .. } => {
-                index.vars(&mut d);
-                guard.iter().for_each(|b| b.expr.vars(&mut d));
-            }
+            Expr::Load { index, .. } => index.vars(&mut d),
             Expr::InBounds(bounds) => bounds.iter().for_each(|b| b.expr.vars(&mut d)),
             Expr::Unary(_, x, _) | Expr::Cast(x, _, _) => d.extend(&deps[*x]),
             Expr::Binary(_, a, b, _) => {
@@ -201,12 +279,18 @@ fn expr_dtype(expr: &Expr) -> DType {
     }
 }
 
-fn load(buffer: BufferId, index: &str, guard: &[Bound], dtype: DType) -> String {
-    if guard.is_empty() {
-        format!("b{buffer}[{index}]")
-    } else {
-        format!("{} ? b{buffer}[{index}] : {}", in_bounds(guard), literal(Literal::Int(0), dtype))
+/// `b<buffer>[index]`, with the index clamped into `0..len` on the sides where it can
+/// leave it (padded reads, whose value is masked by the caller).
+fn load(buffer: BufferId, index: &str, below: bool, above: bool, len: usize) -> String {
+    let mut i = index.to_string();
+    if above {
+        let last = len.saturating_sub(1);
+        i = format!("({i}) > {last} ? {last} : ({i})");
     }
+    if below {
+        i = format!("({index}) < 0 ? 0 : {i}");
+    }
+    format!("b{buffer}[{i}]")
 }
 
 fn in_bounds(bounds: &[Bound]) -> String {

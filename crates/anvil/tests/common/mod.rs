@@ -42,11 +42,17 @@ pub fn assert_close(what: &str, got: &HostArray, want: &HostArray, rtol: f64) {
 }
 
 /// Runs `f` through the JIT and the interpreter and compares every output.
+///
+/// Native code may differ in the last bits: vectorised sums run in another order, and
+/// vector math (libmvec) is within 4 ulp of libm. Graphs that compute in `f32` anywhere
+/// are compared at `f32` precision.
 pub fn check_jit(f: &NumericalFunction, inputs: &[HostArray]) {
     let want = f.eval_dyn(inputs).expect("interpreter");
     let got = f.call_dyn(inputs).unwrap_or_else(|e| panic!("JIT of `{}` failed: {e}", f.name()));
     assert_eq!(got.len(), want.len());
-    let rtol = if f.outputs().iter().any(|o| o.dtype == DType::F32) { 1e-5 } else { 1e-12 };
+    let nodes: Vec<_> = f.output_tensors().iter().map(|t| t.node().unwrap().clone()).collect();
+    let any_f32 = anvil::graph::toposort(&nodes).iter().any(|n| n.dtype == DType::F32);
+    let rtol = if any_f32 { 2e-5 } else { 1e-10 };
     for (k, (g, w)) in got.iter().zip(&want).enumerate() {
         assert_close(&format!("{} output {k}", f.name()), g, w, rtol);
     }
