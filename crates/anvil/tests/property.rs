@@ -16,7 +16,7 @@ fn apply(pool: &[Tensor], (op, a, b): Step) -> Tensor {
     let y = &pool[b as usize % pool.len()];
     let rank = x.ndim();
     let axis = if rank == 0 { 0 } else { b as usize % rank };
-    match op % 16 {
+    match op % 22 {
         0 => x.sin(),
         1 => x.tanh().exp(),
         2 => x.abs().sqrt() - 0.5,
@@ -60,6 +60,18 @@ fn apply(pool: &[Tensor], (op, a, b): Step) -> Tensor {
         14 if rank == 2 && y.ndim() == 2 && x.shape()[1] == y.shape()[0] => x.matmul(y),
         14 if rank == 2 => x.matmul(&x.transpose()),
         15 => x.cast(DType::F32).cos().cast(DType::F64),
+        16 if x.shape() == y.shape() || y.ndim() == 0 => x.gt(0.0).where_(x, y),
+        16 => x.lt(0.25).where_(x.sin(), -1.0),
+        17 if rank > 0 => Tensor::cat(&[x.clone(), x.flip(axis as isize) * 2.0], axis as isize),
+        18 if x.numel() % 2 == 0 && x.numel() > 0 => x.reshape([2, x.numel() / 2]),
+        19 => {
+            let mut shape = vec![3];
+            shape.extend_from_slice(x.shape());
+            x.unsqueeze(0).expand(shape).sum_axes(0, false) * 0.5
+        }
+        20 => (x.cast(DType::F32) * 1.5 + 0.25).tanh().cast(DType::F64),
+        21 if rank > 0 && b % 2 == 0 => x.min_axes(axis as isize, false),
+        21 if rank > 0 => (x * 0.5).prod_axes(axis as isize, true),
         _ => x.atan(),
     }
 }

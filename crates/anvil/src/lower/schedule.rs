@@ -8,7 +8,8 @@
 
 use super::kernel::Kernel;
 use crate::graph::{toposort, NodeRef, Op};
-use std::collections::{HashMap, HashSet};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, HashSet};
 
 /// How a not-yet-realized node is used by the kernels that will inline it.
 #[derive(Clone, Default)]
@@ -120,24 +121,36 @@ fn cheap_nodes(order: &[NodeRef]) -> HashSet<u64> {
 
 /// Orders kernels so that each runs after the kernels writing the buffers it reads,
 /// keeping the given order where dependencies allow (it is close to topological already;
-/// output groups may need to move).
+/// output groups may need to move). Kahn's algorithm, always taking the earliest ready
+/// kernel.
 pub fn order_kernels(kernels: Vec<Kernel>) -> Vec<Kernel> {
     let writer: HashMap<usize, usize> =
         kernels.iter().enumerate().flat_map(|(k, kernel)| kernel.outputs.iter().map(move |&b| (b, k))).collect();
-    let deps: Vec<Vec<usize>> = kernels
-        .iter()
-        .enumerate()
-        .map(|(k, kernel)| kernel.inputs().iter().filter_map(|b| writer.get(b).copied()).filter(|&w| w != k).collect())
-        .collect();
-    let mut placed = vec![false; kernels.len()];
-    let mut order = Vec::with_capacity(kernels.len());
-    while order.len() < kernels.len() {
-        let next = (0..kernels.len())
-            .find(|&k| !placed[k] && deps[k].iter().all(|&d| placed[d]))
-            .expect("kernel dependencies are acyclic: grouped outputs never reach each other");
-        placed[next] = true;
-        order.push(next);
+    let mut waiting_on = vec![0usize; kernels.len()];
+    let mut readers: Vec<Vec<usize>> = vec![Vec::new(); kernels.len()];
+    for (k, kernel) in kernels.iter().enumerate() {
+        let mut deps: Vec<usize> =
+            kernel.inputs().iter().filter_map(|b| writer.get(b).copied()).filter(|&w| w != k).collect();
+        deps.sort_unstable();
+        deps.dedup();
+        waiting_on[k] = deps.len();
+        for d in deps {
+            readers[d].push(k);
+        }
     }
+    let mut ready: BinaryHeap<Reverse<usize>> =
+        (0..kernels.len()).filter(|&k| waiting_on[k] == 0).map(Reverse).collect();
+    let mut order = Vec::with_capacity(kernels.len());
+    while let Some(Reverse(k)) = ready.pop() {
+        order.push(k);
+        for &r in &readers[k] {
+            waiting_on[r] -= 1;
+            if waiting_on[r] == 0 {
+                ready.push(Reverse(r));
+            }
+        }
+    }
+    assert_eq!(order.len(), kernels.len(), "kernel dependencies are acyclic: grouped outputs never reach each other");
     let mut slots: Vec<Option<Kernel>> = kernels.into_iter().map(Some).collect();
     order.into_iter().map(|k| slots[k].take().expect("each kernel placed once")).collect()
 }

@@ -61,23 +61,26 @@ impl Tensor {
     /// `op(self, other)` with numpy broadcasting and dtype promotion.
     #[track_caller]
     pub(crate) fn binary(&self, other: &Tensor, op: BinaryOp, name: &'static str) -> Tensor {
+        let mut dtype = meet(self, other);
+        if dtype == DType::Bool && matches!(op, BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul) {
+            dtype = DType::I64;
+        }
+        if matches!(op, BinaryOp::Div | BinaryOp::Pow | BinaryOp::Atan2) && !dtype.is_float() {
+            dtype = DType::F64;
+        }
+        self.binary_in(other, op, name, dtype)
+    }
+
+    /// `op(self, other)` computed in `dtype`, with numpy broadcasting.
+    #[track_caller]
+    fn binary_in(&self, other: &Tensor, op: BinaryOp, name: &'static str, dtype: DType) -> Tensor {
         let loc = SourceLocation::caller();
         let result = (|| -> Result<NodeRef> {
             let (a, b) = (self.node()?, other.node()?);
             let shape = broadcast(&a.shape, &b.shape).ok_or_else(|| {
-                Error::op_at(
-                    loc,
-                    name,
-                    format!("shapes {} and {} cannot be broadcast together", fmt_shape(&a.shape), fmt_shape(&b.shape)),
-                )
+                let (sa, sb) = (fmt_shape(&a.shape), fmt_shape(&b.shape));
+                Error::op_at(loc, name, format!("shapes {sa} and {sb} cannot be broadcast together"))
             })?;
-            let mut dtype = meet(self, other);
-            if dtype == DType::Bool && matches!(op, BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul) {
-                dtype = DType::I64;
-            }
-            if matches!(op, BinaryOp::Div | BinaryOp::Pow | BinaryOp::Atan2) && !dtype.is_float() {
-                dtype = DType::F64;
-            }
             let out_dtype = if op.is_comparison() { DType::Bool } else { dtype };
             let srcs = vec![to_operand(a, dtype, &shape), to_operand(b, dtype, &shape)];
             Ok(Node::make(Op::Binary(op), out_dtype, shape, srcs))
@@ -227,30 +230,15 @@ impl Tensor {
     /// Integer division truncating toward zero (division by zero gives 0).
     #[track_caller]
     pub fn idiv(&self, other: impl Into<Tensor>) -> Tensor {
-        let loc = SourceLocation::caller();
         let other = other.into();
-        let result = (|| -> Result<NodeRef> {
-            let dtype = meet(self, &other);
-            if !dtype.is_int() {
-                return Err(Error::op_at(
-                    loc,
-                    "idiv",
-                    format!("needs integer operands, got {} and {}", self.dtype(), other.dtype()),
-                ));
-            }
-            let (a, b) = (self.node()?, other.node()?);
-            let shape = broadcast(&a.shape, &b.shape).ok_or_else(|| {
-                Error::op_at(
-                    loc,
-                    "idiv",
-                    format!("shapes {} and {} cannot be broadcast together", fmt_shape(&a.shape), fmt_shape(&b.shape)),
-                )
-            })?;
-            let srcs = vec![to_operand(a, dtype, &shape), to_operand(b, dtype, &shape)];
-            Ok(Node::make(Op::Binary(BinaryOp::Div), dtype, shape, srcs))
-        })();
-        result.map_or_else(Tensor::from_error, Tensor::from_node)
+        let dtype = meet(self, &other);
+        if !dtype.is_int() && self.error().is_none() && other.error().is_none() {
+            let message = format!("needs integer operands, got {} and {}", self.dtype(), other.dtype());
+            return Tensor::from_error(Error::op_at(SourceLocation::caller(), "idiv", message));
+        }
+        self.binary_in(&other, BinaryOp::Div, "idiv", dtype)
     }
+
     /// `self < other` (`bool`).
     #[track_caller]
     pub fn lt(&self, other: impl Into<Tensor>) -> Tensor {
