@@ -152,8 +152,31 @@ fn bench_large_graph() {
     );
 }
 
+/// Time to first result: trace, lower, render, compile (cold cache), load and call.
+fn bench_first_call() {
+    let cold = std::env::temp_dir().join(format!("anvil_bench_cold_cache_{}", std::process::id()));
+    std::env::set_var("ANVIL_CACHE_DIR", &cold);
+    let x: ArrayD<f64> = Array1::linspace(-3.0, 3.0, 1024).into_dyn();
+    let start = Instant::now();
+    let f = NumericalFunction::new("cold_energy", |[x]| (x.square() * 0.5 + x.sin()).sum(), [Arg::new(1024)]).unwrap();
+    f.call(&[x.view()]).unwrap();
+    let cold_time = start.elapsed();
+    let start = Instant::now();
+    let g = NumericalFunction::new("cold_energy", |[x]| (x.square() * 0.5 + x.sin()).sum(), [Arg::new(1024)]).unwrap();
+    g.call(&[x.view()]).unwrap();
+    let warm_time = start.elapsed();
+    println!(
+        "(d) time to first result of (a): {:.0} ms with a cold cache (C++ compile), {:.2} ms from the cache",
+        cold_time.as_secs_f64() * 1e3,
+        warm_time.as_secs_f64() * 1e3
+    );
+    std::env::remove_var("ANVIL_CACHE_DIR");
+    let _ = std::fs::remove_dir_all(cold);
+}
+
 fn main() {
     bench_energy();
     bench_mlp();
     bench_large_graph();
+    bench_first_call();
 }

@@ -79,13 +79,6 @@ impl HostArray {
             DType::F64 => HostArray::F64(ArrayD::zeros(dim)),
         }
     }
-
-    /// The raw bytes of the elements in row-major order (native endianness).
-    pub fn to_ne_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.shape().iter().product::<usize>() * self.dtype().size());
-        with_host_array!(self, a => for v in a.iter() { v.push_bytes(&mut out) });
-        out
-    }
 }
 
 /// A Rust element type that anvil arrays can hold: `f64`, `f32`, `i64`, `i32`, `bool`.
@@ -98,12 +91,10 @@ pub trait Element: Copy + Send + Sync + 'static + std::fmt::Debug {
     fn view(host: &HostArray) -> Option<ArrayViewD<'_, Self>>;
     /// The value as `f64` (`true` is 1).
     fn to_f64(self) -> f64;
-    /// Appends the native-endian bytes of the value.
-    fn push_bytes(self, out: &mut Vec<u8>);
 }
 
 macro_rules! impl_element {
-    ($t:ty, $variant:ident, $to_f64:expr, $bytes:expr) => {
+    ($t:ty, $variant:ident, $to_f64:expr) => {
         impl Element for $t {
             const DTYPE: DType = DType::$variant;
             fn wrap(array: ArrayD<Self>) -> HostArray {
@@ -118,9 +109,6 @@ macro_rules! impl_element {
             fn to_f64(self) -> f64 {
                 $to_f64(self)
             }
-            fn push_bytes(self, out: &mut Vec<u8>) {
-                out.extend_from_slice(&$bytes(self));
-            }
         }
         impl From<ArrayD<$t>> for HostArray {
             fn from(array: ArrayD<$t>) -> Self {
@@ -130,10 +118,10 @@ macro_rules! impl_element {
     };
 }
 
-impl_element!(f64, F64, |v: f64| v, |v: f64| v.to_ne_bytes());
-impl_element!(f32, F32, |v: f32| v as f64, |v: f32| v.to_ne_bytes());
-impl_element!(i64, I64, |v: i64| v as f64, |v: i64| v.to_ne_bytes());
-impl_element!(i32, I32, |v: i32| v as f64, |v: i32| v.to_ne_bytes());
-impl_element!(bool, Bool, |v: bool| v as u8 as f64, |v: bool| [v as u8]);
+impl_element!(f64, F64, |v: f64| v);
+impl_element!(f32, F32, |v: f32| v as f64);
+impl_element!(i64, I64, |v: i64| v as f64);
+impl_element!(i32, I32, |v: i32| v as f64);
+impl_element!(bool, Bool, |v: bool| v as u8 as f64);
 
 pub(crate) use with_host_array;

@@ -75,7 +75,10 @@ pub fn compile_cached(name: &str, source: &str, options: &CompilerOptions) -> Re
     let compiler = Compiler::find(options)?;
     let (flags, libs) = effective_flags(&compiler, options);
     let mut hasher = Sha256::new();
-    for part in [source, &compiler.command, &compiler.version, &flags.join(" "), &libs.join(" ")] {
+    // The CPU is part of the key: `-march=native` code from a shared cache must not run on
+    // a machine without the same instructions.
+    let cpu = host_cpu();
+    for part in [source, &compiler.command, &compiler.version, &flags.join(" "), &libs.join(" "), &cpu] {
         hasher.update(part.as_bytes());
         hasher.update([0]);
     }
@@ -100,6 +103,24 @@ pub fn compile_cached(name: &str, source: &str, options: &CompilerOptions) -> Re
     }
     std::fs::rename(&library_tmp, &library).map_err(|e| Error::io("rename into", &library, e))?;
     Ok(library)
+}
+
+/// The host CPU's model and feature flags (Linux), or the architecture elsewhere.
+fn host_cpu() -> String {
+    static CPU: OnceLock<String> = OnceLock::new();
+    CPU.get_or_init(|| {
+        let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let field = |name: &str| {
+            info.lines()
+                .find(|l| l.starts_with(name))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        };
+        let model = field("model name").or_else(|| field("CPU part")).unwrap_or_default();
+        let features = field("flags").or_else(|| field("Features")).unwrap_or_default();
+        format!("{} {model} {features}", std::env::consts::ARCH)
+    })
+    .clone()
 }
 
 fn unique_suffix() -> u64 {
