@@ -19,7 +19,12 @@ pub fn build_kernel(stores: &[(NodeRef, BufferId)], buffer_of: &HashMap<u64, Buf
         dedup: HashMap::new(),
         memo: HashMap::new(),
     };
-    let index: Vec<IndexExpr> = (0..shape.len()).map(IndexExpr::var).collect();
+    // Axes of extent 1 need no loop: their index is the constant 0.
+    let index: Vec<IndexExpr> = shape
+        .iter()
+        .enumerate()
+        .map(|(d, &n)| if n == 1 { IndexExpr::constant(0) } else { IndexExpr::var(d) })
+        .collect();
     let roots = stores.iter().map(|(node, _)| builder.build(node, &index, true)).collect();
     let outputs = stores.iter().map(|&(_, b)| b).collect();
     Kernel { outputs, roots, shape, extents: builder.extents, exprs: builder.exprs }
@@ -99,6 +104,10 @@ impl KernelBuilder<'_> {
                 let mut inner = index.to_vec();
                 let mut vars = Vec::new();
                 for &a in axes {
+                    if src(0).shape[a] == 1 {
+                        inner[a] = IndexExpr::constant(0);
+                        continue;
+                    }
                     let v = self.extents.len();
                     self.extents.push(src(0).shape[a]);
                     inner[a] = IndexExpr::var(v);

@@ -19,7 +19,7 @@ pub fn render_kernel(kernel: &Kernel, name: &str, dtypes: &[DType]) -> String {
         params.push(format!("const {}* __restrict b{}", dtypes[b].cpp_name(), b));
     }
     let mut r = Renderer::new(kernel);
-    let out_vars: Vec<usize> = (0..kernel.shape.len()).collect();
+    let out_vars: Vec<usize> = (0..kernel.shape.len()).filter(|&d| kernel.shape[d] != 1).collect();
     let mut bound = Vec::new();
     let index = linear_output_index(&kernel.shape);
     let pad = "  ".repeat(1 + out_vars.len());
