@@ -321,3 +321,43 @@ fn zero_sized_inputs() {
     assert_eq!(out[1], array![2.0, 4.0].into_dyn());
     assert_eq!(out[2].sum(), f64::NEG_INFINITY);
 }
+
+#[test]
+fn gather_and_scatter_add() {
+    let idx = Tensor::from_array(&array![5i64, 0, 2, 2, -3, 99]); // out of range clamps
+    let rows = Tensor::from_array(&array![[2i32, 0, 1], [1, 1, 0]]);
+    let f = NumericalFunction::new(
+        "gather_scatter",
+        |[x, v]| {
+            let computed = x.sin() * 2.0; // a gathered source that must become a buffer
+            vec![
+                x.take(&idx),
+                computed.take(&idx.reshape([2, 3])),
+                x.gather(1, &rows),
+                x.gather(0, &rows.slice(s![..1, ..])),
+                Tensor::scatter_add(&v, &idx, 4),
+                Tensor::scatter_add(&(&v * 2.0), &idx.reshape([3, 2]).reshape(6), [2, 2]).sum_axes(0, false) + 1.0,
+                Tensor::scatter_add(&v.cast(DType::I32), &idx, 3),
+            ]
+        },
+        [Arg::new([2, 3]), Arg::new(6)],
+    )
+    .unwrap();
+    let mut r = rng(8);
+    let inputs = [random(&mut r, &[2, 3], DType::F64, -1.0, 1.0), random(&mut r, &[6], DType::F64, -5.0, 5.0)];
+    check_jit(&f, &inputs);
+    let out = f.eval_dyn(&inputs).unwrap();
+    let x = inputs[0].to_f64_vec();
+    assert_eq!(out[0].to_f64_vec(), vec![x[5], x[0], x[2], x[2], x[0], x[5]]);
+    let v = inputs[1].to_f64_vec();
+    assert_eq!(out[4].to_f64_vec(), vec![v[1] + v[4], 0.0, v[2] + v[3], v[0] + v[5]]);
+}
+
+#[test]
+fn index_misuse_is_an_error() {
+    let x = Tensor::input(0, [2, 3], DType::F64);
+    assert!(x.take(&x).check().is_err());
+    let i = Tensor::from_array(&array![[0i64, 1, 2, 0]]);
+    assert!(x.gather(0, &i).check().is_err());
+    assert!(Tensor::scatter_add(&x, &i, 4).check().is_err());
+}

@@ -16,7 +16,7 @@ fn apply(pool: &[Tensor], (op, a, b): Step) -> Tensor {
     let y = &pool[b as usize % pool.len()];
     let rank = x.ndim();
     let axis = if rank == 0 { 0 } else { b as usize % rank };
-    match op % 22 {
+    match op % 24 {
         0 => x.sin(),
         1 => x.tanh().exp(),
         2 => x.abs().sqrt() - 0.5,
@@ -72,6 +72,18 @@ fn apply(pool: &[Tensor], (op, a, b): Step) -> Tensor {
         20 => (x.cast(DType::F32) * 1.5 + 0.25).tanh().cast(DType::F64),
         21 if rank > 0 && b % 2 == 0 => x.min_axes(axis as isize, false),
         21 if rank > 0 => (x * 0.5).prod_axes(axis as isize, true),
+        22 if x.numel() > 0 => {
+            // Gather at data-dependent positions (clamped when out of range).
+            let n = x.numel() as i64;
+            let picks: Vec<i64> = (0..n + 2).map(|i| (i * 7 + b as i64) % (n + 3) - 1).collect();
+            x.sin().take(&Tensor::from_array(&anvil::ndarray::Array1::from(picks)))
+        }
+        23 if x.numel() > 0 => {
+            let n = x.numel();
+            let slots: Vec<i64> = (0..n as i64).map(|i| (i * 3 + b as i64) % 4).collect();
+            let index = Tensor::from_array(&anvil::ndarray::Array1::from(slots)).reshape(x.shape());
+            Tensor::scatter_add(&x.exp(), &index, 4)
+        }
         _ => x.atan(),
     }
 }

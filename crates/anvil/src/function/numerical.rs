@@ -19,6 +19,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// JIT-compiled native code ([`call`](Self::call)) or is written into a C++ module
 /// ([`crate::generate_module`]).
 ///
+/// Every output gets its own C-contiguous (row-major) buffer: an output that is an input,
+/// a view of one (`x.slice(..)`), a captured constant or a repeat of another output is
+/// copied or computed into it (the original's two tracing fixups hold by construction).
+///
 /// ```
 /// use anvil::{Arg, NumericalFunction, ndarray::array};
 /// # fn main() -> anvil::Result<()> {

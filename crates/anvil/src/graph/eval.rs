@@ -165,6 +165,40 @@ fn eval_node(node: &NodeRef, srcs: &[&Value], inputs: &[HostArray]) -> Result<Va
         Op::Shrink(ranges) => map_value!(srcs[0], a => a
             .slice_each_axis(|ax| Slice::from(ranges[ax.axis.index()].0..ranges[ax.axis.index()].1))
             .to_owned()),
+        Op::Gather => {
+            let index = int_values(srcs[1]);
+            map_value!(srcs[0], a => {
+                let flat: Vec<_> = a.iter().cloned().collect();
+                let pick = |i: i64| flat.get(clamp_index(i, flat.len())).cloned().unwrap_or_default();
+                ArrayD::from_shape_vec(IxDyn(shape), index.iter().map(|&i| pick(i)).collect()).expect("index shape")
+            })
+        }
+        Op::ScatterAdd => {
+            let index = int_values(srcs[1]);
+            let len: usize = shape.iter().product();
+            match srcs[0] {
+                Value::F(v) => {
+                    let mut out = vec![0.0; len];
+                    for (x, &i) in v.iter().zip(&index) {
+                        if len > 0 {
+                            let k = clamp_index(i, len);
+                            out[k] = scalar::binary_float(super::op::BinaryOp::Add, dtype, out[k], *x);
+                        }
+                    }
+                    Value::F(ArrayD::from_shape_vec(IxDyn(shape), out).expect("scatter shape"))
+                }
+                Value::I(v) => {
+                    let mut out = vec![0i64; len];
+                    for (x, &i) in v.iter().zip(&index) {
+                        if len > 0 {
+                            let k = clamp_index(i, len);
+                            out[k] = scalar::binary_int(super::op::BinaryOp::Add, dtype, out[k], *x);
+                        }
+                    }
+                    Value::I(ArrayD::from_shape_vec(IxDyn(shape), out).expect("scatter shape"))
+                }
+            }
+        }
         Op::Flip(axes) => map_value!(srcs[0], a => {
             let mut a = a.clone();
             for &ax in axes {
@@ -173,6 +207,19 @@ fn eval_node(node: &NodeRef, srcs: &[&Value], inputs: &[HostArray]) -> Result<Va
             a
         }),
     })
+}
+
+/// The integer values of an index operand, in row-major order.
+fn int_values(v: &Value) -> Vec<i64> {
+    match v {
+        Value::I(a) => a.iter().copied().collect(),
+        Value::F(a) => a.iter().map(|&x| x as i64).collect(),
+    }
+}
+
+/// An index clamped into `0..len` (the rule generated code follows too).
+pub fn clamp_index(i: i64, len: usize) -> usize {
+    i.clamp(0, len.saturating_sub(1) as i64) as usize
 }
 
 fn cast(value: &Value, to: DType) -> Value {

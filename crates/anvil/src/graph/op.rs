@@ -171,6 +171,12 @@ pub enum Op {
     Shrink(Vec<(usize, usize)>),
     /// The listed axes reversed.
     Flip(Vec<usize>),
+    /// `out[p] = src.flat[index[p]]`: sources `[src, index (integer)]`, the node has the
+    /// index's shape. Indices are clamped into the source (no out-of-bounds reads).
+    Gather,
+    /// `out = zeros(shape); out.flat[index[p]] += values[p]`, in row-major order of `p`:
+    /// sources `[values, index (integer, same shape)]`. Indices are clamped into `out`.
+    ScatterAdd,
 }
 
 impl Op {
@@ -191,6 +197,8 @@ impl Op {
             Op::Pad(_) => "pad",
             Op::Shrink(_) => "shrink",
             Op::Flip(_) => "flip",
+            Op::Gather => "gather",
+            Op::ScatterAdd => "scatter_add",
         }
     }
 

@@ -2,7 +2,7 @@
 //! elementwise, movement and reduction nodes until they reach buffers.
 
 use super::index::IndexExpr;
-use super::kernel::{Bound, BufferId, Expr, ExprId, Kernel};
+use super::kernel::{Bound, BufferId, Expr, ExprId, Kernel, Scatter};
 use crate::dtype::DType;
 use crate::graph::{scalar, NodeRef, Op};
 use std::collections::HashMap;
@@ -10,15 +10,13 @@ use std::collections::HashMap;
 /// Builds the kernel that computes each `(node, buffer)` of `stores` (all of one shape)
 /// into its buffer; `buffer_of` maps realized nodes to their buffers.
 pub fn build_kernel(stores: &[(NodeRef, BufferId)], buffer_of: &HashMap<u64, BufferId>) -> Kernel {
+    if let [(node, buffer)] = stores {
+        if matches!(node.op, Op::ScatterAdd) {
+            return build_scatter_kernel(node, *buffer, buffer_of);
+        }
+    }
     let shape = stores[0].0.shape.clone();
-    let mut builder = KernelBuilder {
-        buffer_of,
-        roots: stores.iter().map(|(n, _)| n.id()).collect(),
-        extents: shape.clone(),
-        exprs: Vec::new(),
-        dedup: HashMap::new(),
-        memo: HashMap::new(),
-    };
+    let mut builder = KernelBuilder::new(buffer_of, stores.iter().map(|(n, _)| n.id()).collect(), shape.clone());
     // Axes of extent 1 need no loop: their index is the constant 0.
     let index: Vec<IndexExpr> = shape
         .iter()
@@ -27,7 +25,23 @@ pub fn build_kernel(stores: &[(NodeRef, BufferId)], buffer_of: &HashMap<u64, Buf
         .collect();
     let roots = stores.iter().map(|(node, _)| builder.build(node, &index, true)).collect();
     let outputs = stores.iter().map(|&(_, b)| b).collect();
-    Kernel { outputs, roots, shape, extents: builder.extents, exprs: builder.exprs }
+    Kernel { outputs, roots, shape, extents: builder.extents, exprs: builder.exprs, scatter: None }
+}
+
+/// A scatter-add: loops over the values, adding each into the output at its index.
+fn build_scatter_kernel(node: &NodeRef, output: BufferId, buffer_of: &HashMap<u64, BufferId>) -> Kernel {
+    let (values, indices) = (&node.srcs[0], &node.srcs[1]);
+    let shape = values.shape.clone();
+    let mut builder = KernelBuilder::new(buffer_of, Vec::new(), shape.clone());
+    let index: Vec<IndexExpr> = shape
+        .iter()
+        .enumerate()
+        .map(|(d, &n)| if n == 1 { IndexExpr::constant(0) } else { IndexExpr::var(d) })
+        .collect();
+    let value = builder.build(values, &index, false);
+    let target = builder.build(indices, &index, false);
+    let scatter = Some(Scatter { index: target, len: node.numel() });
+    Kernel { outputs: vec![output], roots: vec![value], shape, extents: builder.extents, exprs: builder.exprs, scatter }
 }
 
 /// Stack left before growing, and the size of each new stack segment.
@@ -43,7 +57,11 @@ struct KernelBuilder<'a> {
     memo: HashMap<(u64, Vec<IndexExpr>), ExprId>,
 }
 
-impl KernelBuilder<'_> {
+impl<'a> KernelBuilder<'a> {
+    fn new(buffer_of: &'a HashMap<u64, BufferId>, roots: Vec<u64>, extents: Vec<usize>) -> Self {
+        KernelBuilder { buffer_of, roots, extents, exprs: Vec::new(), dedup: HashMap::new(), memo: HashMap::new() }
+    }
+
     fn push(&mut self, expr: Expr) -> ExprId {
         if let Some(&id) = self.dedup.get(&expr) {
             return id;
@@ -152,6 +170,13 @@ impl KernelBuilder<'_> {
                 self.build(src(0), &inner, false)
             }
             Op::Pad(pads) => self.pad(node, pads, index),
+            Op::Gather => {
+                let (table, positions) = (src(0), src(1));
+                let buffer = *self.buffer_of.get(&table.id()).expect("gather sources are always realized");
+                let at = self.build(positions, index, false);
+                self.push(Expr::Gather { buffer, index: at, len: table.numel(), dtype })
+            }
+            Op::ScatterAdd => unreachable!("scatter-add nodes are always realized"),
         }
     }
 

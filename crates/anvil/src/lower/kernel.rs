@@ -41,6 +41,17 @@ pub enum Expr {
         /// Element type.
         dtype: DType,
     },
+    /// `buffer[index]` with a computed (integer) index, clamped into `0..len`.
+    Gather {
+        /// The buffer read.
+        buffer: BufferId,
+        /// The element index (an integer expression).
+        index: ExprId,
+        /// Number of elements of the buffer.
+        len: usize,
+        /// Element type.
+        dtype: DType,
+    },
     /// `true` where all bounds hold.
     InBounds(Vec<Bound>),
     /// Elementwise unary math in the given dtype.
@@ -77,6 +88,18 @@ pub struct Kernel {
     pub extents: Vec<usize>,
     /// The expression DAG, operands first.
     pub exprs: Vec<Expr>,
+    /// For a scatter-add kernel: the loops run over the *values*, and each adds its root
+    /// into `output[index]` (the output is zeroed first).
+    pub scatter: Option<Scatter>,
+}
+
+/// Where a scatter-add kernel adds each value.
+#[derive(Clone, Debug)]
+pub struct Scatter {
+    /// The target element (an integer expression), clamped into `0..len`.
+    pub index: ExprId,
+    /// Number of elements of the output.
+    pub len: usize,
 }
 
 impl Kernel {
@@ -84,7 +107,7 @@ impl Kernel {
     pub fn inputs(&self) -> Vec<BufferId> {
         let mut out = Vec::new();
         for e in &self.exprs {
-            if let Expr::Load { buffer, .. } = e {
+            if let Expr::Load { buffer, .. } | Expr::Gather { buffer, .. } = e {
                 if !out.contains(buffer) {
                     out.push(*buffer);
                 }

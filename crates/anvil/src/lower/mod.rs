@@ -11,7 +11,7 @@ pub mod schedule;
 pub mod workspace;
 
 pub use index::IndexExpr;
-pub use kernel::{Bound, Buffer, BufferId, BufferKind, Expr, ExprId, Kernel, Program};
+pub use kernel::{Bound, Buffer, BufferId, BufferKind, Expr, ExprId, Kernel, Program, Scatter};
 
 use crate::dtype::DType;
 use crate::graph::{toposort, NodeRef, Op};

@@ -33,11 +33,15 @@ pub fn output_groups(outputs: &[NodeRef], computed: &[usize]) -> Vec<Vec<usize>>
     let mut groups: Vec<Vec<usize>> = Vec::new();
     for &k in computed {
         let fits = |g: &Vec<usize>| {
-            g.iter().all(|&m| {
-                outputs[m].shape == outputs[k].shape
-                    && !reach[&k].contains(&outputs[m].id())
-                    && !reach[&m].contains(&outputs[k].id())
-            })
+            // A scatter-add loops over its values, not its output: it shares no loop nest.
+            let scatter = |i: usize| matches!(outputs[i].op, Op::ScatterAdd);
+            !scatter(k)
+                && g.iter().all(|&m| {
+                    !scatter(m)
+                        && outputs[m].shape == outputs[k].shape
+                        && !reach[&k].contains(&outputs[m].id())
+                        && !reach[&m].contains(&outputs[k].id())
+                })
         };
         match groups.iter_mut().find(|g| fits(g)) {
             Some(g) => g.push(k),
@@ -61,7 +65,11 @@ pub fn realize_set(order: &[NodeRef], outputs: &[NodeRef], kernel_of: &HashMap<u
     let mut uses: HashMap<u64, Uses> = HashMap::new();
     for node in order.iter().rev() {
         let id = node.id();
-        if matches!(node.op, Op::Input(_) | Op::Array(_)) {
+        // Inputs and constants are buffers; a scatter-add is its own kind of kernel; a
+        // gather reads its source at computed positions, so the source must be a buffer.
+        let gathered =
+            users.get(&id).is_some_and(|us| us.iter().any(|u| matches!(u.op, Op::Gather) && u.srcs[0].id() == id));
+        if matches!(node.op, Op::Input(_) | Op::Array(_) | Op::ScatterAdd) || gathered {
             realized.insert(id);
         }
         if realized.contains(&id) {

@@ -21,11 +21,30 @@ pub fn render_kernel(kernel: &Kernel, name: &str, dtypes: &[DType]) -> String {
     let mut r = Renderer::new(kernel);
     let out_vars: Vec<usize> = (0..kernel.shape.len()).filter(|&d| kernel.shape[d] != 1).collect();
     let mut bound = Vec::new();
-    let index = linear_output_index(&kernel.shape);
     let pad = "  ".repeat(1 + out_vars.len());
-    let stores: Vec<String> =
-        kernel.outputs.iter().zip(&kernel.roots).map(|(b, &e)| format!("b{b}[{index}] = {};", r.name(e))).collect();
-    r.loop_nest(&out_vars, &kernel.roots, &mut bound, 1, &stores.join(&format!("\n{pad}")), None);
+    match &kernel.scatter {
+        None => {
+            let index = linear_output_index(&kernel.shape);
+            let stores: Vec<String> = kernel
+                .outputs
+                .iter()
+                .zip(&kernel.roots)
+                .map(|(b, &e)| format!("b{b}[{index}] = {};", r.name(e)))
+                .collect();
+            r.loop_nest(&out_vars, &kernel.roots, &mut bound, 1, &stores.join(&format!("\n{pad}")), None);
+        }
+        Some(scatter) => {
+            let (out, value) = (kernel.outputs[0], kernel.roots[0]);
+            let dtype = dtypes[out];
+            let zero = literal(Literal::Int(0), dtype);
+            let _ = writeln!(r.code, "  for (long long i = 0; i < {}; ++i) b{out}[i] = {zero};", scatter.len);
+            if scatter.len > 0 {
+                let slot = format!("b{out}[{}]", clamped(&r.name(scatter.index), scatter.len));
+                let add = binary(BinaryOp::Add, dtype, &slot, &r.name(value));
+                r.loop_nest(&out_vars, &[value, scatter.index], &mut bound, 1, &format!("{slot} = {add};"), None);
+            }
+        }
+    }
     let narrows = kernel.exprs.iter().any(|e| matches!(e, Expr::Cast(_, DType::F64, DType::F32)));
     let attribute = if narrows { "ANVIL_NO_SLP " } else { "" };
     format!("{attribute}void {name}({}) {{\n{}}}\n", params.join(", "), r.code)
@@ -154,6 +173,7 @@ impl<'k> Renderer<'k> {
             Expr::Binary(_, a, b, _) => vec![*a, *b],
             Expr::Where(c, a, b, _) => vec![*c, *a, *b],
             Expr::Reduce { body, .. } => vec![*body],
+            Expr::Gather { index, .. } => vec![*index],
             Expr::Const(..) | Expr::Load { .. } | Expr::InBounds(_) => vec![],
         };
         for c in children {
@@ -202,6 +222,7 @@ impl<'k> Renderer<'k> {
                 Expr::Unary(_, a, _) | Expr::Cast(a, _, _) => stack.push(*a),
                 Expr::Binary(_, a, b, _) => stack.extend([*a, *b]),
                 Expr::Where(c, a, b, _) => stack.extend([*c, *a, *b]),
+                Expr::Gather { index, .. } => stack.push(*index),
                 Expr::Const(..) | Expr::Load { .. } | Expr::InBounds(_) => {}
             }
         }
@@ -223,6 +244,13 @@ impl<'k> Renderer<'k> {
                 let (lo, hi) = index.bounds(&self.kernel.extents);
                 load(*buffer, &index.to_string(), lo < 0, hi >= *len as i64, *len)
             }
+            Expr::Gather { buffer, index, len, dtype } => {
+                if *len == 0 {
+                    literal(Literal::Int(0), *dtype)
+                } else {
+                    format!("b{buffer}[{}]", clamped(&self.name(*index), *len))
+                }
+            }
             Expr::InBounds(bounds) => in_bounds(bounds),
             Expr::Unary(op, x, dtype) => unary(*op, *dtype, &self.name(*x)),
             Expr::Binary(op, a, b, dtype) => binary(*op, *dtype, &self.name(*a), &self.name(*b)),
@@ -243,6 +271,7 @@ fn dependencies(kernel: &Kernel) -> Vec<Vec<usize>> {
         match expr {
             Expr::Const(..) => {}
             Expr::Load { index, .. } => index.vars(&mut d),
+            Expr::Gather { index, .. } => d.extend(&deps[*index]),
             Expr::InBounds(bounds) => bounds.iter().for_each(|b| b.expr.vars(&mut d)),
             Expr::Unary(_, x, _) | Expr::Cast(x, _, _) => d.extend(&deps[*x]),
             Expr::Binary(_, a, b, _) => {
@@ -265,7 +294,11 @@ fn dependencies(kernel: &Kernel) -> Vec<Vec<usize>> {
 
 fn expr_dtype(expr: &Expr) -> DType {
     match expr {
-        Expr::Const(_, d) | Expr::Load { dtype: d, .. } | Expr::Unary(_, _, d) | Expr::Where(_, _, _, d) => *d,
+        Expr::Const(_, d)
+        | Expr::Load { dtype: d, .. }
+        | Expr::Gather { dtype: d, .. }
+        | Expr::Unary(_, _, d)
+        | Expr::Where(_, _, _, d) => *d,
         Expr::Cast(_, _, to) => *to,
         Expr::InBounds(_) => DType::Bool,
         Expr::Binary(op, _, _, d) => {
@@ -291,6 +324,11 @@ fn load(buffer: BufferId, index: &str, below: bool, above: bool, len: usize) -> 
         i = format!("({index}) < 0 ? 0 : {i}");
     }
     format!("b{buffer}[{i}]")
+}
+
+/// A computed index clamped into `0..len` (the interpreter clamps the same way).
+fn clamped(index: &str, len: usize) -> String {
+    format!("{index} < 0 ? 0 : ({index} > {last} ? {last} : {index})", last = len - 1)
 }
 
 fn in_bounds(bounds: &[Bound]) -> String {

@@ -7,6 +7,7 @@
 //! [`Tensor::check`] is called.
 
 mod elementwise;
+mod indexing;
 mod linalg;
 mod movement;
 mod operators;
