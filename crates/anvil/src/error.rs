@@ -50,6 +50,16 @@ pub enum Error {
         /// The user's source line.
         location: SourceLocation,
     },
+    /// A transform (derivative, vmap, sparsity) cannot apply to this function as asked.
+    #[error("{transform} of `{function}`: {message}")]
+    Transform {
+        /// The transform (`gradient`, `vmap`, ...).
+        transform: &'static str,
+        /// The function it was applied to.
+        function: String,
+        /// What does not fit.
+        message: String,
+    },
     /// A function was called or traced with the wrong number of arguments.
     #[error("function `{function}` takes {expected} input(s), but {got} were given")]
     ArgumentCount {

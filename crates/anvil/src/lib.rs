@@ -29,6 +29,7 @@ pub mod lower;
 pub mod render;
 pub mod shape;
 pub mod tensor;
+pub mod transform;
 
 pub use array::{Element, HostArray};
 pub use dtype::DType;
@@ -38,3 +39,5 @@ pub use function::{
 };
 pub use ndarray;
 pub use tensor::Tensor;
+pub use transform::ad;
+pub use transform::ad::vmap;

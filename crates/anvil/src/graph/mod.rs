@@ -7,7 +7,7 @@ mod op;
 pub mod scalar;
 mod simplify;
 
-pub use eval::{eval, eval_nodes, reduce_identity};
+pub use eval::{clamp_index, eval, eval_nodes, reduce_identity};
 pub use node::{toposort, Node, NodeRef};
 pub use op::{BinaryOp, ConstArray, Literal, Op, ReduceOp, UnaryOp};
 pub use simplify::constant;

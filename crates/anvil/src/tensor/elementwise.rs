@@ -176,10 +176,10 @@ impl Tensor {
     pub fn sigmoid(&self) -> Tensor {
         (self.neg().exp() + 1.0).recip()
     }
-    /// `max(self, 0)`.
+    /// `self` where positive, else 0 (`where(x > 0, x, 0)`: its derivative at 0 is 0).
     #[track_caller]
     pub fn relu(&self) -> Tensor {
-        self.maximum(0.0)
+        self.gt(0.0).where_(self, 0.0)
     }
     /// Absolute value.
     #[track_caller]

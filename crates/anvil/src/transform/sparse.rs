@@ -1,0 +1,244 @@
+//! Sparse derivatives: a compressed derivative (one batched directional derivative per
+//! colour) whose non-zeros are gathered into CSC order.
+
+use super::ad::{check_wrt, forward_directions, gradient_tensor, input_tensors};
+use super::coloring::{column_coloring, star_coloring, Coloring};
+use super::sparsity::{dependency_pattern, SparsityPattern};
+use crate::error::{Error, Result};
+use crate::function::{Arg, IntoOutputs, NumericalFunction};
+use crate::render::SparsePattern;
+use crate::tensor::Tensor;
+use ndarray::{Array1, ArrayD, ArrayViewD, IxDyn};
+use std::ops::Deref;
+
+/// A function whose output is the non-zero values of a sparse matrix in CSC order (column
+/// by column, rows increasing), with the pattern fixed when it was built.
+///
+/// It dereferences to the underlying [`NumericalFunction`] (whose single output is the
+/// `nnz` values): pass `&*sparse` to [`crate::generate_module`]; the C++ namespace then
+/// also carries `rows`, `cols`, `nnz`, `innerIndices[]` and `outerStarts[]`.
+pub struct SparseNumericalFunction {
+    function: NumericalFunction,
+    pattern: SparsityPattern,
+    colors: usize,
+}
+
+impl SparseNumericalFunction {
+    fn new(function: NumericalFunction, pattern: SparsityPattern, colors: usize) -> Self {
+        let (rows, cols) = pattern.shape();
+        let (indptr, indices) = pattern.csc();
+        let function = function.with_sparsity(SparsePattern {
+            rows,
+            cols,
+            nnz: indices.len(),
+            inner_indices: indices,
+            outer_starts: indptr,
+        });
+        SparseNumericalFunction { function, pattern, colors }
+    }
+
+    /// `(rows, cols)` of the matrix.
+    pub fn shape(&self) -> (usize, usize) {
+        self.pattern.shape()
+    }
+
+    /// Number of stored non-zeros.
+    pub fn nnz(&self) -> usize {
+        self.pattern.nnz()
+    }
+
+    /// Row index of each stored value (CSC `innerIndices`).
+    pub fn indices(&self) -> Vec<usize> {
+        self.pattern.csc().1
+    }
+
+    /// Start of each column in the values, `cols + 1` entries (CSC `outerStarts`).
+    pub fn indptr(&self) -> Vec<usize> {
+        self.pattern.csc().0
+    }
+
+    /// The sparsity pattern.
+    pub fn pattern(&self) -> &SparsityPattern {
+        &self.pattern
+    }
+
+    /// Directional derivatives evaluated per call (colours); 0 for user-given patterns.
+    pub fn colors(&self) -> usize {
+        self.colors
+    }
+
+    /// The `nnz` values, through the JIT (see [`NumericalFunction::call`]).
+    pub fn call(&self, inputs: &[ArrayViewD<f64>]) -> Result<Array1<f64>> {
+        Ok(into_vector(self.function.call(inputs)?.remove(0)))
+    }
+
+    /// The `nnz` values, through the interpreter.
+    pub fn eval(&self, inputs: &[ArrayViewD<f64>]) -> Result<Array1<f64>> {
+        Ok(into_vector(self.function.eval(inputs)?.remove(0)))
+    }
+
+    /// The matrix in CSC form (`sprs`), through the JIT.
+    pub fn call_csc(&self, inputs: &[ArrayViewD<f64>]) -> Result<sprs::CsMat<f64>> {
+        let values = self.call(inputs)?.to_vec();
+        let (rows, cols) = self.shape();
+        Ok(sprs::CsMat::new_csc((rows, cols), self.indptr(), self.indices(), values))
+    }
+
+    /// The matrix as a dense array (for checks and small problems), through the JIT.
+    pub fn call_dense(&self, inputs: &[ArrayViewD<f64>]) -> Result<ndarray::Array2<f64>> {
+        Ok(self.call_csc(inputs)?.to_dense())
+    }
+}
+
+fn into_vector(a: ArrayD<f64>) -> Array1<f64> {
+    let n = a.len();
+    a.into_shape_with_order(n).expect("the values are a vector")
+}
+
+impl Deref for SparseNumericalFunction {
+    type Target = NumericalFunction;
+    fn deref(&self) -> &NumericalFunction {
+        &self.function
+    }
+}
+
+/// The Jacobian of `f`'s first output with respect to its first input, as a sparse
+/// function: sparsity detection, column colouring, one batched JVP over the colours, and
+/// a gather of the non-zeros into CSC order.
+///
+/// ```
+/// use anvil::{ad, Arg, NumericalFunction, ndarray::Array1};
+/// # fn main() -> anvil::Result<()> {
+/// let n = 100;
+/// let f = NumericalFunction::new("r", |[x]| {
+///     let p = x.pad(&[(1, 1)]);
+///     p.shrink(&[(0, n)]) - &x * 2.0 + p.shrink(&[(2, n + 2)]) + x.exp() * 1e-4
+/// }, [Arg::new(n)])?;
+/// let jac = ad::spjacobian(&f)?;
+/// assert_eq!((jac.nnz(), jac.colors()), (3 * n - 2, 3));
+/// let x = Array1::linspace(0.0, 1.0, n).into_dyn();
+/// let values = jac.eval(&[x.view()])?; // or `jac.call` through the JIT
+/// assert_eq!(values.len(), 3 * n - 2);
+/// # Ok(()) }
+/// ```
+pub fn spjacobian(f: &NumericalFunction) -> Result<SparseNumericalFunction> {
+    spjacobian_wrt(f, 0)
+}
+
+/// [`spjacobian`] with respect to input `wrt`.
+pub fn spjacobian_wrt(f: &NumericalFunction, wrt: usize) -> Result<SparseNumericalFunction> {
+    check_wrt("spjacobian", f, wrt)?;
+    let y = f.output_tensors()[0].clone();
+    let x = input_tensors(f)[wrt].clone();
+    let pattern = dependency_pattern(y.node()?, x.node()?);
+    let coloring = column_coloring(&pattern);
+    let compressed = forward_directions(f, &y, &x, &seed_directions(&coloring, x.shape()))?;
+    // Entry (i, j) is compressed[colour(j), i].
+    let m = y.numel();
+    let positions: Vec<i64> = entries_csc(&pattern).map(|(i, j)| (coloring.colors[j] * m + i) as i64).collect();
+    let values = compressed.flatten().take(&Tensor::from_array(&Array1::from(positions)));
+    let function = NumericalFunction::from_tensors(&format!("{}_spjac", f.name()), f.inputs().to_vec(), &[values])?;
+    Ok(SparseNumericalFunction::new(function, pattern, coloring.count))
+}
+
+/// The upper triangle of the Hessian of `f`'s scalar first output with respect to its
+/// first input, as a sparse function (star colouring, forward over reverse).
+pub fn sphessian(f: &NumericalFunction) -> Result<SparseNumericalFunction> {
+    sphessian_wrt(f, 0)
+}
+
+/// [`sphessian`] with respect to input `wrt`.
+pub fn sphessian_wrt(f: &NumericalFunction, wrt: usize) -> Result<SparseNumericalFunction> {
+    let g = gradient_tensor(f, wrt)?;
+    let x = input_tensors(f)[wrt].clone();
+    let full = dependency_pattern(g.node()?, x.node()?).symmetrized();
+    let coloring = star_coloring(&full);
+    // compressed[k, i] = sum over j of colour k of H[i, j]
+    let compressed = forward_directions(f, &g, &x, &seed_directions(&coloring, x.shape()))?;
+    let n = x.numel();
+    let color = &coloring.colors;
+    let upper = full.upper_triangle();
+    let positions: Vec<i64> = entries_csc(&upper)
+        .map(|(i, j)| {
+            // Read H[i, j] where its colour group has no other member: in row i if j's
+            // colour is unique among i's neighbours, else in row j (star colouring
+            // guarantees one of the two).
+            let unique_in_row_i = full.row(i).iter().filter(|&&k| k != j && color[k] == color[j]).count() == 0;
+            if unique_in_row_i {
+                (color[j] * n + i) as i64
+            } else {
+                (color[i] * n + j) as i64
+            }
+        })
+        .collect();
+    let values = compressed.flatten().take(&Tensor::from_array(&Array1::from(positions)));
+    let function = NumericalFunction::from_tensors(&format!("{}_sphess", f.name()), f.inputs().to_vec(), &[values])?;
+    Ok(SparseNumericalFunction::new(function, upper, coloring.count))
+}
+
+/// The `(row, col)` entries in CSC order.
+fn entries_csc(pattern: &SparsityPattern) -> impl Iterator<Item = (usize, usize)> {
+    pattern.columns().into_iter().enumerate().flat_map(|(j, rows)| rows.into_iter().map(move |i| (i, j)))
+}
+
+/// One seed direction per colour: the sum of the unit vectors of its columns, shaped
+/// `[colours] + input shape`.
+fn seed_directions(coloring: &Coloring, input_shape: &[usize]) -> Tensor {
+    let n: usize = input_shape.iter().product();
+    let mut shape = vec![coloring.count];
+    shape.extend_from_slice(input_shape);
+    let flat =
+        ndarray::Array2::from_shape_fn((coloring.count, n), |(k, j)| if coloring.colors[j] == k { 1.0 } else { 0.0 });
+    Tensor::from_array(&flat.into_shape_with_order(IxDyn(&shape)).expect("same element count"))
+}
+
+/// A sparse function from a user-given CSC pattern: `f` returns the `nnz` values (a vector)
+/// in CSC order of the `shape` matrix with row indices `indices` and column starts `indptr`.
+///
+/// ```
+/// use anvil::{ad, Arg};
+/// # fn main() -> anvil::Result<()> {
+/// // diag(x) as a 3×3 sparse matrix
+/// let d = ad::sparse_numerical_function("diag", |[x]| x * 1.0, [Arg::new(3)], (3, 3), &[0, 1, 2], &[0, 1, 2, 3])?;
+/// assert_eq!(d.nnz(), 3);
+/// assert!(ad::sparse_numerical_function("bad", |[x]| x * 1.0, [Arg::new(3)], (3, 3), &[0, 1], &[0, 1, 2, 2]).is_err());
+/// # Ok(()) }
+/// ```
+pub fn sparse_numerical_function<const N: usize, O: IntoOutputs>(
+    name: &str,
+    f: impl FnOnce([Tensor; N]) -> O,
+    inputs: [Arg; N],
+    shape: (usize, usize),
+    indices: &[usize],
+    indptr: &[usize],
+) -> Result<SparseNumericalFunction> {
+    let function = NumericalFunction::new(name, f, inputs)?;
+    let bad = |message: String| Error::Transform {
+        transform: "sparse_numerical_function",
+        function: name.to_string(),
+        message,
+    };
+    let (rows, cols) = shape;
+    if indptr.len() != cols + 1 || indptr.first() != Some(&0) || indptr.windows(2).any(|w| w[0] > w[1]) {
+        return Err(bad(format!("indptr must have cols + 1 = {} non-decreasing entries starting at 0", cols + 1)));
+    }
+    if indptr[cols] != indices.len() {
+        return Err(bad(format!("indptr ends at {} but {} row indices are given", indptr[cols], indices.len())));
+    }
+    let mut entries = Vec::with_capacity(indices.len());
+    for j in 0..cols {
+        let col = &indices[indptr[j]..indptr[j + 1]];
+        if col.windows(2).any(|w| w[0] >= w[1]) || col.iter().any(|&i| i >= rows) {
+            return Err(bad(format!("the row indices of column {j} must increase and be below {rows}")));
+        }
+        entries.extend(col.iter().map(|&i| (i, j)));
+    }
+    let nnz = indices.len();
+    let out = &function.outputs()[0];
+    if function.outputs().len() != 1 || out.shape != vec![nnz] {
+        let message = format!("the function must return one vector of the {nnz} non-zeros, it returns {:?}", out.shape);
+        return Err(bad(message));
+    }
+    let pattern = SparsityPattern::new(rows, cols, entries).ok_or_else(|| bad("row index out of range".into()))?;
+    Ok(SparseNumericalFunction::new(function, pattern, 0))
+}
