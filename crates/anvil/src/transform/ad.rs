@@ -133,7 +133,7 @@ pub(crate) fn gradient_tensor(f: &NumericalFunction, wrt: usize) -> Result<Tenso
     }
     let x = input_tensors(f)[wrt].node()?.clone();
     let seed = Tensor::full(y.shape.clone(), 1.0, float_of(y.dtype));
-    let g = vjp_nodes(&[y], &[seed], &[x.clone()])?.remove(0);
+    let g = vjp_nodes(&[y], &[seed], std::slice::from_ref(&x))?.remove(0);
     Ok(g.unwrap_or_else(|| zeros(&x.shape, x.dtype)))
 }
 
@@ -214,7 +214,7 @@ pub(crate) fn forward_directions(f: &NumericalFunction, y: &Tensor, x: &Tensor, 
 fn reverse_jacobian(f: &NumericalFunction, y: &Tensor, x: &Tensor) -> Result<Tensor> {
     let (m, n) = (y.numel(), x.numel());
     let cotangent = placeholder(f, y.shape(), float_of(y.dtype()));
-    let bar = vjp_nodes(&[y.node()?.clone()], &[cotangent.clone()], &[x.node()?.clone()])?.remove(0);
+    let bar = vjp_nodes(&[y.node()?.clone()], std::slice::from_ref(&cotangent), &[x.node()?.clone()])?.remove(0);
     let Some(bar) = bar else { return Ok(Tensor::full([m, n], 0.0, float_of(x.dtype()))) };
     let batched = HashMap::from([(cotangent.node()?.id(), unit_batch(y.shape(), float_of(y.dtype())))]);
     let rows = vmap_nodes(&[bar.node()?.clone()], &batched, m)?.remove(0);
