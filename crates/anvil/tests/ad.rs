@@ -60,6 +60,13 @@ fn check_rules(f: &NumericalFunction, xs: &[ArrayD<f64>], r: &mut StdRng) {
     assert!((lhs - rhs).abs() <= 1e-10 * (1.0 + lhs.abs()), "`{}`: <u, J t> = {lhs} but <J^T u, t> = {rhs}", f.name());
 }
 
+/// A named test case: an op on one tensor.
+type UnaryCase = (&'static str, fn(&Tensor) -> Tensor, f64, f64);
+/// A named test case: an op on two tensors.
+type BinaryCase = (&'static str, fn(&Tensor, &Tensor) -> Tensor);
+/// A named test case: any op on one tensor.
+type AnyCase = (&'static str, Box<dyn Fn(&Tensor) -> Tensor>);
+
 fn unary_fn(name: &str, op: fn(&Tensor) -> Tensor) -> NumericalFunction {
     NumericalFunction::new(name, |[x]| op(&x), [Arg::new([2, 3])]).unwrap()
 }
@@ -67,7 +74,7 @@ fn unary_fn(name: &str, op: fn(&Tensor) -> Tensor) -> NumericalFunction {
 #[test]
 fn every_unary_rule() {
     let mut r = common::rng(21);
-    let cases: Vec<(&str, fn(&Tensor) -> Tensor, f64, f64)> = vec![
+    let cases: Vec<UnaryCase> = vec![
         ("neg", |x| -x, -2.0, 2.0),
         ("recip", |x| x.recip(), 0.5, 2.0),
         ("sqrt", |x| x.sqrt(), 0.5, 2.0),
@@ -103,7 +110,7 @@ fn every_unary_rule() {
 #[test]
 fn every_binary_rule() {
     let mut r = common::rng(22);
-    let cases: Vec<(&str, fn(&Tensor, &Tensor) -> Tensor)> = vec![
+    let cases: Vec<BinaryCase> = vec![
         ("add", |a, b| a + b),
         ("sub", |a, b| a - b),
         ("mul", |a, b| a * b),
@@ -131,7 +138,7 @@ fn every_binary_rule() {
 fn every_reduction_and_movement_rule() {
     let mut r = common::rng(23);
     let idx = Tensor::from_array(&array![3i64, 0, 0, 11, 7, 5]);
-    let cases: Vec<(&str, Box<dyn Fn(&Tensor) -> Tensor>)> = vec![
+    let cases: Vec<AnyCase> = vec![
         ("sum", Box::new(|x| x.sum_axes(1, false))),
         ("sum_all", Box::new(|x| x.sum())),
         ("max", Box::new(|x| x.max_axes(0, true))),
@@ -265,7 +272,7 @@ fn higher_order_derivatives() {
     .unwrap();
     let mut r = common::rng(24);
     let x = random_array(&mut r, &[3], 0.2, 1.0);
-    check_rules(&hvp, &[x.clone()], &mut r);
+    check_rules(&hvp, std::slice::from_ref(&x), &mut r);
     let hh = ad::hessian(&hvp).unwrap().eval(&[x.view()]).unwrap().remove(0);
     assert_eq!(hh.shape(), &[3, 3]);
     check_rules(&ad::vjp(&f).unwrap(), &[x.clone(), ArrayD::from_elem(vec![], 1.3)], &mut r);
