@@ -78,7 +78,19 @@ pub fn lower(outputs: &[NodeRef], inputs: &[(DType, Vec<usize>)]) -> Program {
             kernel_of.insert(outputs[k].id(), outputs[members[0]].id());
         }
     }
-    let realized = schedule::realize_set(&order, outputs, &kernel_of);
+    let schedule::Realization { realized, aliases } = schedule::realize_set(&order, outputs, &kernel_of);
+    let alias_of = |buffer_of: &mut HashMap<u64, BufferId>, target: u64| {
+        let buffer = buffer_of[&target];
+        for (&alias, _) in aliases.iter().filter(|&(_, &t)| t == target) {
+            buffer_of.insert(alias, buffer);
+        }
+    };
+    // Inputs, constants and outputs already have buffers; intermediates get theirs below.
+    for node in &order {
+        if buffer_of.contains_key(&node.id()) {
+            alias_of(&mut buffer_of, node.id());
+        }
+    }
 
     let mut kernels = Vec::new();
     let mut emitted_group = vec![false; groups.len()];
@@ -97,6 +109,7 @@ pub fn lower(outputs: &[NodeRef], inputs: &[(DType, Vec<usize>)]) -> Program {
             buffers.push(Buffer { kind: BufferKind::Intermediate, dtype: node.dtype, shape: node.shape.clone() });
             buffers.len() - 1
         });
+        alias_of(&mut buffer_of, node.id());
         kernels.push(fuse::build_kernel(&[(node.clone(), buffer)], &buffer_of));
     }
     for (k, node) in copies {

@@ -51,9 +51,18 @@ pub fn output_groups(outputs: &[NodeRef], computed: &[usize]) -> Vec<Vec<usize>>
     groups
 }
 
+/// The nodes that get a buffer, and the reshapes that share their source's buffer.
+pub struct Realization {
+    /// Ids of the nodes computed into their own buffer.
+    pub realized: HashSet<u64>,
+    /// A reshape read through its buffer (by a gather) → the node whose buffer it shares
+    /// (a reshape keeps the row-major layout, so no copy is needed).
+    pub aliases: HashMap<u64, u64>,
+}
+
 /// The ids of the nodes that get their own buffer, given all nodes in topological order.
 /// `kernel_of` maps outputs computed together to one representative id.
-pub fn realize_set(order: &[NodeRef], outputs: &[NodeRef], kernel_of: &HashMap<u64, u64>) -> HashSet<u64> {
+pub fn realize_set(order: &[NodeRef], outputs: &[NodeRef], kernel_of: &HashMap<u64, u64>) -> Realization {
     let mut users: HashMap<u64, Vec<&NodeRef>> = HashMap::new();
     for node in order {
         for src in &node.srcs {
@@ -62,6 +71,7 @@ pub fn realize_set(order: &[NodeRef], outputs: &[NodeRef], kernel_of: &HashMap<u
     }
     let cheap = cheap_nodes(order);
     let mut realized: HashSet<u64> = outputs.iter().map(|o| o.id()).collect();
+    let mut aliases: HashMap<u64, u64> = HashMap::new();
     let mut uses: HashMap<u64, Uses> = HashMap::new();
     for node in order.iter().rev() {
         let id = node.id();
@@ -69,7 +79,14 @@ pub fn realize_set(order: &[NodeRef], outputs: &[NodeRef], kernel_of: &HashMap<u
         // gather reads its source at computed positions, so the source must be a buffer.
         let gathered =
             users.get(&id).is_some_and(|us| us.iter().any(|u| matches!(u.op, Op::Gather) && u.srcs[0].id() == id));
-        if matches!(node.op, Op::Input(_) | Op::Array(_) | Op::ScatterAdd) || gathered {
+        let is_output = realized.contains(&id);
+        if gathered && !is_output && matches!(node.op, Op::Reshape) {
+            // Gather straight from the source's buffer: same elements, same order.
+            aliases.insert(id, node.srcs[0].id());
+        } else if matches!(node.op, Op::Input(_) | Op::Array(_) | Op::ScatterAdd)
+            || gathered
+            || aliases.values().any(|&target| target == id)
+        {
             realized.insert(id);
         }
         if realized.contains(&id) {
@@ -107,7 +124,7 @@ pub fn realize_set(order: &[NodeRef], outputs: &[NodeRef], kernel_of: &HashMap<u
             uses.insert(id, u);
         }
     }
-    realized
+    Realization { realized, aliases }
 }
 
 /// Nodes that cost no more to recompute than to load: constants, loads, and casts and

@@ -35,7 +35,7 @@ fn first_free(forbidden: &[usize], stamp: usize) -> usize {
 ///
 /// ```
 /// use anvil::ad::{column_coloring, SparsityPattern};
-/// let tridiagonal = SparsityPattern::new(5, 5, (0..5).flat_map(|i| [i.saturating_sub(1), i, (i + 1).min(4)].map(|j| (i, j)))).unwrap();
+/// let tridiagonal = SparsityPattern::new(5, 5, (0..5usize).flat_map(|i| [i.saturating_sub(1), i, (i + 1).min(4)].map(|j| (i, j)))).unwrap();
 /// assert_eq!(column_coloring(&tridiagonal).count, 3);
 /// ```
 pub fn column_coloring(pattern: &SparsityPattern) -> Coloring {
