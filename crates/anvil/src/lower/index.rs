@@ -82,9 +82,15 @@ impl IndexExpr {
 
     /// The smallest and largest value over all loop variable values.
     pub fn bounds(&self, ext: &Extents) -> (i64, i64) {
+        let ranges: Vec<(i64, i64)> = ext.iter().map(|&n| (0, n as i64 - 1)).collect();
+        self.bounds_in(&ranges)
+    }
+
+    /// The smallest and largest value when variable `v` ranges over `ranges[v]` (inclusive).
+    pub fn bounds_in(&self, ranges: &[(i64, i64)]) -> (i64, i64) {
         let (mut lo, mut hi) = (self.constant, self.constant);
         for (atom, k) in &self.terms {
-            let (a, b) = atom.bounds(ext);
+            let (a, b) = atom.bounds_in(ranges);
             let (x, y) = (a * k, b * k);
             lo += x.min(y);
             hi += x.max(y);
@@ -153,6 +159,28 @@ impl IndexExpr {
         (IndexExpr::normalized(q, qc), IndexExpr::normalized(r, rc))
     }
 
+    /// `(c, rest)` with `self = c·v + rest` and `rest` free of `v`, if `v` only appears as a
+    /// plain term (not inside a division or modulo).
+    pub fn split_var(&self, v: usize) -> Option<(i64, IndexExpr)> {
+        let mut c = 0;
+        let mut rest = Vec::new();
+        for (atom, k) in &self.terms {
+            match atom {
+                Atom::Var(w) if *w == v => c = *k,
+                Atom::Var(_) => rest.push((atom.clone(), *k)),
+                Atom::Div(e, _) | Atom::Mod(e, _) => {
+                    let mut vars = Vec::new();
+                    e.vars(&mut vars);
+                    if vars.contains(&v) {
+                        return None;
+                    }
+                    rest.push((atom.clone(), *k));
+                }
+            }
+        }
+        Some((c, IndexExpr { terms: rest, constant: self.constant }))
+    }
+
     /// The loop variables the expression depends on.
     pub fn vars(&self, out: &mut Vec<usize>) {
         for (atom, _) in &self.terms {
@@ -199,15 +227,15 @@ impl IndexExpr {
 }
 
 impl Atom {
-    fn bounds(&self, ext: &Extents) -> (i64, i64) {
+    fn bounds_in(&self, ranges: &[(i64, i64)]) -> (i64, i64) {
         match self {
-            Atom::Var(v) => (0, ext[*v] as i64 - 1),
+            Atom::Var(v) => ranges[*v],
             Atom::Div(e, d) => {
-                let (lo, hi) = e.bounds(ext);
+                let (lo, hi) = e.bounds_in(ranges);
                 (lo / d, hi / d)
             }
             Atom::Mod(e, d) => {
-                let (lo, hi) = e.bounds(ext);
+                let (lo, hi) = e.bounds_in(ranges);
                 if lo >= 0 {
                     (0, hi.min(d - 1))
                 } else {

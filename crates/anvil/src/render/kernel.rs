@@ -31,7 +31,7 @@ pub fn render_kernel(kernel: &Kernel, name: &str, dtypes: &[DType]) -> String {
                 .zip(&kernel.roots)
                 .map(|(b, &e)| format!("b{b}[{index}] = {};", r.name(e)))
                 .collect();
-            r.loop_nest(&out_vars, &kernel.roots, &mut bound, 1, &stores.join(&format!("\n{pad}")), None);
+            r.loop_nest(&out_vars, &kernel.roots, &mut bound, 1, &stores.join(&format!("\n{pad}")), None, true);
         }
         Some(scatter) => {
             let (out, value) = (kernel.outputs[0], kernel.roots[0]);
@@ -41,7 +41,15 @@ pub fn render_kernel(kernel: &Kernel, name: &str, dtypes: &[DType]) -> String {
             if scatter.len > 0 {
                 let slot = format!("b{out}[{}]", clamped(&r.name(scatter.index), scatter.len));
                 let add = binary(BinaryOp::Add, dtype, &slot, &r.name(value));
-                r.loop_nest(&out_vars, &[value, scatter.index], &mut bound, 1, &format!("{slot} = {add};"), None);
+                r.loop_nest(
+                    &out_vars,
+                    &[value, scatter.index],
+                    &mut bound,
+                    1,
+                    &format!("{slot} = {add};"),
+                    None,
+                    false,
+                );
             }
         }
     }
@@ -116,17 +124,25 @@ struct Renderer<'k> {
     kernel: &'k Kernel,
     deps: Vec<Vec<usize>>,
     emitted: Vec<bool>,
+    /// The range (inclusive) each loop variable takes in the code being emitted.
+    ranges: Vec<(i64, i64)>,
     code: String,
 }
 
 impl<'k> Renderer<'k> {
     fn new(kernel: &'k Kernel) -> Self {
         let deps = dependencies(kernel);
-        Renderer { kernel, deps, emitted: vec![false; kernel.exprs.len()], code: String::new() }
+        let ranges = kernel.extents.iter().map(|&n| (0, n as i64 - 1)).collect();
+        Renderer { kernel, deps, emitted: vec![false; kernel.exprs.len()], ranges, code: String::new() }
     }
 
     /// Opens one loop per variable in `vars`, emitting at each level every part of `root`
     /// that level can compute, then `innermost` inside the last loop.
+    ///
+    /// With `split_innermost`, the innermost loop is split where padding conditions change
+    /// (index set splitting): the interior copy has no bounds tests and no clamped loads,
+    /// so it vectorises; the edges keep them.
+    #[allow(clippy::too_many_arguments)]
     fn loop_nest(
         &mut self,
         vars: &[usize],
@@ -135,23 +151,84 @@ impl<'k> Renderer<'k> {
         depth: usize,
         innermost: &str,
         pragma: Option<String>,
+        split_innermost: bool,
     ) {
         self.visit(roots, bound, depth);
-        for (level, &v) in vars.iter().enumerate() {
+        let Some((&last, outer)) = vars.split_last() else {
+            let _ = writeln!(self.code, "{}{innermost}", "  ".repeat(depth));
+            return;
+        };
+        for (level, &v) in outer.iter().enumerate() {
             let pad = "  ".repeat(depth + level);
-            if let Some(p) = pragma.as_ref().filter(|_| level + 1 == vars.len()) {
-                let _ = writeln!(self.code, "{pad}{p}");
-            }
             let _ = writeln!(self.code, "{pad}for (long long i{v} = 0; i{v} < {}; ++i{v}) {{", self.kernel.extents[v]);
             bound.push(v);
             self.visit(roots, bound, depth + level + 1);
         }
-        let pad = "  ".repeat(depth + vars.len());
-        let _ = writeln!(self.code, "{pad}{innermost}");
-        for level in (0..vars.len()).rev() {
+        let level = outer.len();
+        let pad = "  ".repeat(depth + level);
+        let full = self.ranges[last];
+        let segments = match self.interior(last).filter(|_| split_innermost) {
+            Some((a, b)) => vec![(full.0, a - 1), (a, b), (b + 1, full.1)],
+            None => vec![full],
+        };
+        let before = self.emitted.clone();
+        for (lo, hi) in segments.into_iter().filter(|(lo, hi)| lo <= hi) {
+            if let Some(p) = &pragma {
+                let _ = writeln!(self.code, "{pad}{p}");
+            }
+            let _ = writeln!(self.code, "{pad}for (long long i{last} = {lo}; i{last} < {}; ++i{last}) {{", hi + 1);
+            self.ranges[last] = (lo, hi);
+            bound.push(last);
+            self.visit(roots, bound, depth + level + 1);
+            let _ = writeln!(self.code, "{pad}  {innermost}");
+            bound.pop();
+            let _ = writeln!(self.code, "{pad}}}");
+            // The next segment emits its own copies of what depends on this variable.
+            self.emitted.clone_from(&before);
+        }
+        self.ranges[last] = full;
+        for level in (0..outer.len()).rev() {
             bound.pop();
             let _ = writeln!(self.code, "{}}}", "  ".repeat(depth + level));
         }
+    }
+
+    /// The values of variable `v` for which every bounds test and every load that depends
+    /// on `v` linearly is in range, if that is a proper, non-empty part of its range.
+    fn interior(&self, v: usize) -> Option<(i64, i64)> {
+        let (mut a, mut b) = self.ranges[v];
+        let full = (a, b);
+        for (expr, lo, hi) in self.range_conditions() {
+            let (elo, ehi) = expr.bounds_in(&self.ranges);
+            if elo >= lo && ehi < hi {
+                continue; // always holds
+            }
+            let Some((c, rest)) = expr.split_var(v) else { continue };
+            if c == 0 {
+                continue;
+            }
+            let (rlo, rhi) = rest.bounds_in(&self.ranges);
+            // lo <= c·v + r < hi for every r in [rlo, rhi]  ⇔  c·v ∈ [lo - rlo, hi - 1 - rhi]
+            let (l, h) = (lo - rlo, hi - 1 - rhi);
+            let (vmin, vmax) =
+                if c > 0 { (ceil_div(l, c), floor_div(h, c)) } else { (ceil_div(h, c), floor_div(l, c)) };
+            a = a.max(vmin);
+            b = b.min(vmax);
+        }
+        (a <= b && (a, b) != full).then_some((a, b))
+    }
+
+    /// Every `lo <= expr < hi` the kernel tests or needs for a load to stay in bounds.
+    fn range_conditions(&self) -> Vec<(crate::lower::IndexExpr, i64, i64)> {
+        let mut out = Vec::new();
+        for e in &self.kernel.exprs {
+            match e {
+                Expr::InBounds(bounds) => out.extend(bounds.iter().map(|b| (b.expr.clone(), b.lo, b.hi))),
+                Expr::Load { index, len, .. } => out.push((index.clone(), 0, *len as i64)),
+                _ => {}
+            }
+        }
+        out
     }
 
     /// Emits every not-yet-emitted expression under `roots` whose variables are all bound.
@@ -200,7 +277,7 @@ impl<'k> Renderer<'k> {
                     ReduceOp::Prod if !self.contains_reduce(body) => Some(format!("ANVIL_SIMD_PROD(t{e})")),
                     _ => None,
                 };
-                self.loop_nest(&vars, &[body], &mut inner, depth, &format!("t{e} = {combine};"), pragma);
+                self.loop_nest(&vars, &[body], &mut inner, depth, &format!("t{e} = {combine};"), pragma, false);
             }
             _ => {
                 let value = self.value(&expr);
@@ -229,6 +306,25 @@ impl<'k> Renderer<'k> {
         false
     }
 
+    /// The bounds tests that are not decided by the current variable ranges.
+    fn in_bounds(&self, bounds: &[Bound]) -> String {
+        let mut open = Vec::new();
+        for b in bounds {
+            let (lo, hi) = b.expr.bounds_in(&self.ranges);
+            if hi < b.lo || lo >= b.hi {
+                return "false".into();
+            }
+            if !(lo >= b.lo && hi < b.hi) {
+                open.push(b.clone());
+            }
+        }
+        if open.is_empty() {
+            "true".into()
+        } else {
+            in_bounds(&open)
+        }
+    }
+
     /// How expression `e` is referred to: a literal or its temporary.
     fn name(&self, e: ExprId) -> String {
         match &self.kernel.exprs[e] {
@@ -241,7 +337,7 @@ impl<'k> Renderer<'k> {
         match expr {
             Expr::Const(v, dtype) => literal(*v, *dtype),
             Expr::Load { buffer, index, len, .. } => {
-                let (lo, hi) = index.bounds(&self.kernel.extents);
+                let (lo, hi) = index.bounds_in(&self.ranges);
                 load(*buffer, &index.to_string(), lo < 0, hi >= *len as i64, *len)
             }
             Expr::Gather { buffer, index, len, dtype } => {
@@ -251,7 +347,7 @@ impl<'k> Renderer<'k> {
                     format!("b{buffer}[{}]", clamped(&self.name(*index), *len))
                 }
             }
-            Expr::InBounds(bounds) => in_bounds(bounds),
+            Expr::InBounds(bounds) => self.in_bounds(bounds),
             Expr::Unary(op, x, dtype) => unary(*op, *dtype, &self.name(*x)),
             Expr::Binary(op, a, b, dtype) => binary(*op, *dtype, &self.name(*a), &self.name(*b)),
             Expr::Where(c, a, b, _) => {
@@ -329,6 +425,19 @@ fn load(buffer: BufferId, index: &str, below: bool, above: bool, len: usize) -> 
 /// A computed index clamped into `0..len` (the interpreter clamps the same way).
 fn clamped(index: &str, len: usize) -> String {
     format!("{index} < 0 ? 0 : ({index} > {last} ? {last} : {index})", last = len - 1)
+}
+
+fn floor_div(a: i64, b: i64) -> i64 {
+    let q = a / b;
+    if (a % b != 0) && ((a < 0) != (b < 0)) {
+        q - 1
+    } else {
+        q
+    }
+}
+
+fn ceil_div(a: i64, b: i64) -> i64 {
+    -floor_div(-a, b)
 }
 
 fn in_bounds(bounds: &[Bound]) -> String {
