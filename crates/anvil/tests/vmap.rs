@@ -33,7 +33,7 @@ fn cases() -> Vec<Case> {
         ("scatter", Box::new(move |x, y| Tensor::scatter_add(&(x * y).flatten(), &slots, 4))),
         (
             "scatter_batched_index",
-            Box::new(|x, y| Tensor::scatter_add(&y, &(x.abs() * 2.0).floor().cast(DType::I64), [2, 2])),
+            Box::new(|x, y| Tensor::scatter_add(y, &(x.abs() * 2.0).floor().cast(DType::I64), [2, 2])),
         ),
         ("constant_output", Box::new(|_, y| Tensor::full([2], 3.0, DType::F64) + y.sum() * 0.0)),
     ]
