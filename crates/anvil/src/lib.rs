@@ -14,10 +14,16 @@
 //! ```
 //!
 //! The pipeline, one module per stage: [`tensor`] (the DSL) builds [`graph`] nodes;
+//! [`transform`] rewrites graphs (derivatives in [`ad`], batching with [`vmap`]);
 //! [`lower`] turns a graph into fused loop kernels over a planned workspace; [`render`]
 //! prints them as C++; [`jit`] compiles and loads that C++; [`function`] ties it together
 //! behind [`NumericalFunction`] and [`generate_module`].
 #![warn(missing_docs)]
+
+/// The README's Rust examples, run as doctests so that they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;
 
 pub mod array;
 pub mod dtype;
