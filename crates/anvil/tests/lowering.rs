@@ -121,3 +121,20 @@ fn an_output_read_by_another_output_is_computed_first() {
     let mut r = rng(3);
     check_jit(&f, &[random(&mut r, &[8], DType::F64, -1.0, 1.0)]);
 }
+
+#[test]
+fn grouped_outputs_may_read_buffers_realized_later_in_the_graph() {
+    // `atan(x)` and `sin(sum(g))` share one kernel, which reads the buffer of `sin(x)`
+    // (gathered), a node that comes after `atan(x)` in topological order.
+    let idx = Tensor::from_array(&anvil::ndarray::array![-1i64, 2, 1]);
+    let f = NumericalFunction::new(
+        "late_buffer",
+        |[x]| {
+            let g = x.sin().take(&idx);
+            vec![x.atan(), g.sin(), g.sum().sin()]
+        },
+        [Arg::new(())],
+    )
+    .unwrap();
+    check_jit(&f, &[HostArray::F64(anvil::ndarray::ArrayD::from_elem(vec![], 0.7))]);
+}

@@ -85,13 +85,20 @@ pub fn lower(outputs: &[NodeRef], inputs: &[(DType, Vec<usize>)]) -> Program {
             buffer_of.insert(alias, buffer);
         }
     };
-    // Inputs, constants and outputs already have buffers; intermediates get theirs below.
+
+    // Every realized node gets its buffer before any kernel is built: a kernel (an output
+    // group's especially) may read buffers of nodes that come later in topological order.
+    for node in &order {
+        if realized.contains(&node.id()) && !buffer_of.contains_key(&node.id()) {
+            buffers.push(Buffer { kind: BufferKind::Intermediate, dtype: node.dtype, shape: node.shape.clone() });
+            buffer_of.insert(node.id(), buffers.len() - 1);
+        }
+    }
     for node in &order {
         if buffer_of.contains_key(&node.id()) {
             alias_of(&mut buffer_of, node.id());
         }
     }
-
     let mut kernels = Vec::new();
     let mut emitted_group = vec![false; groups.len()];
     for node in &order {
@@ -105,12 +112,7 @@ pub fn lower(outputs: &[NodeRef], inputs: &[(DType, Vec<usize>)]) -> Program {
             }
             continue;
         }
-        let buffer = *buffer_of.entry(node.id()).or_insert_with(|| {
-            buffers.push(Buffer { kind: BufferKind::Intermediate, dtype: node.dtype, shape: node.shape.clone() });
-            buffers.len() - 1
-        });
-        alias_of(&mut buffer_of, node.id());
-        kernels.push(fuse::build_kernel(&[(node.clone(), buffer)], &buffer_of));
+        kernels.push(fuse::build_kernel(&[(node.clone(), buffer_of[&node.id()])], &buffer_of));
     }
     for (k, node) in copies {
         kernels.push(fuse::build_kernel(&[(copy_of(&node), inputs.len() + k)], &buffer_of));
