@@ -122,3 +122,69 @@ proptest! {
         check_jit(&f, &inputs);
     }
 }
+
+fn random_inputs(shapes: &[Vec<usize>], seed: u64) -> Vec<anvil::ndarray::ArrayD<f64>> {
+    let mut r = rng(seed);
+    shapes.iter().map(|s| random(&mut r, s, DType::F64, -2.0, 2.0).to_f64()).collect()
+}
+
+fn views(a: &[anvil::ndarray::ArrayD<f64>]) -> Vec<anvil::ndarray::ArrayViewD<'_, f64>> {
+    a.iter().map(|x| x.view()).collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Forward and reverse mode agree on random graphs: ⟨u, J t⟩ = ⟨Jᵀ u, t⟩.
+    #[test]
+    fn random_graphs_satisfy_the_adjoint_identity(
+        shapes in prop::collection::vec(shape(), 1..3),
+        steps in prop::collection::vec(any::<Step>(), 1..10),
+        seed in any::<u64>(),
+    ) {
+        let f = build(&shapes, &steps);
+        let xs = random_inputs(&shapes, seed);
+        let ts = random_inputs(&shapes, seed ^ 1);
+        let jf = anvil::ad::jvp(&f).unwrap();
+        let vf = anvil::ad::vjp(&f).unwrap();
+        let mut jin = xs.clone();
+        jin.extend(ts.iter().cloned());
+        let jout = jf.eval(&views(&jin)).unwrap();
+        let m = f.outputs().len();
+        let us: Vec<_> = f.outputs().iter().enumerate().map(|(k, o)| random_inputs(&[o.shape.clone()], seed ^ (k as u64 + 7)).remove(0)).collect();
+        let mut vin = xs.clone();
+        vin.extend(us.iter().cloned());
+        let bars = vf.eval(&views(&vin)).unwrap();
+        let lhs: f64 = us.iter().zip(&jout[m..]).map(|(u, y)| (u * y).sum()).sum();
+        let rhs: f64 = bars.iter().zip(&ts).map(|(b, t)| (b * t).sum()).sum();
+        // Graphs that compute in f32 anywhere agree to f32 precision.
+        let nodes: Vec<_> = f.output_tensors().iter().map(|t| t.node().unwrap().clone()).collect();
+        let tol = if anvil::graph::toposort(&nodes).iter().any(|n| n.dtype == DType::F32) { 1e-5 } else { 1e-9 };
+        prop_assert!(lhs.is_nan() || (lhs - rhs).abs() <= tol * (1.0 + lhs.abs()), "<u, Jt> = {} vs <J^T u, t> = {}", lhs, rhs);
+    }
+
+    /// vmap of a random graph equals a loop over the batch.
+    #[test]
+    fn random_graphs_vmap_like_a_loop(
+        shapes in prop::collection::vec(shape(), 1..3),
+        steps in prop::collection::vec(any::<Step>(), 1..10),
+        seed in any::<u64>(),
+    ) {
+        let f = build(&shapes, &steps);
+        let batch = 3;
+        let v = anvil::vmap(&f, batch, &[]).unwrap();
+        let batched: Vec<Vec<usize>> = shapes.iter().map(|s| std::iter::once(batch).chain(s.iter().copied()).collect()).collect();
+        let xs = random_inputs(&batched, seed);
+        let got = v.eval(&views(&xs)).unwrap();
+        for b in 0..batch {
+            let single: Vec<_> = xs.iter().map(|x| x.index_axis(anvil::ndarray::Axis(0), b).to_owned()).collect();
+            let want = f.eval(&views(&single)).unwrap();
+            for (g, w) in got.iter().zip(&want) {
+                let g = g.index_axis(anvil::ndarray::Axis(0), b);
+                for (a, c) in g.iter().zip(w.iter()) {
+                    prop_assert!((a.is_nan() && c.is_nan()) || a == c || (a - c).abs() <= 1e-12 * (1.0 + c.abs()), "{} vs {}", a, c);
+                }
+            }
+        }
+    }
+}
