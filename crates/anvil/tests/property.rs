@@ -151,7 +151,7 @@ proptest! {
         jin.extend(ts.iter().cloned());
         let jout = jf.eval(&views(&jin)).unwrap();
         let m = f.outputs().len();
-        let us: Vec<_> = f.outputs().iter().enumerate().map(|(k, o)| random_inputs(&[o.shape.clone()], seed ^ (k as u64 + 7)).remove(0)).collect();
+        let us: Vec<_> = f.outputs().iter().enumerate().map(|(k, o)| random_inputs(std::slice::from_ref(&o.shape), seed ^ (k as u64 + 7)).remove(0)).collect();
         let mut vin = xs.clone();
         vin.extend(us.iter().cloned());
         let bars = vf.eval(&views(&vin)).unwrap();
