@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
-# Sets up a fresh machine and runs the main demo (examples/quickstart.rs).
+# Sets up a fresh machine and runs the main demo (crates/anvil/examples/quickstart.rs, then
+# examples/quickstart.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 cargo run --release --example quickstart
+# The same from Python.
+VIRTUAL_ENV="$PWD/.venv" .venv/bin/maturin develop --release --quiet -m crates/anvil-py/Cargo.toml
+.venv/bin/python examples/quickstart.py

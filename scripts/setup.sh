@@ -2,6 +2,7 @@
 # Installs what anvil's build, demo and tests need. Idempotent: installs only what is
 # missing. Needs Debian/Ubuntu's apt-get for system packages (as root, or with sudo).
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 apt_install() {
   local sudo=""
@@ -38,3 +39,10 @@ for tool in rustfmt clippy; do
     rustup component add "$tool"
   fi
 done
+
+# Python: a virtual environment (.venv) with the build and test tools. The anvil package
+# itself is built into it by scripts/test.sh and scripts/demo.sh (maturin develop).
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -r crates/anvil-py/requirements-dev.txt

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Sets up a fresh machine and runs the whole test suite: formatting, lints, unit,
-# integration, property and doc tests.
+# integration, property and doc tests of the Rust crates, then the Python package's tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 cargo test --workspace
+# The Python package: build it into .venv, then its tests.
+VIRTUAL_ENV="$PWD/.venv" .venv/bin/maturin develop --release --quiet -m crates/anvil-py/Cargo.toml
+.venv/bin/python -m pytest -q crates/anvil-py/tests

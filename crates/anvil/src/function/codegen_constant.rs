@@ -186,6 +186,21 @@ macro_rules! constant_arithmetic {
     };
 }
 
+impl Sub<&CodegenIntConstant> for i64 {
+    type Output = CodegenIntConstant;
+    /// `k - c`, declared as `(k - c)`.
+    fn sub(self, rhs: &CodegenIntConstant) -> CodegenIntConstant {
+        CodegenIntConstant(Arc::new(Inner {
+            name: format!("({self} - {})", rhs.0.name),
+            definition: None,
+            value: self.wrapping_sub(rhs.0.value),
+            ty: rhs.0.ty,
+            named: false,
+            dependencies: vec![rhs.clone()],
+        }))
+    }
+}
+
 constant_arithmetic!(Add, add, "+", |a: i64, b: i64| a.wrapping_add(b));
 constant_arithmetic!(Sub, sub, "-", |a: i64, b: i64| a.wrapping_sub(b));
 constant_arithmetic!(Mul, mul, "*", |a: i64, b: i64| a.wrapping_mul(b));
@@ -209,5 +224,7 @@ mod tests {
         assert_eq!(k.value(), 3);
         assert_eq!(k.definition(), "(M - N)");
         assert_eq!((&n / 2).value(), 1);
+        let r = 10 - &n;
+        assert_eq!((r.value(), r.name()), (7, "(10 - N)"));
     }
 }

@@ -152,6 +152,11 @@ impl NumericalFunction {
         render::render_function(&self.name, self.program(), self.sparsity.as_ref())
     }
 
+    /// The loaded native code, if [`compile`](Self::compile) has run.
+    pub fn compiled(&self) -> Option<Arc<JitFunction>> {
+        self.jit.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
     /// Compiles (or finds in the cache) and loads the native code; `call` does this on
     /// first use.
     pub fn compile(&self) -> Result<Arc<JitFunction>> {

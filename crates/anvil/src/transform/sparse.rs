@@ -212,33 +212,49 @@ pub fn sparse_numerical_function<const N: usize, O: IntoOutputs>(
     indices: &[usize],
     indptr: &[usize],
 ) -> Result<SparseNumericalFunction> {
-    let function = NumericalFunction::new(name, f, inputs)?;
-    let bad = |message: String| Error::Transform {
-        transform: "sparse_numerical_function",
-        function: name.to_string(),
-        message,
-    };
-    let (rows, cols) = shape;
-    if indptr.len() != cols + 1 || indptr.first() != Some(&0) || indptr.windows(2).any(|w| w[0] > w[1]) {
-        return Err(bad(format!("indptr must have cols + 1 = {} non-decreasing entries starting at 0", cols + 1)));
-    }
-    if indptr[cols] != indices.len() {
-        return Err(bad(format!("indptr ends at {} but {} row indices are given", indptr[cols], indices.len())));
-    }
-    let mut entries = Vec::with_capacity(indices.len());
-    for j in 0..cols {
-        let col = &indices[indptr[j]..indptr[j + 1]];
-        if col.windows(2).any(|w| w[0] >= w[1]) || col.iter().any(|&i| i >= rows) {
-            return Err(bad(format!("the row indices of column {j} must increase and be below {rows}")));
+    SparseNumericalFunction::from_function(NumericalFunction::new(name, f, inputs)?, shape, indices, indptr)
+}
+
+impl SparseNumericalFunction {
+    /// A sparse function from a traced function returning the `nnz` values of a `shape`
+    /// matrix in CSC order (row indices `indices`, column starts `indptr`). The pattern is
+    /// checked: `cols + 1` non-decreasing column starts from 0, increasing rows below
+    /// `rows` within each column, and exactly `nnz` values returned.
+    pub fn from_function(
+        function: NumericalFunction,
+        shape: (usize, usize),
+        indices: &[usize],
+        indptr: &[usize],
+    ) -> Result<Self> {
+        let name = function.name().to_string();
+        let bad = |message: String| Error::Transform {
+            transform: "sparse_numerical_function",
+            function: name.clone(),
+            message,
+        };
+        let (rows, cols) = shape;
+        if indptr.len() != cols + 1 || indptr.first() != Some(&0) || indptr.windows(2).any(|w| w[0] > w[1]) {
+            return Err(bad(format!("indptr must have cols + 1 = {} non-decreasing entries starting at 0", cols + 1)));
         }
-        entries.extend(col.iter().map(|&i| (i, j)));
+        if indptr[cols] != indices.len() {
+            return Err(bad(format!("indptr ends at {} but {} row indices are given", indptr[cols], indices.len())));
+        }
+        let mut entries = Vec::with_capacity(indices.len());
+        for j in 0..cols {
+            let col = &indices[indptr[j]..indptr[j + 1]];
+            if col.windows(2).any(|w| w[0] >= w[1]) || col.iter().any(|&i| i >= rows) {
+                return Err(bad(format!("the row indices of column {j} must increase and be below {rows}")));
+            }
+            entries.extend(col.iter().map(|&i| (i, j)));
+        }
+        let nnz = indices.len();
+        let out = &function.outputs()[0];
+        if function.outputs().len() != 1 || out.shape != vec![nnz] {
+            let message =
+                format!("the function must return one vector of the {nnz} non-zeros, it returns {:?}", out.shape);
+            return Err(bad(message));
+        }
+        let pattern = SparsityPattern::new(rows, cols, entries).ok_or_else(|| bad("row index out of range".into()))?;
+        Ok(SparseNumericalFunction::new(function, pattern, 0))
     }
-    let nnz = indices.len();
-    let out = &function.outputs()[0];
-    if function.outputs().len() != 1 || out.shape != vec![nnz] {
-        let message = format!("the function must return one vector of the {nnz} non-zeros, it returns {:?}", out.shape);
-        return Err(bad(message));
-    }
-    let pattern = SparsityPattern::new(rows, cols, entries).ok_or_else(|| bad("row index out of range".into()))?;
-    Ok(SparseNumericalFunction::new(function, pattern, 0))
 }

@@ -1,0 +1,371 @@
+"""anvil: write a function with tensor operations, trace it into a graph, differentiate it,
+and get fast, allocation-free native code -- a callable (JIT) or C++ files (AOT).
+
+    import anvil as av
+    import numpy as np
+
+    fn = av.NumericalFunction("add", lambda x, y: x + y, (av.Arg(3), av.Arg(3)))
+    fn(np.array([1.0, 2.0, 3.0]), np.array([4.0, 5.0, 6.0]))  # array([5., 7., 9.])
+    av.generate_module("my_module", [fn])                      # my_module.hpp / .cpp
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Callable, Generic, Sequence, TypeVar, Union, overload
+
+import numpy as np
+
+from . import _anvil
+from ._anvil import CodegenIntConstant, DType, Tensor
+
+__all__ = [
+    "Arg",
+    "CodegenIntConstant",
+    "DType",
+    "NumericalFunction",
+    "SparseNumericalFunction",
+    "Tensor",
+    "dtypes",
+    "generate_module",
+    "numerical_function",
+    "sparse_numerical_function",
+    "vmap",
+]
+
+
+class dtypes:
+    """Element types, named as in tinygrad (``float`` is float32, ``double`` float64)."""
+
+    float64 = DType.float64
+    double = DType.float64
+    float32 = DType.float32
+    float = DType.float32
+    int64 = DType.int64
+    long = DType.int64
+    int32 = DType.int32
+    int = DType.int32
+    bool = DType.bool
+
+
+_NUMPY = {
+    DType.float64: np.float64,
+    DType.float32: np.float32,
+    DType.int64: np.int64,
+    DType.int32: np.int32,
+    DType.bool: np.bool_,
+}
+
+_SUPPORTED_DEVICES = ("CPU",)
+
+
+def _shape(shape: int | Sequence[int]) -> tuple[int, ...]:
+    return (shape,) if isinstance(shape, int) else tuple(int(n) for n in shape)
+
+
+@dataclass(frozen=True)
+class Arg:
+    """Specification of a NumericalFunction input: shape and dtype.
+
+    Args:
+      shape: an int for 1-D (``Arg(0)`` is a zero-length input), a tuple otherwise.
+      dtype: element type (default float64).
+    """
+
+    shape: int | tuple[int, ...]
+    dtype: DType = dtypes.float64
+
+    @property
+    def ndim(self) -> int:
+        return len(_shape(self.shape))
+
+
+I = TypeVar("I", bound=tuple)
+R = TypeVar("R", bound=Union[Tensor, tuple])
+FloatArray = Any
+
+
+class NumericalFunction(Generic[I, R]):
+    """A traced numerical function: called with numpy arrays it runs JIT-compiled native
+    code; ``generate_module`` writes it as standalone C++.
+
+    The function is traced on first use (call, ``outputs``, ``header_code``, ...) by calling
+    ``fn`` on symbolic Tensors.
+
+    Args:
+      name: a valid C++ identifier, unique within a module.
+      fn: the Python function, taking Tensors and returning a Tensor or a tuple of Tensors.
+      inputs: tuple of ``Arg`` specs.
+      device: only "CPU" is supported.
+    """
+
+    # fmt: off
+    @overload
+    def __init__(self: "NumericalFunction[tuple[Arg], Tensor]", name: str, fn: Callable[[Tensor], Tensor], inputs: tuple[Arg], /, device: str = "CPU") -> None: ...
+    @overload
+    def __init__(self: "NumericalFunction[tuple[Arg, Arg], Tensor]", name: str, fn: Callable[[Tensor, Tensor], Tensor], inputs: tuple[Arg, Arg], /, device: str = "CPU") -> None: ...
+    @overload
+    def __init__(self: "NumericalFunction[tuple[Arg, Arg, Arg], Tensor]", name: str, fn: Callable[[Tensor, Tensor, Tensor], Tensor], inputs: tuple[Arg, Arg, Arg], /, device: str = "CPU") -> None: ...
+    @overload
+    def __init__(self: "NumericalFunction[tuple[Arg, Arg, Arg, Arg], Tensor]", name: str, fn: Callable[[Tensor, Tensor, Tensor, Tensor], Tensor], inputs: tuple[Arg, Arg, Arg, Arg], /, device: str = "CPU") -> None: ...
+    @overload
+    def __init__(self: "NumericalFunction[tuple[Arg], tuple[Tensor, Tensor]]", name: str, fn: Callable[[Tensor], tuple[Tensor, Tensor]], inputs: tuple[Arg], /, device: str = "CPU") -> None: ...
+    @overload
+    def __init__(self: "NumericalFunction[tuple[Arg, Arg], tuple[Tensor, Tensor]]", name: str, fn: Callable[[Tensor, Tensor], tuple[Tensor, Tensor]], inputs: tuple[Arg, Arg], /, device: str = "CPU") -> None: ...
+    @overload
+    def __init__(self: "NumericalFunction[tuple[Arg, Arg, Arg], tuple[Tensor, Tensor]]", name: str, fn: Callable[[Tensor, Tensor, Tensor], tuple[Tensor, Tensor]], inputs: tuple[Arg, Arg, Arg], /, device: str = "CPU") -> None: ...
+    @overload
+    def __init__(self: "NumericalFunction[tuple[Arg, Arg, Arg, Arg], tuple[Tensor, Tensor]]", name: str, fn: Callable[[Tensor, Tensor, Tensor, Tensor], tuple[Tensor, Tensor]], inputs: tuple[Arg, Arg, Arg, Arg], /, device: str = "CPU") -> None: ...
+    @overload
+    def __init__(self: "NumericalFunction[tuple[Arg, Arg, Arg, Arg, Arg, *tuple[Arg, ...]], Any]", name: str, fn: Callable[..., Any], inputs: tuple[Arg, Arg, Arg, Arg, Arg, *tuple[Arg, ...]], /, device: str = "CPU") -> None: ...
+    @overload
+    def __init__(self: "NumericalFunction[tuple[Arg, ...], Any]", name: str, fn: Callable[..., Any], inputs: tuple[Arg, ...], /, device: str = "CPU") -> None: ...
+    # fmt: on
+    def __init__(self, name: str, fn: Callable[..., Any], inputs: tuple[Arg, ...], /, device: str = "CPU") -> None:
+        if device not in _SUPPORTED_DEVICES:
+            raise ValueError(f"unsupported device {device!r}: only {_SUPPORTED_DEVICES} is implemented so far")
+        if isinstance(inputs, Arg):
+            inputs = (inputs,)
+        if not all(isinstance(a, Arg) for a in inputs):
+            raise TypeError(f"inputs of `{name}` must be a tuple of anvil.Arg, got {inputs!r}")
+        self.name = name
+        self.fn = fn
+        self.inputs = tuple(inputs)
+        self.device = device
+        self._native_fn: Any = None
+
+    @classmethod
+    def _from_native(cls, native: Any) -> "NumericalFunction[Any, Any]":
+        self = cls.__new__(cls)
+        self.name = native.name
+        self.fn = None
+        self.inputs = tuple(Arg(tuple(s), d) for s, d in native.inputs)
+        self.device = "CPU"
+        self._native_fn = native
+        return self
+
+    @property
+    def _native(self) -> Any:
+        if self._native_fn is None:
+            specs = [(_shape(a.shape), a.dtype) for a in self.inputs]
+            self._native_fn = _anvil.trace(self.name, self.fn, specs)
+        return self._native_fn
+
+    @property
+    def is_sparse(self) -> bool:
+        return False
+
+    @property
+    def outputs(self) -> tuple[Arg, ...]:
+        """Output specs, from tracing."""
+        return tuple(Arg(tuple(s), d) for s, d in self._native.outputs)
+
+    @property
+    def header_code(self) -> str:
+        """This function's declarations in a generated ``.hpp``."""
+        return self._native.header_code
+
+    @property
+    def source_code(self) -> str:
+        """This function's definitions in a generated ``.cpp``."""
+        return self._native.source_code
+
+    def _arrays(self, args: tuple[Any, ...]) -> list[np.ndarray]:
+        specs = self.__dict__.get("_specs")
+        if specs is None:
+            specs = self._specs = [(_NUMPY[a.dtype], _shape(a.shape)) for a in self.inputs]
+        if len(args) != len(specs):
+            expected = ", ".join(str(shape) for _, shape in specs)
+            raise TypeError(f"{self.name}() takes {len(specs)} arguments (shapes {expected}) but {len(args)} were given")
+        arrays = []
+        for i, a in enumerate(args):
+            kind, shape = specs[i]
+            # Fast path: already an array of the right dtype and layout.
+            if type(a) is not np.ndarray or a.dtype.type is not kind or not a.flags.c_contiguous:
+                if isinstance(a, Tensor):
+                    a = a.numpy()
+                a = np.asarray(a, dtype=kind)
+                if not a.flags.c_contiguous:
+                    a = np.array(a, order="C")
+            if a.shape != shape:
+                raise ValueError(f"{self.name}(): argument {i} must have shape {shape}, got {a.shape}")
+            arrays.append(a)
+        return arrays
+
+    @staticmethod
+    def _results(outs: list[np.ndarray]) -> Any:
+        outs = [o[()] if o.ndim == 0 else o for o in outs]
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    # fmt: off
+    @overload
+    def __call__(self: "NumericalFunction[tuple[Arg], Tensor]", a0: FloatArray, /) -> np.ndarray: ...
+    @overload
+    def __call__(self: "NumericalFunction[tuple[Arg, Arg], Tensor]", a0: FloatArray, a1: FloatArray, /) -> np.ndarray: ...
+    @overload
+    def __call__(self: "NumericalFunction[tuple[Arg, Arg, Arg], Tensor]", a0: FloatArray, a1: FloatArray, a2: FloatArray, /) -> np.ndarray: ...
+    @overload
+    def __call__(self: "NumericalFunction[tuple[Arg, Arg, Arg, Arg], Tensor]", a0: FloatArray, a1: FloatArray, a2: FloatArray, a3: FloatArray, /) -> np.ndarray: ...
+    @overload
+    def __call__(self: "NumericalFunction[tuple[Arg], tuple[Tensor, Tensor]]", a0: FloatArray, /) -> tuple[np.ndarray, np.ndarray]: ...
+    @overload
+    def __call__(self: "NumericalFunction[tuple[Arg, Arg], tuple[Tensor, Tensor]]", a0: FloatArray, a1: FloatArray, /) -> tuple[np.ndarray, np.ndarray]: ...
+    @overload
+    def __call__(self: "NumericalFunction[tuple[Arg, Arg, Arg], tuple[Tensor, Tensor]]", a0: FloatArray, a1: FloatArray, a2: FloatArray, /) -> tuple[np.ndarray, np.ndarray]: ...
+    @overload
+    def __call__(self: "NumericalFunction[tuple[Arg, Arg, Arg, Arg], tuple[Tensor, Tensor]]", a0: FloatArray, a1: FloatArray, a2: FloatArray, a3: FloatArray, /) -> tuple[np.ndarray, np.ndarray]: ...
+    @overload
+    def __call__(self: "NumericalFunction[tuple[Arg, Arg, Arg, Arg, Arg, *tuple[Arg, ...]], Any]", *args: FloatArray) -> Any: ...
+    # fmt: on
+    def __call__(self, *args: FloatArray) -> Any:
+        """Runs the native code: numpy arrays in (cast to the declared dtypes, made
+        contiguous), numpy arrays out (a ``np.float64`` for a scalar output, a tuple for
+        several outputs). The GIL is released while the native code runs."""
+        return self._results(self._native.call(self._arrays(args)))
+
+    def eval(self, *args: FloatArray) -> Any:
+        """Like calling the function, but with anvil's reference interpreter."""
+        return self._results(self._native.eval(self._arrays(args)))
+
+    def __repr__(self) -> str:
+        return f"NumericalFunction({self.name!r}, inputs={self.inputs!r})"
+
+
+class SparseNumericalFunction(NumericalFunction[Any, Tensor]):
+    """A function returning a sparse matrix in CSC form: the traced function computes the
+    ``nnz`` non-zero values, the pattern (``indices``: row indices, ``indptr``: column
+    starts) is fixed. Calling it returns a ``scipy.sparse.csc_array``; ``values(...)``
+    returns the flat non-zeros.
+
+    Args (direct construction, as the original):
+      name, fn, inputs: as for NumericalFunction (fn returns the nnz values as a vector).
+      shape: ``(rows, cols)``.
+      nnz: number of non-zeros.
+      indices: CSC row indices (length nnz).
+      indptr: CSC column pointers (length cols + 1).
+    """
+
+    def __init__(self, name: str, fn: Callable[..., Any], inputs: tuple[Arg, ...], shape: tuple[int, int], nnz: int, indices: Any, indptr: Any, /, device: str = "CPU") -> None:  # type: ignore[override]
+        super().__init__(name, fn, inputs, device=device)
+        self._pattern = (tuple(int(n) for n in shape), int(nnz), _int_list(indices), _int_list(indptr))
+
+    @classmethod
+    def _from_native(cls, native: Any) -> "SparseNumericalFunction":  # type: ignore[override]
+        self = super()._from_native(native)
+        self._pattern = None
+        return self  # type: ignore[return-value]
+
+    @property
+    def _native(self) -> Any:
+        if self._native_fn is None:
+            dense = NumericalFunction(self.name, self.fn, self.inputs)._native
+            (rows, cols), nnz, indices, indptr = self._pattern
+            if len(indices) != nnz:
+                raise ValueError(f"sparse function `{self.name}`: nnz is {nnz} but {len(indices)} row indices are given")
+            self._native_fn = _anvil.sparse_from_pattern(dense, (rows, cols), indices, indptr)
+        return self._native_fn
+
+    @property
+    def is_sparse(self) -> bool:
+        return True
+
+    def _info(self) -> tuple[int, int, int, list[int], list[int], int]:
+        return self._native.sparse_info()
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """``(rows, cols)`` of the matrix."""
+        rows, cols, *_ = self._info()
+        return (rows, cols)
+
+    @property
+    def nnz(self) -> int:
+        """Number of stored non-zeros."""
+        return self._info()[2]
+
+    @property
+    def indices(self) -> np.ndarray:
+        """CSC row indices (``innerIndices``)."""
+        return np.asarray(self._info()[3], dtype=np.int64)
+
+    @property
+    def indptr(self) -> np.ndarray:
+        """CSC column pointers (``outerStarts``)."""
+        return np.asarray(self._info()[4], dtype=np.int64)
+
+    @property
+    def colors(self) -> int:
+        """Directional derivatives per evaluation (0 for a user-given pattern)."""
+        return self._info()[5]
+
+    def values(self, *args: FloatArray) -> np.ndarray:
+        """The ``nnz`` non-zero values (CSC order), through the native code."""
+        return self._native.call(self._arrays(args))[0]
+
+    def __call__(self, *args: FloatArray) -> Any:  # type: ignore[override]
+        """The matrix as a ``scipy.sparse.csc_array``."""
+        import scipy.sparse as sp
+
+        return sp.csc_array((self.values(*args), self.indices, self.indptr), shape=self.shape)
+
+
+def _int_list(values: Any) -> list[int]:
+    if isinstance(values, Tensor):
+        values = values.numpy()
+    return [int(v) for v in np.asarray(values).reshape(-1)]
+
+
+def _shapes_from(shapes: tuple[Any, ...]) -> tuple[Any, ...]:
+    # ("f", 1024) and ("f", 3, 3): one shape per argument; ("f", ((3,), (2,))) and
+    # ("f", (3, 3)): one tuple listing the shapes (the original's `inputs`).
+    if len(shapes) == 1 and isinstance(shapes[0], (tuple, list)):
+        return tuple(shapes[0])
+    return shapes
+
+
+def numerical_function(name: str, *shapes: Any) -> Callable[[Callable[..., Any]], NumericalFunction[Any, Any]]:
+    """Decorator: ``@numerical_function("my_fn", 1024)``, ``@numerical_function("add", 3, 3)``
+    or ``@numerical_function("my_fn", ((3,), (2,)))`` (float64 inputs)."""
+
+    def decorator(fn: Callable[..., Any]) -> NumericalFunction[Any, Any]:
+        return NumericalFunction(name, fn, tuple(Arg(s) for s in _shapes_from(shapes)))
+
+    return decorator
+
+
+def sparse_numerical_function(name: str, inputs: Any, shape: tuple[int, int], nnz: int, indices: Any, indptr: Any) -> Callable[[Callable[..., Any]], SparseNumericalFunction]:
+    """Decorator for a SparseNumericalFunction with an explicit CSC pattern; the decorated
+    function returns the ``nnz`` values as a vector."""
+    args = (inputs,) if isinstance(inputs, Arg) else tuple(inputs)
+    return lambda fn: SparseNumericalFunction(name, fn, args, shape, nnz, indices, indptr)
+
+
+def generate_module(module_name: str, fns: Sequence[NumericalFunction[Any, Any]], constants: set[CodegenIntConstant] | Sequence[CodegenIntConstant] | None = None, verbosity: int = 0) -> None:
+    """Writes ``<module_name>.hpp`` and ``<module_name>.cpp`` into the current directory.
+
+    Args:
+      module_name: base name of the files (a C++ identifier).
+      fns: the functions (names unique).
+      constants: CodegenIntConstants to declare besides those the functions use.
+      verbosity: if >= 1, print the file names.
+    """
+    if not fns:
+        raise ValueError("generate_module needs at least one function")
+    natives = [f._native for f in fns]
+    hpp, cpp = _anvil.generate_module(module_name, natives, list(constants or ()), os.getcwd())
+    if verbosity >= 1:
+        print("Generating header file: " + os.path.basename(hpp))
+        print("Generating source file: " + os.path.basename(cpp))
+
+
+def vmap(fn: NumericalFunction[Any, Any], batch_size: int, in_axes: int | None | Sequence[int | None] = 0) -> NumericalFunction[Any, Any]:
+    """Adds a batch axis of extent ``batch_size``: ``in_axes`` says where each input has it
+    (one value for all inputs, or one per input; ``None`` shares an input unbatched). Every
+    output gets a leading batch axis."""
+    n = len(fn.inputs)
+    axes = list(in_axes) if isinstance(in_axes, (tuple, list)) else [in_axes] * n
+    return NumericalFunction._from_native(_anvil.vmap(fn._native, batch_size, axes))
+
+
+from . import ad  # noqa: E402  (the submodule needs the classes above)

@@ -1,0 +1,81 @@
+//! `anvil.dtypes`: element types.
+
+use anvil::DType;
+use pyo3::prelude::*;
+
+/// An element type (`anvil.dtypes.float64`, ...).
+#[pyclass(name = "DType", module = "anvil", frozen, eq, hash)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PyDType(pub DType);
+
+#[pymethods]
+impl PyDType {
+    /// The short name (`float64`, `float32`, `int64`, `int32`, `bool`).
+    #[getter]
+    fn name(&self) -> &'static str {
+        numpy_name(self.0)
+    }
+
+    /// Size of one element in bytes.
+    #[getter]
+    fn itemsize(&self) -> usize {
+        self.0.size()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("dtypes.{}", numpy_name(self.0))
+    }
+
+    #[classattr]
+    fn float64() -> Self {
+        PyDType(DType::F64)
+    }
+    #[classattr]
+    fn float32() -> Self {
+        PyDType(DType::F32)
+    }
+    #[classattr]
+    fn int64() -> Self {
+        PyDType(DType::I64)
+    }
+    #[classattr]
+    fn int32() -> Self {
+        PyDType(DType::I32)
+    }
+    #[classattr]
+    fn bool() -> Self {
+        PyDType(DType::Bool)
+    }
+}
+
+/// numpy's name for a dtype.
+pub fn numpy_name(d: DType) -> &'static str {
+    match d {
+        DType::F64 => "float64",
+        DType::F32 => "float32",
+        DType::I64 => "int64",
+        DType::I32 => "int32",
+        DType::Bool => "bool",
+    }
+}
+
+/// A dtype from an `anvil.dtypes` value, a numpy dtype or a name.
+pub fn dtype_from(obj: &Bound<'_, PyAny>) -> PyResult<DType> {
+    if let Ok(d) = obj.extract::<PyDType>() {
+        return Ok(d.0);
+    }
+    let name: String = match obj.getattr("name") {
+        Ok(n) => n.extract()?,
+        Err(_) => obj.str()?.extract()?,
+    };
+    match name.as_str() {
+        "float64" | "double" | "f64" | "float" => Ok(DType::F64),
+        "float32" | "f32" | "single" => Ok(DType::F32),
+        "int64" | "i64" | "long" => Ok(DType::I64),
+        "int32" | "i32" | "int" => Ok(DType::I32),
+        "bool" | "bool_" => Ok(DType::Bool),
+        other => Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "unsupported dtype {other:?}: use anvil.dtypes.float64, float32, int64, int32 or bool"
+        ))),
+    }
+}

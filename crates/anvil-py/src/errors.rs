@@ -1,0 +1,30 @@
+//! anvil errors as Python exceptions.
+
+use pyo3::exceptions::{PyOSError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::PyErr;
+
+/// The Python exception for an anvil error: `TypeError` for a wrong number of arguments,
+/// `ValueError` for bad shapes, names and patterns, `OSError` for files, `RuntimeError` for
+/// the compiler. Op errors drop the Rust source line (Python's traceback has the user's).
+pub fn to_py(e: anvil::Error) -> PyErr {
+    use anvil::Error as E;
+    match e {
+        E::Op { op, message, .. } => PyValueError::new_err(format!("{op}: {message}")),
+        E::ArgumentCount { .. } => PyTypeError::new_err(e.to_string()),
+        E::InputMismatch { .. } | E::InvalidName { .. } | E::Transform { .. } => PyValueError::new_err(e.to_string()),
+        E::Io { .. } => PyOSError::new_err(e.to_string()),
+        E::CompilerNotFound { .. } | E::Compile { .. } | E::Load { .. } => PyRuntimeError::new_err(e.to_string()),
+    }
+}
+
+/// `Result<T, anvil::Error>` → `PyResult<T>`.
+pub trait IntoPyResult<T> {
+    /// Converts the error.
+    fn py(self) -> pyo3::PyResult<T>;
+}
+
+impl<T> IntoPyResult<T> for anvil::Result<T> {
+    fn py(self) -> pyo3::PyResult<T> {
+        self.map_err(to_py)
+    }
+}

@@ -1,0 +1,263 @@
+//! Traced functions from Python: tracing a Python callable, calling the native code on
+//! numpy arrays (without the GIL), and their C++.
+
+use crate::convert::{host_from_py, host_to_py};
+use crate::dtype::{dtype_from, PyDType};
+use crate::errors::IntoPyResult;
+use crate::tensor::PyTensor;
+use anvil::ad::SparseNumericalFunction;
+use anvil::jit::JitFunction;
+use anvil::{Arg, DType, HostArray, NumericalFunction, Tensor};
+use numpy::{Element, PyArrayDyn, PyArrayMethods, PyUntypedArrayMethods};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyTuple};
+use std::ffi::c_void;
+use std::sync::Arc;
+
+/// A traced function, dense or sparse.
+pub enum Traced {
+    /// An ordinary function.
+    Dense(NumericalFunction),
+    /// A function returning the non-zeros of a sparse matrix.
+    Sparse(SparseNumericalFunction),
+}
+
+impl Traced {
+    /// The function (for a sparse one, the one returning its values).
+    pub fn function(&self) -> &NumericalFunction {
+        match self {
+            Traced::Dense(f) => f,
+            Traced::Sparse(s) => s,
+        }
+    }
+}
+
+/// `(rows, cols, nnz, indices, indptr, colors)` of a sparse function.
+type SparseInfo = (usize, usize, usize, Vec<usize>, Vec<usize>, usize);
+
+/// The native side of `anvil.NumericalFunction`.
+#[pyclass(name = "_Function", module = "anvil._anvil", frozen)]
+pub struct PyFunction(pub Arc<Traced>);
+
+impl PyFunction {
+    /// Wraps a dense function.
+    pub fn dense(f: NumericalFunction) -> Self {
+        PyFunction(Arc::new(Traced::Dense(f)))
+    }
+    /// Wraps a sparse function.
+    pub fn sparse(s: SparseNumericalFunction) -> Self {
+        PyFunction(Arc::new(Traced::Sparse(s)))
+    }
+    fn f(&self) -> &NumericalFunction {
+        self.0.function()
+    }
+}
+
+/// `(shape, dtype)` pairs as `Arg`s.
+pub fn args_from(inputs: &Bound<'_, PyAny>) -> PyResult<Vec<Arg>> {
+    let mut args = Vec::new();
+    for item in inputs.try_iter()? {
+        let item = item?;
+        let (shape, dtype): (Vec<usize>, Bound<'_, PyAny>) = item.extract()?;
+        args.push(Arg::with_dtype(shape, dtype_from(&dtype)?));
+    }
+    Ok(args)
+}
+
+/// Traces the Python callable `fn_` on symbolic inputs described by `inputs`
+/// (`(shape, dtype)` pairs). It must return a `Tensor` or a tuple/list of them.
+#[pyfunction]
+pub fn trace(name: &str, fn_: &Bound<'_, PyAny>, inputs: &Bound<'_, PyAny>) -> PyResult<PyFunction> {
+    let args = args_from(inputs)?;
+    let py = fn_.py();
+    let symbols: Vec<PyTensor> =
+        args.iter().enumerate().map(|(i, a)| PyTensor(Tensor::input(i, a.shape.clone(), a.dtype))).collect();
+    let call_args = PyTuple::new(py, symbols)?;
+    let result = fn_.call1(call_args)?;
+    let outputs = output_tensors(name, &result)?;
+    Ok(PyFunction::dense(NumericalFunction::from_tensors(name, args, &outputs).py()?))
+}
+
+fn output_tensors(name: &str, result: &Bound<'_, PyAny>) -> PyResult<Vec<Tensor>> {
+    let not_tensor = |got: &Bound<'_, PyAny>| -> PyErr {
+        let type_name = got.get_type().name().map(|n| n.to_string()).unwrap_or_default();
+        PyTypeError::new_err(format!("function `{name}` must return a Tensor or a tuple of Tensors, got {type_name}"))
+    };
+    if let Ok(t) = result.downcast::<PyTensor>() {
+        return Ok(vec![t.get().0.clone()]);
+    }
+    if result.is_instance_of::<PyTuple>() || result.is_instance_of::<PyList>() {
+        let mut out = Vec::new();
+        for item in result.try_iter()? {
+            let item = item?;
+            match item.downcast::<PyTensor>() {
+                Ok(t) => out.push(t.get().0.clone()),
+                Err(_) => return Err(not_tensor(&item)),
+            }
+        }
+        return Ok(out);
+    }
+    Err(not_tensor(result))
+}
+
+/// Raw pointers handed to native code while the GIL is released.
+struct Pointers(Vec<*mut c_void>, Vec<*mut c_void>);
+// SAFETY: the arrays they point to are kept alive (and the outputs exclusively owned) by
+// the caller for the duration of the call; nothing else touches them meanwhile.
+unsafe impl Send for Pointers {}
+
+/// The data pointer of a C-contiguous array of element type `T` and shape `shape`.
+fn input_pointer<T: Element>(
+    a: &Bound<'_, PyAny>,
+    shape: &[usize],
+    what: impl Fn() -> String,
+) -> PyResult<*mut c_void> {
+    let arr = a.downcast::<PyArrayDyn<T>>().map_err(|_| {
+        PyTypeError::new_err(format!("{}: expected a numpy array of {}", what(), std::any::type_name::<T>()))
+    })?;
+    if arr.shape() != shape {
+        return Err(PyValueError::new_err(format!("{} must have shape {shape:?}, got {:?}", what(), arr.shape())));
+    }
+    if !arr.is_c_contiguous() {
+        return Err(PyValueError::new_err(format!("{}: the array must be C-contiguous", what())));
+    }
+    Ok(arr.data() as *mut c_void)
+}
+
+fn output_array<'py>(py: Python<'py>, arg: &Arg) -> (Bound<'py, PyAny>, *mut c_void) {
+    fn make<'py, T: Element>(py: Python<'py>, shape: &[usize]) -> (Bound<'py, PyAny>, *mut c_void) {
+        // SAFETY: uninitialised memory is fine: the kernels write every output element
+        // before anyone reads it.
+        let a = unsafe { PyArrayDyn::<T>::new(py, shape, false) };
+        let ptr = a.data() as *mut c_void;
+        (a.into_any(), ptr)
+    }
+    match arg.dtype {
+        DType::F64 => make::<f64>(py, &arg.shape),
+        DType::F32 => make::<f32>(py, &arg.shape),
+        DType::I64 => make::<i64>(py, &arg.shape),
+        DType::I32 => make::<i32>(py, &arg.shape),
+        DType::Bool => make::<bool>(py, &arg.shape),
+    }
+}
+
+#[pymethods]
+impl PyFunction {
+    /// The function's name.
+    #[getter]
+    fn name(&self) -> &str {
+        self.f().name()
+    }
+
+    /// Input specs as `(shape, dtype)` pairs.
+    #[getter]
+    fn inputs(&self) -> Vec<(Vec<usize>, PyDType)> {
+        self.f().inputs().iter().map(|a| (a.shape.clone(), PyDType(a.dtype))).collect()
+    }
+
+    /// Output specs as `(shape, dtype)` pairs.
+    #[getter]
+    fn outputs(&self) -> Vec<(Vec<usize>, PyDType)> {
+        self.f().outputs().iter().map(|a| (a.shape.clone(), PyDType(a.dtype))).collect()
+    }
+
+    /// Runs the native code (compiled on first use). `arrays` must be C-contiguous numpy
+    /// arrays of exactly the declared dtypes and shapes (the Python wrapper ensures it).
+    /// The GIL is released while the native code runs.
+    fn call<'py>(&self, py: Python<'py>, arrays: Vec<Bound<'py, PyAny>>) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        let f = self.f();
+        if arrays.len() != f.inputs().len() {
+            return Err(PyTypeError::new_err(format!(
+                "{}() takes {} arguments but {} were given",
+                f.name(),
+                f.inputs().len(),
+                arrays.len()
+            )));
+        }
+        let mut ins = Vec::with_capacity(arrays.len());
+        for (i, (a, arg)) in arrays.iter().zip(f.inputs()).enumerate() {
+            let what = || format!("{}(): argument {i}", f.name());
+            ins.push(match arg.dtype {
+                DType::F64 => input_pointer::<f64>(a, &arg.shape, what),
+                DType::F32 => input_pointer::<f32>(a, &arg.shape, what),
+                DType::I64 => input_pointer::<i64>(a, &arg.shape, what),
+                DType::I32 => input_pointer::<i32>(a, &arg.shape, what),
+                DType::Bool => input_pointer::<bool>(a, &arg.shape, what),
+            }?);
+        }
+        // Compiling can take a while: let other Python threads run meanwhile.
+        let jit: Arc<JitFunction> = match f.compiled() {
+            Some(jit) => jit,
+            None => py.allow_threads(|| f.compile()).py()?,
+        };
+        let (outputs, outs): (Vec<_>, Vec<_>) = f.outputs().iter().map(|o| output_array(py, o)).unzip();
+        let pointers = Pointers(ins, outs);
+        // SAFETY: the pointers come from C-contiguous arrays of the declared dtypes and
+        // shapes (checked above), alive for this call; the outputs are fresh.
+        py.allow_threads(move || {
+            let p = pointers;
+            unsafe { jit.call(&p.0, &p.1) }
+        })
+        .py()?;
+        Ok(outputs)
+    }
+
+    /// Evaluates with the reference interpreter (any array-likes, exact dtypes).
+    fn eval(&self, py: Python<'_>, arrays: Vec<Bound<'_, PyAny>>) -> PyResult<Vec<PyObject>> {
+        let hosts = arrays.iter().map(host_from_py).collect::<PyResult<Vec<HostArray>>>()?;
+        let out = self.f().eval_dyn(&hosts).py()?;
+        Ok(out.into_iter().map(|a| host_to_py(py, a)).collect())
+    }
+
+    /// This function's declarations in a module's `.hpp`.
+    #[getter]
+    fn header_code(&self) -> String {
+        self.f().module_source().header
+    }
+
+    /// This function's definitions in a module's `.cpp`.
+    #[getter]
+    fn source_code(&self) -> String {
+        self.f().module_source().source
+    }
+
+    /// The translation unit the JIT compiles.
+    #[getter]
+    fn jit_source(&self) -> String {
+        self.f().jit_source()
+    }
+
+    /// True for sparse functions.
+    #[getter]
+    fn is_sparse(&self) -> bool {
+        matches!(*self.0, Traced::Sparse(_))
+    }
+
+    /// `(rows, cols, nnz, indices, indptr, colors)` of a sparse function.
+    fn sparse_info(&self) -> PyResult<SparseInfo> {
+        match &*self.0 {
+            Traced::Sparse(s) => {
+                let (rows, cols) = s.shape();
+                Ok((rows, cols, s.nnz(), s.indices(), s.indptr(), s.colors()))
+            }
+            Traced::Dense(_) => Err(PyTypeError::new_err("not a sparse function")),
+        }
+    }
+}
+
+/// A sparse function from a traced one and a user-given CSC pattern.
+#[pyfunction]
+pub fn sparse_from_pattern(
+    f: &PyFunction,
+    shape: (usize, usize),
+    indices: Vec<usize>,
+    indptr: Vec<usize>,
+) -> PyResult<PyFunction> {
+    let function = match &*f.0 {
+        // A fresh function over the same graph (nothing is traced again).
+        Traced::Dense(f) => NumericalFunction::from_tensors(f.name(), f.inputs().to_vec(), &f.output_tensors()).py()?,
+        Traced::Sparse(_) => return Err(PyTypeError::new_err("the function is already sparse")),
+    };
+    Ok(PyFunction::sparse(SparseNumericalFunction::from_function(function, shape, &indices, &indptr).py()?))
+}
