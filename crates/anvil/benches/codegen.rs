@@ -8,25 +8,10 @@ use anvil::ndarray::{Array1, Array2, ArrayD};
 use anvil::{Arg, NumericalFunction, Tensor};
 use rand::{Rng, SeedableRng};
 use std::hint::black_box;
-use std::time::{Duration, Instant};
+mod common;
 
-/// Median over `rounds` of the mean time per call of `f` in batches of `batch` calls.
-fn median_time(mut f: impl FnMut(), batch: usize, rounds: usize) -> Duration {
-    for _ in 0..batch {
-        f();
-    }
-    let mut samples: Vec<Duration> = (0..rounds)
-        .map(|_| {
-            let start = Instant::now();
-            for _ in 0..batch {
-                f();
-            }
-            start.elapsed() / batch as u32
-        })
-        .collect();
-    samples.sort();
-    samples[rounds / 2]
-}
+use common::median_time;
+use std::time::{Duration, Instant};
 
 fn report(name: &str, anvil: Duration, baseline: Duration) {
     println!(

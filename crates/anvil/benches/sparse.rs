@@ -7,22 +7,10 @@
 use anvil::ad;
 use anvil::ndarray::{Array1, ArrayD};
 use anvil::{Arg, NumericalFunction};
-use std::time::{Duration, Instant};
+mod common;
 
-fn median_time(mut f: impl FnMut(), batch: usize, rounds: usize) -> Duration {
-    f();
-    let mut samples: Vec<Duration> = (0..rounds)
-        .map(|_| {
-            let start = Instant::now();
-            for _ in 0..batch {
-                f();
-            }
-            start.elapsed() / batch as u32
-        })
-        .collect();
-    samples.sort();
-    samples[rounds / 2]
-}
+use common::median_time;
+use std::time::{Duration, Instant};
 
 fn us(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
