@@ -233,30 +233,14 @@ fn cast(value: &Value, to: DType) -> Value {
     }
 }
 
-fn pad<T: Clone + num_zero::Zero>(a: &ArrayD<T>, pads: &[(usize, usize)], shape: &[usize]) -> ArrayD<T> {
-    let mut out = ArrayD::from_elem(IxDyn(shape), T::zero());
+fn pad<T: Clone + Default>(a: &ArrayD<T>, pads: &[(usize, usize)], shape: &[usize]) -> ArrayD<T> {
+    let mut out = ArrayD::from_elem(IxDyn(shape), T::default());
     out.slice_each_axis_mut(|ax| {
         let (before, _) = pads[ax.axis.index()];
         Slice::from(before..before + a.shape()[ax.axis.index()])
     })
     .assign(a);
     out
-}
-
-mod num_zero {
-    pub trait Zero {
-        fn zero() -> Self;
-    }
-    impl Zero for f64 {
-        fn zero() -> Self {
-            0.0
-        }
-    }
-    impl Zero for i64 {
-        fn zero() -> Self {
-            0
-        }
-    }
 }
 
 fn reduce(op: ReduceOp, dtype: DType, src: &Value, axes: &[usize]) -> Value {

@@ -28,98 +28,127 @@ use std::collections::HashMap;
 /// ```
 pub fn lower(outputs: &[NodeRef], inputs: &[(DType, Vec<usize>)]) -> Program {
     let order = toposort(outputs);
-    let mut buffers: Vec<Buffer> = inputs
-        .iter()
-        .enumerate()
-        .map(|(i, (dtype, shape))| Buffer { kind: BufferKind::Input(i), dtype: *dtype, shape: shape.clone() })
-        .collect();
-    buffers.extend(outputs.iter().enumerate().map(|(k, o)| Buffer {
-        kind: BufferKind::Output(k),
-        dtype: o.dtype,
-        shape: o.shape.clone(),
-    }));
+    let mut plan = BufferPlan::new(inputs, outputs);
+    plan.add_leaves(&order);
+    let (computed, copies) = plan.add_outputs(outputs);
+    let groups = schedule::output_groups(outputs, &computed);
+    let realization = schedule::realize_set(&order, outputs, &group_representatives(outputs, &groups));
+    plan.add_intermediates(&order, &realization);
 
-    let mut buffer_of: HashMap<u64, BufferId> = HashMap::new();
+    let mut kernels = Vec::new();
+    let mut emitted_group = vec![false; groups.len()];
+    let group_of: HashMap<u64, usize> =
+        groups.iter().enumerate().flat_map(|(g, members)| members.iter().map(move |&k| (outputs[k].id(), g))).collect();
     for node in &order {
-        match &node.op {
-            Op::Input(i) => {
-                buffer_of.insert(node.id(), *i);
+        if !realization.realized.contains(&node.id()) || matches!(node.op, Op::Input(_) | Op::Array(_)) {
+            continue;
+        }
+        match group_of.get(&node.id()) {
+            // An output group is one kernel, built once.
+            Some(&g) if std::mem::replace(&mut emitted_group[g], true) => {}
+            Some(&g) => {
+                let stores: Vec<_> = groups[g].iter().map(|&k| (outputs[k].clone(), plan.output(k))).collect();
+                kernels.push(fuse::build_kernel(&stores, &plan.buffer_of));
             }
-            Op::Array(a) => {
-                buffer_of.insert(node.id(), buffers.len());
-                buffers.push(Buffer {
-                    kind: BufferKind::Constant(a.0.clone()),
-                    dtype: node.dtype,
-                    shape: node.shape.clone(),
-                });
-            }
-            _ => {}
+            None => kernels.push(fuse::build_kernel(&[(node.clone(), plan.buffer_of[&node.id()])], &plan.buffer_of)),
         }
     }
-    // An output computed by a kernel is written straight into the caller's buffer; outputs
-    // that are inputs, constants or repeats of an earlier output are copied.
-    let mut copies = Vec::new();
-    let mut computed = Vec::new();
-    for (k, o) in outputs.iter().enumerate() {
-        match buffer_of.get(&o.id()) {
-            Some(_) => copies.push((k, o.clone())),
-            None => {
-                buffer_of.insert(o.id(), inputs.len() + k);
+    for (k, node) in copies {
+        kernels.push(fuse::build_kernel(&[(copy_of(&node), plan.output(k))], &plan.buffer_of));
+    }
+    let kernels = schedule::order_kernels(kernels);
+    let (offsets, workspace_size) = workspace::workspace_layout(&plan.buffers, &kernels);
+    Program { buffers: plan.buffers, kernels, offsets, workspace_size }
+}
+
+/// The buffers of a program and which node lives in which.
+struct BufferPlan {
+    buffers: Vec<Buffer>,
+    buffer_of: HashMap<u64, BufferId>,
+    inputs: usize,
+}
+
+impl BufferPlan {
+    /// Inputs first (buffer `i` is input `i`), then outputs.
+    fn new(inputs: &[(DType, Vec<usize>)], outputs: &[NodeRef]) -> Self {
+        let mut buffers: Vec<Buffer> = inputs
+            .iter()
+            .enumerate()
+            .map(|(i, (dtype, shape))| Buffer { kind: BufferKind::Input(i), dtype: *dtype, shape: shape.clone() })
+            .collect();
+        buffers.extend(outputs.iter().enumerate().map(|(k, o)| Buffer {
+            kind: BufferKind::Output(k),
+            dtype: o.dtype,
+            shape: o.shape.clone(),
+        }));
+        BufferPlan { buffers, buffer_of: HashMap::new(), inputs: inputs.len() }
+    }
+
+    /// The buffer of output `k`.
+    fn output(&self, k: usize) -> BufferId {
+        self.inputs + k
+    }
+
+    fn push(&mut self, node: &NodeRef, kind: BufferKind) -> BufferId {
+        self.buffers.push(Buffer { kind, dtype: node.dtype, shape: node.shape.clone() });
+        self.buffer_of.insert(node.id(), self.buffers.len() - 1);
+        self.buffers.len() - 1
+    }
+
+    /// Input nodes map to their buffers; captured constants get theirs.
+    fn add_leaves(&mut self, order: &[NodeRef]) {
+        for node in order {
+            match &node.op {
+                Op::Input(i) => {
+                    self.buffer_of.insert(node.id(), *i);
+                }
+                Op::Array(a) => {
+                    self.push(node, BufferKind::Constant(a.0.clone()));
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// An output computed by a kernel is written straight into the caller's buffer; outputs
+    /// that are inputs, constants or repeats of an earlier output are copied. Returns the
+    /// computed outputs and the copied ones.
+    fn add_outputs(&mut self, outputs: &[NodeRef]) -> (Vec<usize>, Vec<(usize, NodeRef)>) {
+        let (mut computed, mut copies) = (Vec::new(), Vec::new());
+        for (k, o) in outputs.iter().enumerate() {
+            if self.buffer_of.contains_key(&o.id()) {
+                copies.push((k, o.clone()));
+            } else {
+                self.buffer_of.insert(o.id(), self.output(k));
                 computed.push(k);
             }
         }
+        (computed, copies)
     }
-    let groups = schedule::output_groups(outputs, &computed);
-    let mut group_of: HashMap<u64, usize> = HashMap::new();
-    let mut kernel_of: HashMap<u64, u64> = HashMap::new();
-    for (g, members) in groups.iter().enumerate() {
-        for &k in members {
-            group_of.insert(outputs[k].id(), g);
-            kernel_of.insert(outputs[k].id(), outputs[members[0]].id());
-        }
-    }
-    let schedule::Realization { realized, aliases } = schedule::realize_set(&order, outputs, &kernel_of);
-    let alias_of = |buffer_of: &mut HashMap<u64, BufferId>, target: u64| {
-        let buffer = buffer_of[&target];
-        for (&alias, _) in aliases.iter().filter(|&(_, &t)| t == target) {
-            buffer_of.insert(alias, buffer);
-        }
-    };
 
-    // Every realized node gets its buffer before any kernel is built: a kernel (an output
-    // group's especially) may read buffers of nodes that come later in topological order.
-    for node in &order {
-        if realized.contains(&node.id()) && !buffer_of.contains_key(&node.id()) {
-            buffers.push(Buffer { kind: BufferKind::Intermediate, dtype: node.dtype, shape: node.shape.clone() });
-            buffer_of.insert(node.id(), buffers.len() - 1);
-        }
-    }
-    for node in &order {
-        if buffer_of.contains_key(&node.id()) {
-            alias_of(&mut buffer_of, node.id());
-        }
-    }
-    let mut kernels = Vec::new();
-    let mut emitted_group = vec![false; groups.len()];
-    for node in &order {
-        if !realized.contains(&node.id()) || matches!(node.op, Op::Input(_) | Op::Array(_)) {
-            continue;
-        }
-        if let Some(&g) = group_of.get(&node.id()) {
-            if !std::mem::replace(&mut emitted_group[g], true) {
-                let stores: Vec<_> = groups[g].iter().map(|&k| (outputs[k].clone(), inputs.len() + k)).collect();
-                kernels.push(fuse::build_kernel(&stores, &buffer_of));
+    /// Every other realized node gets a buffer, and reshapes read in place share their
+    /// source's. All before any kernel is built: a kernel (an output group's especially)
+    /// may read buffers of nodes that come later in topological order.
+    fn add_intermediates(&mut self, order: &[NodeRef], realization: &schedule::Realization) {
+        for node in order {
+            if realization.realized.contains(&node.id()) && !self.buffer_of.contains_key(&node.id()) {
+                self.push(node, BufferKind::Intermediate);
             }
-            continue;
         }
-        kernels.push(fuse::build_kernel(&[(node.clone(), buffer_of[&node.id()])], &buffer_of));
+        for (&alias, target) in &realization.aliases {
+            if let Some(&buffer) = self.buffer_of.get(target) {
+                self.buffer_of.insert(alias, buffer);
+            }
+        }
     }
-    for (k, node) in copies {
-        kernels.push(fuse::build_kernel(&[(copy_of(&node), inputs.len() + k)], &buffer_of));
-    }
-    let kernels = schedule::order_kernels(kernels);
-    let (offsets, workspace_size) = workspace::workspace_layout(&buffers, &kernels);
-    Program { buffers, kernels, offsets, workspace_size }
+}
+
+/// Maps each grouped output to the first output of its group (the kernel that owns it).
+fn group_representatives(outputs: &[NodeRef], groups: &[Vec<usize>]) -> HashMap<u64, u64> {
+    groups
+        .iter()
+        .flat_map(|members| members.iter().map(move |&k| (outputs[k].id(), outputs[members[0]].id())))
+        .collect()
 }
 
 /// A node that reads `node` elementwise: a reshape to its own shape, built without the
