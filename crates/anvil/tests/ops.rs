@@ -361,3 +361,33 @@ fn index_misuse_is_an_error() {
     assert!(x.gather(0, &i).check().is_err());
     assert!(Tensor::scatter_add(&x, &i, 4).check().is_err());
 }
+
+#[test]
+fn zero_sized_tensors_through_every_movement() {
+    let f = NumericalFunction::new(
+        "empty_moves",
+        |[x]| {
+            vec![
+                x.reshape([3, 0]),
+                x.permute([1, 0]),
+                x.permute([1, 0]).reshape([0, 3]).pad(&[(0, 1), (0, 0)]),
+                x.permute([1, 0]).reshape([0, 3]) * 2.0,
+                x.pad(&[(1, 1), (0, 2)]),
+                x.flip(0),
+                x.sum_axes(0, false),
+                x.sum_axes(1, false),
+                x.expand([2, 0, 3]),
+                x.reshape(0).take(&Tensor::from_array(&array![0i64, 1])),
+                Tensor::scatter_add(&x.flatten(), &Tensor::from_array(&anvil::ndarray::Array1::<i64>::zeros(0)), 2),
+            ]
+        },
+        [Arg::new([0, 3])],
+    )
+    .unwrap();
+    let inputs = [HostArray::F64(ArrayD::zeros(vec![0, 3]))];
+    check_jit(&f, &inputs);
+    let out = f.eval_dyn(&inputs).unwrap();
+    assert_eq!(out[4].to_f64_vec(), vec![0.0; 10]);
+    assert_eq!(out[7].to_f64_vec(), vec![0.0; 0]);
+    assert_eq!(out[6].to_f64_vec(), vec![0.0, 0.0, 0.0]);
+}

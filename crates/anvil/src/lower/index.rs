@@ -103,6 +103,10 @@ impl IndexExpr {
         if d == 1 {
             return self.clone();
         }
+        if d <= 0 {
+            // Only zero-size buffers have zero strides, and their loops never run.
+            return IndexExpr::constant(0);
+        }
         let (lo, hi) = self.bounds(ext);
         if lo >= 0 && hi < d {
             return IndexExpr::constant(0);
@@ -124,7 +128,7 @@ impl IndexExpr {
 
     /// `self % d`, simplified; `d > 0`.
     pub fn modulo(&self, d: i64, ext: &Extents) -> IndexExpr {
-        if d == 1 {
+        if d <= 1 {
             return IndexExpr::constant(0);
         }
         let (lo, hi) = self.bounds(ext);
