@@ -224,3 +224,23 @@ int main() {{
     }
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[test]
+fn a_dense_row_switches_to_row_colouring() {
+    // Row 0 couples every column: colouring columns would need n colours, rows need 3.
+    let n = 40;
+    let f = NumericalFunction::new(
+        "dense_row",
+        |[x]| Tensor::cat(&[x.square().sum().reshape(1), x.shrink(&[(1, n)]) * x.shrink(&[(0, n - 1)])], 0),
+        [Arg::new(n)],
+    )
+    .unwrap();
+    let s = ad::spjacobian(&f).unwrap();
+    assert!(s.colors() <= 3, "{} colours", s.colors());
+    assert_eq!(s.nnz(), n + 2 * (n - 1));
+    assert_valid_csc(&s);
+    let x = Array1::linspace(-1.0, 2.0, n).into_dyn();
+    let dense = ad::jacobian(&f).unwrap().eval(&[x.view()]).unwrap().remove(0);
+    assert_matrices_close(&densify(&s, &s.eval(&[x.view()]).unwrap()), &dense);
+    assert_matrices_close(&densify(&s, &s.call(&[x.view()]).unwrap()), &dense);
+}

@@ -212,13 +212,19 @@ pub(crate) fn forward_directions(f: &NumericalFunction, y: &Tensor, x: &Tensor, 
 /// Reverse mode, all output elements at once: the VJP along a placeholder cotangent,
 /// batched over the unit cotangents.
 fn reverse_jacobian(f: &NumericalFunction, y: &Tensor, x: &Tensor) -> Result<Tensor> {
-    let (m, n) = (y.numel(), x.numel());
+    reverse_directions(f, y, x, &unit_batch(y.shape(), float_of(y.dtype())))
+}
+
+/// The cotangents of `x` (flattened) for each cotangent of `y` in `directions` (shape
+/// `[c] + y.shape`): a `(c × numel x)` matrix, computed as one batched VJP.
+pub(crate) fn reverse_directions(f: &NumericalFunction, y: &Tensor, x: &Tensor, directions: &Tensor) -> Result<Tensor> {
+    let (n, c) = (x.numel(), directions.shape()[0]);
     let cotangent = placeholder(f, y.shape(), float_of(y.dtype()));
     let bar = vjp_nodes(&[y.node()?.clone()], std::slice::from_ref(&cotangent), &[x.node()?.clone()])?.remove(0);
-    let Some(bar) = bar else { return Ok(Tensor::full([m, n], 0.0, float_of(x.dtype()))) };
-    let batched = HashMap::from([(cotangent.node()?.id(), unit_batch(y.shape(), float_of(y.dtype())))]);
-    let rows = vmap_nodes(&[bar.node()?.clone()], &batched, m)?.remove(0);
-    Ok(rows.reshape([m, n]))
+    let Some(bar) = bar else { return Ok(Tensor::full([c, n], 0.0, float_of(x.dtype()))) };
+    let batched = HashMap::from([(cotangent.node()?.id(), directions.clone())]);
+    let rows = vmap_nodes(&[bar.node()?.clone()], &batched, c)?.remove(0);
+    Ok(rows.reshape([c, n]))
 }
 
 /// Adds a batch axis: a function of batched inputs (`in_axes[i]`: where input `i` gets

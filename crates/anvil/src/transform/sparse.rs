@@ -1,7 +1,7 @@
 //! Sparse derivatives: a compressed derivative (one batched directional derivative per
 //! colour) whose non-zeros are gathered into CSC order.
 
-use super::ad::{check_wrt, forward_directions, gradient_tensor, input_tensors};
+use super::ad::{check_wrt, forward_directions, gradient_tensor, input_tensors, reverse_directions};
 use super::coloring::{column_coloring, star_coloring, Coloring};
 use super::sparsity::{dependency_pattern, SparsityPattern};
 use crate::error::{Error, Result};
@@ -103,8 +103,10 @@ impl Deref for SparseNumericalFunction {
 }
 
 /// The Jacobian of `f`'s first output with respect to its first input, as a sparse
-/// function: sparsity detection, column colouring, one batched JVP over the colours, and
-/// a gather of the non-zeros into CSC order.
+/// function: sparsity detection, colouring, one batched directional derivative per colour,
+/// and a gather of the non-zeros into CSC order. Columns are coloured (forward mode, JVPs)
+/// unless colouring the rows needs fewer colours (reverse mode, VJPs), as for a Jacobian
+/// with a dense row.
 ///
 /// ```
 /// use anvil::{ad, Arg, NumericalFunction, ndarray::Array1};
@@ -131,11 +133,20 @@ pub fn spjacobian_wrt(f: &NumericalFunction, wrt: usize) -> Result<SparseNumeric
     let y = f.output_tensors()[0].clone();
     let x = input_tensors(f)[wrt].clone();
     let pattern = dependency_pattern(y.node()?, x.node()?);
-    let coloring = column_coloring(&pattern);
-    let compressed = forward_directions(f, &y, &x, &seed_directions(&coloring, x.shape()))?;
-    // Entry (i, j) is compressed[colour(j), i].
-    let m = y.numel();
-    let positions: Vec<i64> = entries_csc(&pattern).map(|(i, j)| (coloring.colors[j] * m + i) as i64).collect();
+    let columns = column_coloring(&pattern);
+    let rows = column_coloring(&pattern.transpose());
+    let (m, n) = (y.numel(), x.numel());
+    let (compressed, positions, coloring): (Tensor, Vec<i64>, Coloring) = if rows.count < columns.count {
+        // Entry (i, j) is compressed[colour(i), j].
+        let compressed = reverse_directions(f, &y, &x, &seed_directions(&rows, y.shape()))?;
+        let positions = entries_csc(&pattern).map(|(i, j)| (rows.colors[i] * n + j) as i64).collect();
+        (compressed, positions, rows)
+    } else {
+        // Entry (i, j) is compressed[colour(j), i].
+        let compressed = forward_directions(f, &y, &x, &seed_directions(&columns, x.shape()))?;
+        let positions = entries_csc(&pattern).map(|(i, j)| (columns.colors[j] * m + i) as i64).collect();
+        (compressed, positions, columns)
+    };
     let values = compressed.flatten().take(&Tensor::from_array(&Array1::from(positions)));
     let function = NumericalFunction::from_tensors(&format!("{}_spjac", f.name()), f.inputs().to_vec(), &[values])?;
     Ok(SparseNumericalFunction::new(function, pattern, coloring.count))

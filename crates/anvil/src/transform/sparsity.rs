@@ -89,6 +89,12 @@ impl SparsityPattern {
         (indptr, indices)
     }
 
+    /// The transposed pattern.
+    pub fn transpose(&self) -> Self {
+        let entries = self.row_cols.iter().enumerate().flat_map(|(i, r)| r.iter().map(move |&j| (j, i)));
+        SparsityPattern::new(self.cols, self.rows, entries).expect("a transpose fits the swapped shape")
+    }
+
     /// The entries on and above the diagonal.
     pub fn upper_triangle(&self) -> Self {
         let row_cols =
