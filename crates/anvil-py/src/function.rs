@@ -107,6 +107,56 @@ struct Pointers(Vec<*mut c_void>, Vec<*mut c_void>);
 // the caller for the duration of the call; nothing else touches them meanwhile.
 unsafe impl Send for Pointers {}
 
+/// A shape as Python prints a tuple: `(3,)`, `(2, 3)`, `()`.
+fn py_shape(shape: &[usize]) -> String {
+    match shape {
+        [n] => format!("({n},)"),
+        _ => format!("({})", shape.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(", ")),
+    }
+}
+
+fn fits<T: Element>(a: &Bound<'_, PyAny>, shape: &[usize]) -> bool {
+    a.downcast::<PyArrayDyn<T>>().is_ok_and(|arr| arr.is_c_contiguous() && arr.shape() == shape)
+}
+
+/// Argument `i` as a C-contiguous numpy array of the declared dtype and shape.
+fn fitted_array<'py>(
+    py: Python<'py>,
+    name: &str,
+    i: usize,
+    a: Bound<'py, PyAny>,
+    arg: &Arg,
+) -> PyResult<Bound<'py, PyAny>> {
+    let ready = match arg.dtype {
+        DType::F64 => fits::<f64>(&a, &arg.shape),
+        DType::F32 => fits::<f32>(&a, &arg.shape),
+        DType::I64 => fits::<i64>(&a, &arg.shape),
+        DType::I32 => fits::<i32>(&a, &arg.shape),
+        DType::Bool => fits::<bool>(&a, &arg.shape),
+    };
+    if ready {
+        return Ok(a);
+    }
+    let a = match a.downcast::<PyTensor>() {
+        Ok(t) => t.call_method0("numpy")?,
+        Err(_) => a,
+    };
+    let np = py.import("numpy")?;
+    let mut arr = np.call_method1("asarray", (a, crate::dtype::numpy_name(arg.dtype)))?;
+    if !arr.getattr("flags")?.getattr("c_contiguous")?.extract::<bool>()? {
+        arr = arr.call_method1("copy", ("C",))?;
+    }
+    let shape: Vec<usize> = arr.getattr("shape")?.extract()?;
+    if shape != arg.shape {
+        return Err(PyValueError::new_err(format!(
+            "{name}(): argument {i} must have shape {}, got {}",
+            py_shape(&arg.shape),
+            py_shape(&shape)
+        )));
+    }
+    Ok(arr)
+}
+
 /// The data pointer of a C-contiguous array of element type `T` and shape `shape`.
 fn input_pointer<T: Element>(
     a: &Bound<'_, PyAny>,
@@ -201,6 +251,39 @@ impl PyFunction {
         })
         .py()?;
         Ok(outputs)
+    }
+
+    /// `fn(*args)` from Python: array-likes in (cast to the declared dtypes and made
+    /// C-contiguous when they are not already), numpy out (one array, a tuple for several
+    /// outputs, a numpy scalar for a 0-d output). Arrays that already fit are used in place.
+    #[pyo3(signature = (*args))]
+    fn call_numpy<'py>(&self, py: Python<'py>, args: &Bound<'py, PyTuple>) -> PyResult<Bound<'py, PyAny>> {
+        let f = self.f();
+        if args.len() != f.inputs().len() {
+            let shapes: Vec<String> = f.inputs().iter().map(|a| py_shape(&a.shape)).collect();
+            return Err(PyTypeError::new_err(format!(
+                "{}() takes {} arguments (shapes {}) but {} were given",
+                f.name(),
+                f.inputs().len(),
+                shapes.join(", "),
+                args.len()
+            )));
+        }
+        let mut arrays = Vec::with_capacity(args.len());
+        for (i, (a, arg)) in args.iter().zip(f.inputs()).enumerate() {
+            arrays.push(fitted_array(py, f.name(), i, a, arg)?);
+        }
+        let outputs = self.call(py, arrays)?;
+        let mut results = Vec::with_capacity(outputs.len());
+        for o in outputs {
+            let zero_d = o.getattr("ndim")?.extract::<usize>()? == 0;
+            results.push(if zero_d { o.get_item(PyTuple::empty(py))? } else { o });
+        }
+        if results.len() == 1 {
+            Ok(results.remove(0))
+        } else {
+            Ok(PyTuple::new(py, results)?.into_any())
+        }
     }
 
     /// Evaluates with the reference interpreter (any array-likes, exact dtypes).

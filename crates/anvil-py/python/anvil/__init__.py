@@ -222,7 +222,7 @@ class NumericalFunction(Generic[I, R]):
         """Runs the native code: numpy arrays in (cast to the declared dtypes, made
         contiguous), numpy arrays out (a ``np.float64`` for a scalar output, a tuple for
         several outputs). The GIL is released while the native code runs."""
-        return self._results(self._native.call(self._arrays(args)))
+        return self._native.call_numpy(*args)
 
     def eval(self, *args: FloatArray) -> Any:
         """Like calling the function, but with anvil's reference interpreter."""
@@ -301,7 +301,7 @@ class SparseNumericalFunction(NumericalFunction[Any, Tensor]):
 
     def values(self, *args: FloatArray) -> np.ndarray:
         """The ``nnz`` non-zero values (CSC order), through the native code."""
-        return self._native.call(self._arrays(args))[0]
+        return self._native.call_numpy(*args)
 
     def __call__(self, *args: FloatArray) -> Any:  # type: ignore[override]
         """The matrix as a ``scipy.sparse.csc_array``."""
