@@ -256,9 +256,20 @@ impl PyFunction {
     /// `fn(*args)` from Python: array-likes in (cast to the declared dtypes and made
     /// C-contiguous when they are not already), numpy out (one array, a tuple for several
     /// outputs, a numpy scalar for a 0-d output). Arrays that already fit are used in place.
+    ///
+    /// If any argument is a `Tensor` (inside another traced function), the function is
+    /// applied symbolically instead: its graph is inlined and Tensors come back.
     #[pyo3(signature = (*args))]
     fn call_numpy<'py>(&self, py: Python<'py>, args: &Bound<'py, PyTuple>) -> PyResult<Bound<'py, PyAny>> {
         let f = self.f();
+        if args.iter().any(|a| a.is_instance_of::<PyTensor>()) {
+            let tensors = args.iter().map(|a| crate::tensor::operand(&a)).collect::<PyResult<Vec<_>>>()?;
+            let mut outs: Vec<Bound<'py, PyAny>> = Vec::new();
+            for t in f.apply(&tensors).py()? {
+                outs.push(Bound::new(py, PyTensor(t))?.into_any());
+            }
+            return if outs.len() == 1 { Ok(outs.remove(0)) } else { Ok(PyTuple::new(py, outs)?.into_any()) };
+        }
         if args.len() != f.inputs().len() {
             let shapes: Vec<String> = f.inputs().iter().map(|a| py_shape(&a.shape)).collect();
             return Err(PyTypeError::new_err(format!(

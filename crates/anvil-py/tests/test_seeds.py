@@ -149,3 +149,20 @@ def test_generate_module_writes_into_the_current_directory(in_tmp_dir, capsys):
 def test_outputs_are_inferred_from_tracing():
     fn = av.NumericalFunction("two", lambda x: (x.sum(), x.reshape(2, 2)), (av.Arg(4, dtype=av.dtypes.float32),))
     assert fn.outputs == (av.Arg((), av.dtypes.float32), av.Arg((2, 2), av.dtypes.float32))
+
+
+def test_functions_compose_inside_other_functions():
+    step = av.NumericalFunction("step", lambda x, u: x + (x.sin() + u) * 0.1, (av.Arg(3), av.Arg(3)))
+
+    def rollout(x, u):
+        for _ in range(10):
+            x = step(x, u)
+        return x
+
+    f = av.NumericalFunction("rollout", rollout, (av.Arg(3), av.Arg(3)))
+    x0, u = np.array([0.1, 0.2, 0.3]), np.array([1.0, -1.0, 0.5])
+    want = x0
+    for _ in range(10):
+        want = step(want, u)
+    np.testing.assert_allclose(f(x0, u), want, rtol=1e-14)
+    assert isinstance(step(av.Tensor([1.0, 2.0, 3.0]), u), av.Tensor)

@@ -138,3 +138,31 @@ fn grouped_outputs_may_read_buffers_realized_later_in_the_graph() {
     .unwrap();
     check_jit(&f, &[HostArray::F64(anvil::ndarray::ArrayD::from_elem(vec![], 0.7))]);
 }
+
+#[test]
+fn functions_compose_by_application() {
+    let step = NumericalFunction::new("step", |[x, u]| &x + (x.sin() + &u) * 0.1, [Arg::new(3), Arg::new(3)]).unwrap();
+    // Swapped arguments: the inner inputs are replaced, never the replacements.
+    let f = NumericalFunction::new(
+        "composed",
+        |[x, u]| {
+            let once = step.apply(&[x.clone(), u.clone()])?.remove(0);
+            let swapped = step.apply(&[u.clone(), once.clone()])?.remove(0);
+            Ok((once, swapped))
+        },
+        [Arg::new(3), Arg::new(3)],
+    )
+    .unwrap();
+    let x = anvil::ndarray::array![0.1, 0.2, 0.3].into_dyn();
+    let u = anvil::ndarray::array![1.0, -1.0, 0.5].into_dyn();
+    let out = f.eval(&[x.view(), u.view()]).unwrap();
+    let once = step.eval(&[x.view(), u.view()]).unwrap().remove(0);
+    let swapped = step.eval(&[u.view(), once.view()]).unwrap().remove(0);
+    assert_eq!(out[0], once);
+    assert_eq!(out[1], swapped);
+    // Applied graphs fuse like any other: one kernel per output (the second reads the first).
+    assert_eq!(f.program().kernels.len(), 2);
+    let bad = NumericalFunction::new("bad_apply", |[x]| step.apply(&[x.clone(), x.sum()]), [Arg::new(3)]).unwrap_err();
+    assert!(bad.to_string().contains("replaces an input of shape [3]"), "{bad}");
+    assert!(step.apply(&[Tensor::input(0, 3, DType::F64)]).is_err());
+}

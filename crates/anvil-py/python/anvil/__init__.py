@@ -221,7 +221,10 @@ class NumericalFunction(Generic[I, R]):
     def __call__(self, *args: FloatArray) -> Any:
         """Runs the native code: numpy arrays in (cast to the declared dtypes, made
         contiguous), numpy arrays out (a ``np.float64`` for a scalar output, a tuple for
-        several outputs). The GIL is released while the native code runs."""
+        several outputs). The GIL is released while the native code runs.
+
+        Called with Tensors (inside another traced function), it is applied symbolically:
+        its graph is inlined into the caller's and Tensors are returned."""
         return self._native.call_numpy(*args)
 
     def eval(self, *args: FloatArray) -> Any:

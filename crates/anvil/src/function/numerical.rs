@@ -129,6 +129,38 @@ impl NumericalFunction {
         self.output_nodes.iter().cloned().map(Tensor::from_node).collect()
     }
 
+    /// The function applied to tensors inside another traced function: its graph with the
+    /// inputs replaced by `args` (each of the declared shape and dtype), so that functions
+    /// compose (the result is inlined, then fused like any other graph).
+    ///
+    /// ```
+    /// use anvil::{Arg, NumericalFunction};
+    /// # fn main() -> anvil::Result<()> {
+    /// let step = NumericalFunction::new("step", |[x]| &x + x.sin() * 0.1, [Arg::new(3)])?;
+    /// let twice = NumericalFunction::new("twice", |[x]| {
+    ///     let once = step.apply(&[x])?.remove(0);
+    ///     Ok(step.apply(&[once])?.remove(0))
+    /// }, [Arg::new(3)])?;
+    /// assert_eq!(twice.outputs()[0].shape, vec![3]);
+    /// # Ok(()) }
+    /// ```
+    #[track_caller]
+    pub fn apply(&self, args: &[Tensor]) -> Result<Vec<Tensor>> {
+        if args.len() != self.inputs.len() {
+            return Err(Error::ArgumentCount {
+                function: self.name.clone(),
+                expected: self.inputs.len(),
+                got: args.len(),
+            });
+        }
+        let mut replacements = std::collections::HashMap::new();
+        for (i, (a, arg)) in args.iter().zip(&self.inputs).enumerate() {
+            let input = Tensor::input(i, arg.shape.clone(), arg.dtype);
+            replacements.insert(input.node()?.id(), a.clone());
+        }
+        crate::transform::substitute::substitute(&self.output_nodes, &replacements, crate::SourceLocation::caller())
+    }
+
     /// The sparsity pattern, for functions that return sparse non-zeros.
     pub fn sparsity(&self) -> Option<&SparsePattern> {
         self.sparsity.as_ref()

@@ -10,5 +10,6 @@ pub mod coloring;
 pub mod jvp;
 pub mod sparse;
 pub mod sparsity;
+pub mod substitute;
 pub mod vjp;
 pub mod vmap;
