@@ -1,5 +1,8 @@
 //! JIT: compile generated C++ into a shared library, cache it by content, load it.
 //!
+//! Set `ANVIL_VERBOSE=1` to see each compilation (size, compiler, time) on stderr: large
+//! functions can take seconds to compile the first time.
+//!
 //! Libraries are named by a hash of source, compiler and flags, and written atomically
 //! (compile to a unique temporary name, then rename), so concurrent processes can share
 //! the cache and two different libraries never share a path (the dynamic loader would
@@ -96,7 +99,15 @@ pub fn compile_cached(name: &str, source: &str, options: &CompilerOptions) -> Re
     std::fs::write(&source_tmp, source).map_err(|e| Error::io("write", &source_tmp, e))?;
     std::fs::rename(&source_tmp, &source_path).map_err(|e| Error::io("rename into", &source_path, e))?;
     let library_tmp = dir.join(format!("lib{stem}.{unique}.so.tmp"));
+    let verbose = std::env::var_os("ANVIL_VERBOSE").is_some_and(|v| !v.is_empty() && v != "0");
+    let start = std::time::Instant::now();
+    if verbose {
+        eprintln!("anvil: compiling `{name}` ({} kB of C++) with {}", source.len() / 1024, compiler.command);
+    }
     let compiled = compiler.compile_shared(&source_path, &library_tmp, &flags, &libs);
+    if verbose {
+        eprintln!("anvil: compiled `{name}` in {:.2} s -> {}", start.elapsed().as_secs_f64(), library.display());
+    }
     if let Err(e) = compiled {
         let _ = std::fs::remove_file(&library_tmp);
         return Err(e);
