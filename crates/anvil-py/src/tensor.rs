@@ -227,9 +227,9 @@ impl PyTensor {
     fn __rtruediv__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
         ok(operand(o)? / &self.0)
     }
+    /// `floor(self / o)` (true division first, so the result is a float).
     fn __floordiv__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
-        let q = &self.0 / operand(o)?;
-        ok(q.floor().cast(self.0.dtype().promote(q.dtype()).min(q.dtype())))
+        ok((&self.0 / operand(o)?).floor())
     }
     fn __pow__(&self, o: &Bound<'_, PyAny>, _modulo: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
         ok(self.0.pow(operand(o)?))

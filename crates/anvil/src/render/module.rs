@@ -212,8 +212,7 @@ pub struct ConstantDecl {
 pub fn render_module(module_name: &str, functions: &[FunctionSource], constants: &[ConstantDecl]) -> (String, String) {
     let headers: Vec<&str> = functions.iter().map(|f| f.header.as_str()).collect();
     let sources: Vec<&str> = functions.iter().map(|f| f.source.as_str()).collect();
-    let includes: Vec<String> = Vec::new();
-    let hpp = render("module_header.j2", context! { module_name, includes, constants, functions => headers });
+    let hpp = render("module_header.j2", context! { module_name, constants, functions => headers });
     let cpp = render("module_source.j2", context! { module_name, prelude => PRELUDE, functions => sources });
     (hpp, cpp)
 }

@@ -6,7 +6,7 @@ use super::ad::{check_wrt, gradient_tensor, input_tensors, transform_error};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::function::NumericalFunction;
-use crate::graph::{eval_nodes, toposort, BinaryOp, Node, NodeRef, Op, UnaryOp};
+use crate::graph::{eval_nodes, toposort, Node, NodeRef, Op, UnaryOp};
 use crate::HostArray;
 use ndarray::{ArrayD, IxDyn};
 use std::collections::HashMap;
@@ -245,7 +245,7 @@ fn dependency_rule(node: &NodeRef, srcs: &[&Deps], words: usize) -> Deps {
         Op::Input(_) | Op::Const(_) | Op::Array(_) => None,
         Op::Unary(UnaryOp::Floor | UnaryOp::Ceil) => None,
         Op::Unary(_) => srcs[0].clone(),
-        Op::Binary(op) if is_comparison(*op) => None,
+        Op::Binary(op) if op.is_comparison() => None,
         Op::Binary(_) => union_of(srcs),
         Op::Where => union_of(&srcs[1..]),
         Op::Cast if node.dtype.is_float() && node.srcs[0].dtype.is_float() => srcs[0].clone(),
@@ -286,10 +286,6 @@ fn dependency_rule(node: &NodeRef, srcs: &[&Deps], words: usize) -> Deps {
             }
         }
     }
-}
-
-fn is_comparison(op: BinaryOp) -> bool {
-    op.is_comparison()
 }
 
 fn clamp(i: i64, len: usize) -> usize {
