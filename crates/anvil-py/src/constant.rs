@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 /// A compile-time integer constant, emitted as `constexpr` in generated C++. Supports
 /// `+ - * //` with integers and other constants, tracking dependencies so that
 /// declarations come in dependency order.
-#[pyclass(name = "CodegenIntConstant", module = "anvil", frozen, eq, hash)]
+#[pyclass(name = "CodegenIntConstant", module = "anvil", frozen, eq, hash, from_py_object)]
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct PyConstant(pub CodegenIntConstant);
 

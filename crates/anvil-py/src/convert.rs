@@ -31,7 +31,7 @@ pub fn host_from_py(obj: &Bound<'_, PyAny>) -> PyResult<HostArray> {
 }
 
 /// A host array as a numpy array.
-pub fn host_to_py(py: Python<'_>, a: HostArray) -> PyObject {
+pub fn host_to_py(py: Python<'_>, a: HostArray) -> Py<PyAny> {
     match a {
         HostArray::F64(x) => x.into_pyarray(py).into_any().unbind(),
         HostArray::F32(x) => x.into_pyarray(py).into_any().unbind(),

@@ -4,7 +4,7 @@ use anvil::DType;
 use pyo3::prelude::*;
 
 /// An element type (`anvil.dtypes.float64`, ...).
-#[pyclass(name = "DType", module = "anvil", frozen, eq, hash)]
+#[pyclass(name = "DType", module = "anvil", frozen, eq, hash, from_py_object)]
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct PyDType(pub DType);
 

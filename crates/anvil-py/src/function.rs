@@ -84,14 +84,14 @@ fn output_tensors(name: &str, result: &Bound<'_, PyAny>) -> PyResult<Vec<Tensor>
         let type_name = got.get_type().name().map(|n| n.to_string()).unwrap_or_default();
         PyTypeError::new_err(format!("function `{name}` must return a Tensor or a tuple of Tensors, got {type_name}"))
     };
-    if let Ok(t) = result.downcast::<PyTensor>() {
+    if let Ok(t) = result.cast::<PyTensor>() {
         return Ok(vec![t.get().0.clone()]);
     }
     if result.is_instance_of::<PyTuple>() || result.is_instance_of::<PyList>() {
         let mut out = Vec::new();
         for item in result.try_iter()? {
             let item = item?;
-            match item.downcast::<PyTensor>() {
+            match item.cast::<PyTensor>() {
                 Ok(t) => out.push(t.get().0.clone()),
                 Err(_) => return Err(not_tensor(&item)),
             }
@@ -116,7 +116,7 @@ fn py_shape(shape: &[usize]) -> String {
 }
 
 fn fits<T: Element>(a: &Bound<'_, PyAny>, shape: &[usize]) -> bool {
-    a.downcast::<PyArrayDyn<T>>().is_ok_and(|arr| arr.is_c_contiguous() && arr.shape() == shape)
+    a.cast::<PyArrayDyn<T>>().is_ok_and(|arr| arr.is_c_contiguous() && arr.shape() == shape)
 }
 
 /// Argument `i` as a C-contiguous numpy array of the declared dtype and shape.
@@ -137,7 +137,7 @@ fn fitted_array<'py>(
     if ready {
         return Ok(a);
     }
-    let a = match a.downcast::<PyTensor>() {
+    let a = match a.cast::<PyTensor>() {
         Ok(t) => t.call_method0("numpy")?,
         Err(_) => a,
     };
@@ -163,7 +163,7 @@ fn input_pointer<T: Element>(
     shape: &[usize],
     what: impl Fn() -> String,
 ) -> PyResult<*mut c_void> {
-    let arr = a.downcast::<PyArrayDyn<T>>().map_err(|_| {
+    let arr = a.cast::<PyArrayDyn<T>>().map_err(|_| {
         PyTypeError::new_err(format!("{}: expected a numpy array of {}", what(), std::any::type_name::<T>()))
     })?;
     if arr.shape() != shape {
@@ -239,13 +239,13 @@ impl PyFunction {
         // Compiling can take a while: let other Python threads run meanwhile.
         let jit: Arc<JitFunction> = match f.compiled() {
             Some(jit) => jit,
-            None => py.allow_threads(|| f.compile()).py()?,
+            None => py.detach(|| f.compile()).py()?,
         };
         let (outputs, outs): (Vec<_>, Vec<_>) = f.outputs().iter().map(|o| output_array(py, o)).unzip();
         let pointers = Pointers(ins, outs);
         // SAFETY: the pointers come from C-contiguous arrays of the declared dtypes and
         // shapes (checked above), alive for this call; the outputs are fresh.
-        py.allow_threads(move || {
+        py.detach(move || {
             let p = pointers;
             unsafe { jit.call(&p.0, &p.1) }
         })
@@ -298,7 +298,7 @@ impl PyFunction {
     }
 
     /// Evaluates with the reference interpreter (any array-likes, exact dtypes).
-    fn eval(&self, py: Python<'_>, arrays: Vec<Bound<'_, PyAny>>) -> PyResult<Vec<PyObject>> {
+    fn eval(&self, py: Python<'_>, arrays: Vec<Bound<'_, PyAny>>) -> PyResult<Vec<Py<PyAny>>> {
         let hosts = arrays.iter().map(host_from_py).collect::<PyResult<Vec<HostArray>>>()?;
         let out = self.f().eval_dyn(&hosts).py()?;
         Ok(out.into_iter().map(|a| host_to_py(py, a)).collect())

@@ -11,7 +11,7 @@ use pyo3::types::{PyBool, PyEllipsis, PyList, PySlice, PyTuple};
 
 /// A symbolic tensor: inside a traced function it is a node of the graph; outside, use it
 /// to capture constants: `Tensor([[1.0, 2.0], [3.0, 4.0]])`, `Tensor(numpy_array)`.
-#[pyclass(name = "Tensor", module = "anvil", frozen)]
+#[pyclass(name = "Tensor", module = "anvil", frozen, from_py_object)]
 #[derive(Clone)]
 pub struct PyTensor(pub Tensor);
 
@@ -26,7 +26,7 @@ fn ok(t: Tensor) -> PyResult<PyTensor> {
 /// A Python operand as a tensor: a `Tensor`, a number (weakly typed: it adopts the other
 /// operand's dtype) or array-like data (a captured constant).
 pub fn operand(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
-    if let Ok(t) = obj.downcast::<PyTensor>() {
+    if let Ok(t) = obj.cast::<PyTensor>() {
         return Ok(t.get().0.clone());
     }
     if obj.is_instance_of::<PyBool>() {
@@ -108,7 +108,7 @@ impl PyTensor {
                     out.push(SliceInfoElem::from(..));
                     axis += 1;
                 }
-            } else if let Ok(s) = k.downcast::<PySlice>() {
+            } else if let Ok(s) = k.cast::<PySlice>() {
                 let n = self.0.shape()[axis] as isize;
                 let ind = s.indices(n)?;
                 let (start, stop, step) = (ind.start, ind.stop, ind.step);
@@ -139,7 +139,7 @@ impl PyTensor {
     #[new]
     #[pyo3(signature = (data, dtype = None))]
     fn new(data: &Bound<'_, PyAny>, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
-        let t = match data.downcast::<PyTensor>() {
+        let t = match data.cast::<PyTensor>() {
             Ok(t) => t.get().0.clone(),
             Err(_) => Tensor::from_host(host_from_py(data)?),
         };
@@ -188,7 +188,7 @@ impl PyTensor {
 
     /// The value of a tensor that depends on no function input (captured constants and
     /// arithmetic on them), as a numpy array.
-    fn numpy(&self, py: Python<'_>) -> PyResult<PyObject> {
+    fn numpy(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let node = self.0.node().py()?.clone();
         if anvil::graph::toposort(std::slice::from_ref(&node))
             .iter()
@@ -512,7 +512,7 @@ impl PyTensor {
         ok(self.0.flatten())
     }
     fn __getitem__(&self, key: &Bound<'_, PyAny>) -> PyResult<Self> {
-        if let Ok(index) = key.downcast::<PyTensor>() {
+        if let Ok(index) = key.cast::<PyTensor>() {
             return self.take_rows(&index.get().0);
         }
         let info = self.index(key)?;

@@ -31,7 +31,7 @@ use std::collections::HashMap;
 
 pub use super::coloring::{column_coloring, is_column_coloring, star_coloring, Coloring};
 pub use super::sparse::{
-    sparse_numerical_function, sphessian, sphessian_wrt, spjacobian, spjacobian_wrt, SparseNumericalFunction,
+    sparse_numerical_function, sphessian, sphessian_wrt, spjacobian, spjacobian_wrt, CscMatrix, SparseNumericalFunction,
 };
 pub use super::sparsity::{
     hessian_sparsity, hessian_sparsity_wrt, jacobian_sparsity, jacobian_sparsity_wrt, SparsityPattern,

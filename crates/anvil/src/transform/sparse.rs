@@ -77,16 +77,59 @@ impl SparseNumericalFunction {
         Ok(into_vector(self.function.eval(inputs)?.remove(0)))
     }
 
-    /// The matrix in CSC form (`sprs`), through the JIT.
-    pub fn call_csc(&self, inputs: &[ArrayViewD<f64>]) -> Result<sprs::CsMat<f64>> {
+    /// The matrix in CSC form, through the JIT.
+    pub fn call_csc(&self, inputs: &[ArrayViewD<f64>]) -> Result<CscMatrix> {
         let values = self.call(inputs)?.to_vec();
-        let (rows, cols) = self.shape();
-        Ok(sprs::CsMat::new_csc((rows, cols), self.indptr(), self.indices(), values))
+        Ok(CscMatrix { shape: self.shape(), indptr: self.indptr(), indices: self.indices(), values })
     }
 
     /// The matrix as a dense array (for checks and small problems), through the JIT.
     pub fn call_dense(&self, inputs: &[ArrayViewD<f64>]) -> Result<ndarray::Array2<f64>> {
         Ok(self.call_csc(inputs)?.to_dense())
+    }
+}
+
+/// A sparse matrix in compressed sparse column form: the values of column `j` are
+/// `values[indptr[j]..indptr[j + 1]]`, in rows `indices[indptr[j]..indptr[j + 1]]`.
+///
+/// anvil keeps foreign sparse types out of its API; the parts convert directly, e.g.
+/// `sprs::CsMat::new_csc(m.shape, m.indptr, m.indices, m.values)` or
+/// `scipy.sparse.csc_array((values, indices, indptr), shape)`.
+///
+/// ```
+/// use anvil::ad::CscMatrix;
+/// let m = CscMatrix { shape: (2, 2), indptr: vec![0, 1, 3], indices: vec![0, 0, 1], values: vec![1.0, 2.0, 3.0] };
+/// assert_eq!(m.get(0, 1), 2.0);
+/// assert_eq!(m.to_dense(), anvil::ndarray::array![[1.0, 2.0], [0.0, 3.0]]);
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct CscMatrix {
+    /// `(rows, cols)`.
+    pub shape: (usize, usize),
+    /// Start of each column in `indices` and `values` (`cols + 1` entries).
+    pub indptr: Vec<usize>,
+    /// Row of each stored value.
+    pub indices: Vec<usize>,
+    /// The stored values, column by column.
+    pub values: Vec<f64>,
+}
+
+impl CscMatrix {
+    /// The entry `(i, j)` (0 where nothing is stored).
+    pub fn get(&self, i: usize, j: usize) -> f64 {
+        let (start, end) = (self.indptr[j], self.indptr[j + 1]);
+        self.indices[start..end].binary_search(&i).map_or(0.0, |k| self.values[start + k])
+    }
+
+    /// The matrix as a dense array.
+    pub fn to_dense(&self) -> ndarray::Array2<f64> {
+        let mut dense = ndarray::Array2::zeros(self.shape);
+        for j in 0..self.shape.1 {
+            for k in self.indptr[j]..self.indptr[j + 1] {
+                dense[(self.indices[k], j)] = self.values[k];
+            }
+        }
+        dense
     }
 }
 
