@@ -6,5 +6,7 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 cargo run --release --example quickstart
 # The same from Python.
+# An extension module from an older build (another ABI tag) would shadow the new one.
+rm -f crates/anvil-py/python/anvil/_anvil*.so
 VIRTUAL_ENV="$PWD/.venv" .venv/bin/maturin develop --release --quiet -m crates/anvil-py/Cargo.toml
 .venv/bin/python examples/quickstart.py

@@ -8,5 +8,7 @@ cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 cargo test --workspace
 # The Python package: build it into .venv, then its tests.
+# An extension module from an older build (another ABI tag) would shadow the new one.
+rm -f crates/anvil-py/python/anvil/_anvil*.so
 VIRTUAL_ENV="$PWD/.venv" .venv/bin/maturin develop --release --quiet -m crates/anvil-py/Cargo.toml
 .venv/bin/python -m pytest -q crates/anvil-py/tests

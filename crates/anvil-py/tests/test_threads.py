@@ -27,3 +27,36 @@ def test_concurrent_calls():
     for t in threads:
         t.join()
     assert not errors
+
+
+DAEMONS_AT_EXIT = """
+import sys, threading, time
+import numpy as np
+import anvil as av
+
+n = int(sys.argv[1])
+f = av.NumericalFunction("daemon_%d" % n, lambda x: (x.sin().exp().cos() * x).sum(), (av.Arg(n),))
+x = np.linspace(0.0, 1.0, n)
+f(x)
+
+def worker():
+    while True:
+        f(x)
+
+for _ in range(4):
+    threading.Thread(target=worker, daemon=True).start()
+time.sleep(0.2)
+if sys.argv[2] == "sys.exit":
+    sys.exit(0)
+"""
+
+
+def test_daemon_threads_inside_native_calls_do_not_crash_the_exit():
+    # Threads still in native code when the interpreter finalizes must not take the process
+    # down (it used to die with SIGSEGV or SIGABRT in nearly every run).
+    import subprocess
+    import sys
+
+    for n, how in [(200_000, "end"), (4, "end"), (200_000, "sys.exit")] * 2:
+        done = subprocess.run([sys.executable, "-c", DAEMONS_AT_EXIT, str(n), how], capture_output=True, timeout=120)
+        assert done.returncode == 0, (n, how, done.returncode, done.stderr.decode()[-2000:])

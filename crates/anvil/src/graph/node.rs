@@ -12,7 +12,6 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 pub type NodeRef = Arc<Node>;
 
 /// One node of the graph: an op applied to source nodes, with its result's dtype and shape.
-#[derive(Debug)]
 pub struct Node {
     id: u64,
     /// The primitive op.
@@ -49,6 +48,28 @@ impl Node {
     /// Number of elements.
     pub fn numel(&self) -> usize {
         self.shape.iter().product()
+    }
+}
+
+/// Shows the node and its sources' ids, not the sources themselves: printing a graph must
+/// not recurse on its depth.
+impl std::fmt::Debug for Node {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let srcs: Vec<u64> = self.srcs.iter().map(|s| s.id).collect();
+        write!(f, "#{} = {:?} {} {:?} <- {:?}", self.id, self.op, self.dtype, self.shape, srcs)
+    }
+}
+
+/// Dropping the last handle to a long chain would otherwise drop each source from inside its
+/// user's destructor, one stack frame per node: release the sources from an explicit stack.
+impl Drop for Node {
+    fn drop(&mut self) {
+        let mut pending = std::mem::take(&mut self.srcs);
+        while let Some(src) = pending.pop() {
+            if let Some(mut last) = Arc::into_inner(src) {
+                pending.append(&mut last.srcs);
+            }
+        }
     }
 }
 

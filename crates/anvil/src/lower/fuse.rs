@@ -4,7 +4,7 @@
 use super::index::IndexExpr;
 use super::kernel::{Bound, BufferId, Expr, ExprId, Kernel, Scatter};
 use crate::dtype::DType;
-use crate::graph::{scalar, NodeRef, Op};
+use crate::graph::{scalar, BinaryOp, NodeRef, Op, ReduceOp, UnaryOp};
 use std::collections::HashMap;
 
 /// Builds the kernel that computes each `(node, buffer)` of `stores` (all of one shape)
@@ -44,9 +44,49 @@ fn build_scatter_kernel(node: &NodeRef, output: BufferId, buffer_of: &HashMap<u6
     Kernel { outputs: vec![output], roots: vec![value], shape, extents: builder.extents, exprs: builder.exprs, scatter }
 }
 
-/// Stack left before growing, and the size of each new stack segment.
-pub(crate) const STACK_RED_ZONE: usize = 128 * 1024;
-pub(crate) const STACK_GROWTH: usize = 8 * 1024 * 1024;
+/// How to finish the expression of a node once its operands' expressions exist.
+enum Combine {
+    Unary(UnaryOp, DType),
+    /// Binary op on operands of the given dtype.
+    Binary(BinaryOp, DType),
+    Where(DType),
+    Cast(DType, DType),
+    Reduce {
+        op: ReduceOp,
+        vars: Vec<usize>,
+        dtype: DType,
+    },
+    /// A movement op: the operand's expression at the moved index is the value.
+    Forward,
+    /// Padding: the value where every bound holds, zero elsewhere.
+    Pad {
+        bounds: Vec<Bound>,
+        dtype: DType,
+    },
+    Gather {
+        buffer: BufferId,
+        len: usize,
+        dtype: DType,
+    },
+}
+
+/// Nodes to build, each at an index.
+type Operands = Vec<(NodeRef, Vec<IndexExpr>)>;
+
+/// The first step of building a node at an index: either its expression directly (a
+/// literal, a load), or the operands to build first and how to combine them.
+enum Step {
+    Done(ExprId),
+    Needs(Operands, Combine),
+}
+
+/// A node being built, with its operands still to build.
+struct Frame {
+    node: NodeRef,
+    index: Vec<IndexExpr>,
+    is_root: bool,
+    step: Option<(Operands, Combine)>,
+}
 
 struct KernelBuilder<'a> {
     buffer_of: &'a HashMap<u64, BufferId>,
@@ -77,47 +117,65 @@ impl<'a> KernelBuilder<'a> {
     }
 
     /// The value of `node` at multi-index `index`.
+    ///
+    /// A depth-first walk with an explicit stack (graphs can be a million nodes deep):
+    /// each frame plans its node once, builds its operands left to right, then combines.
     fn build(&mut self, node: &NodeRef, index: &[IndexExpr], is_root: bool) -> ExprId {
-        let key = (node.id(), index.to_vec());
-        if let Some(&id) = self.memo.get(&key) {
-            return id;
+        let mut stack = vec![Frame { node: node.clone(), index: index.to_vec(), is_root, step: None }];
+        while let Some(top) = stack.last_mut() {
+            let key = (top.node.id(), top.index.clone());
+            if top.step.is_none() {
+                if self.memo.contains_key(&key) {
+                    stack.pop();
+                    continue;
+                }
+                let (node, index, is_root) = (top.node.clone(), top.index.clone(), top.is_root);
+                match self.plan(&node, &index, is_root) {
+                    Step::Done(id) => {
+                        self.memo.insert(key, id);
+                        stack.pop();
+                        continue;
+                    }
+                    Step::Needs(operands, combine) => {
+                        stack.last_mut().expect("the frame planned").step = Some((operands, combine));
+                    }
+                }
+            }
+            let top = stack.last().expect("a frame is on the stack");
+            let (operands, _) = top.step.as_ref().expect("planned above");
+            let missing = operands.iter().find(|(n, i)| !self.memo.contains_key(&(n.id(), i.clone())));
+            if let Some((n, i)) = missing {
+                let frame = Frame { node: n.clone(), index: i.clone(), is_root: false, step: None };
+                stack.push(frame);
+                continue;
+            }
+            let frame = stack.pop().expect("a frame is on the stack");
+            let (operands, combine) = frame.step.expect("planned above");
+            let ids: Vec<ExprId> = operands.iter().map(|(n, i)| self.memo[&(n.id(), i.clone())]).collect();
+            let id = self.combine(combine, &ids);
+            self.memo.insert(key, id);
         }
-        // Deep graphs (long unrolled rollouts) recurse deeply: grow the stack on demand.
-        let id = stacker::maybe_grow(STACK_RED_ZONE, STACK_GROWTH, || self.build_uncached(node, index, is_root));
-        self.memo.insert(key, id);
-        id
+        self.memo[&(node.id(), index.to_vec())]
     }
 
-    fn build_uncached(&mut self, node: &NodeRef, index: &[IndexExpr], is_root: bool) -> ExprId {
+    /// What building `node` at `index` needs (no recursion: operands are listed, not built).
+    fn plan(&mut self, node: &NodeRef, index: &[IndexExpr], is_root: bool) -> Step {
         let dtype = node.dtype;
         if !is_root || !self.roots.contains(&node.id()) {
             if let Some(&buffer) = self.buffer_of.get(&node.id()) {
-                return self.load(buffer, node, index);
+                return Step::Done(self.load(buffer, node, index));
             }
         }
-        let src = |i: usize| &node.srcs[i];
+        let src = |i: usize| node.srcs[i].clone();
+        let at = |i: usize, index: Vec<IndexExpr>| (node.srcs[i].clone(), index);
+        let same = |n: usize| (0..n).map(|i| (src(i), index.to_vec())).collect::<Vec<_>>();
         match &node.op {
             Op::Input(_) | Op::Array(_) => unreachable!("inputs and constants are always realized"),
-            Op::Const(v) => self.push(Expr::Const(*v, dtype)),
-            Op::Unary(op) => {
-                let x = self.build(src(0), index, false);
-                self.push(Expr::Unary(*op, x, dtype))
-            }
-            Op::Binary(op) => {
-                let a = self.build(src(0), index, false);
-                let b = self.build(src(1), index, false);
-                self.push(Expr::Binary(*op, a, b, src(0).dtype))
-            }
-            Op::Where => {
-                let c = self.build(src(0), index, false);
-                let a = self.build(src(1), index, false);
-                let b = self.build(src(2), index, false);
-                self.push(Expr::Where(c, a, b, dtype))
-            }
-            Op::Cast => {
-                let x = self.build(src(0), index, false);
-                self.push(Expr::Cast(x, src(0).dtype, dtype))
-            }
+            Op::Const(v) => Step::Done(self.push(Expr::Const(*v, dtype))),
+            Op::Unary(op) => Step::Needs(same(1), Combine::Unary(*op, dtype)),
+            Op::Binary(op) => Step::Needs(same(2), Combine::Binary(*op, src(0).dtype)),
+            Op::Where => Step::Needs(same(3), Combine::Where(dtype)),
+            Op::Cast => Step::Needs(same(1), Combine::Cast(src(0).dtype, dtype)),
             Op::Reduce(op, axes) => {
                 let mut inner = index.to_vec();
                 let mut vars = Vec::new();
@@ -131,34 +189,31 @@ impl<'a> KernelBuilder<'a> {
                     inner[a] = IndexExpr::var(v);
                     vars.push(v);
                 }
-                let body = self.build(src(0), &inner, false);
-                self.push(Expr::Reduce { op: *op, vars, body, dtype })
+                Step::Needs(vec![at(0, inner)], Combine::Reduce { op: *op, vars, dtype })
             }
             Op::Reshape => {
                 let lin = IndexExpr::linearize(index, &node.shape);
-                let inner = IndexExpr::delinearize(&lin, &src(0).shape, &self.extents);
-                self.build(src(0), &inner, false)
+                Step::Needs(vec![at(0, IndexExpr::delinearize(&lin, &src(0).shape, &self.extents))], Combine::Forward)
             }
             Op::Permute(perm) => {
                 let mut inner = vec![IndexExpr::constant(0); perm.len()];
                 for (d, &p) in perm.iter().enumerate() {
                     inner[p] = index[d].clone();
                 }
-                self.build(src(0), &inner, false)
+                Step::Needs(vec![at(0, inner)], Combine::Forward)
             }
             Op::Expand => {
-                let inner: Vec<IndexExpr> = (0..index.len())
+                let inner = (0..index.len())
                     .map(|d| if src(0).shape[d] == 1 { IndexExpr::constant(0) } else { index[d].clone() })
                     .collect();
-                self.build(src(0), &inner, false)
+                Step::Needs(vec![at(0, inner)], Combine::Forward)
             }
             Op::Shrink(ranges) => {
-                let inner: Vec<IndexExpr> =
-                    index.iter().zip(ranges).map(|(i, &(s, _))| i.add_const(s as i64)).collect();
-                self.build(src(0), &inner, false)
+                let inner = index.iter().zip(ranges).map(|(i, &(s, _))| i.add_const(s as i64)).collect();
+                Step::Needs(vec![at(0, inner)], Combine::Forward)
             }
             Op::Flip(axes) => {
-                let inner: Vec<IndexExpr> = (0..index.len())
+                let inner = (0..index.len())
                     .map(|d| {
                         if axes.contains(&d) {
                             index[d].scale(-1).add_const(node.shape[d] as i64 - 1)
@@ -167,20 +222,19 @@ impl<'a> KernelBuilder<'a> {
                         }
                     })
                     .collect();
-                self.build(src(0), &inner, false)
+                Step::Needs(vec![at(0, inner)], Combine::Forward)
             }
-            Op::Pad(pads) => self.pad(node, pads, index),
+            Op::Pad(pads) => self.plan_pad(node, pads, index),
             Op::Gather => {
-                let (table, positions) = (src(0), src(1));
+                let table = src(0);
                 let buffer = *self.buffer_of.get(&table.id()).expect("gather sources are always realized");
-                let at = self.build(positions, index, false);
-                self.push(Expr::Gather { buffer, index: at, len: table.numel(), dtype })
+                Step::Needs(vec![at(1, index.to_vec())], Combine::Gather { buffer, len: table.numel(), dtype })
             }
             Op::ScatterAdd => unreachable!("scatter-add nodes are always realized"),
         }
     }
 
-    fn pad(&mut self, node: &NodeRef, pads: &[(usize, usize)], index: &[IndexExpr]) -> ExprId {
+    fn plan_pad(&mut self, node: &NodeRef, pads: &[(usize, usize)], index: &[IndexExpr]) -> Step {
         let src = &node.srcs[0];
         let mut bounds = Vec::new();
         let mut inner = Vec::with_capacity(index.len());
@@ -189,18 +243,33 @@ impl<'a> KernelBuilder<'a> {
             let bound = Bound { expr: i.clone(), lo, hi: lo + src.shape[d] as i64 };
             match self.decide(&bound) {
                 Some(true) => {}
-                Some(false) => return self.zero(node.dtype),
+                Some(false) => return Step::Done(self.zero(node.dtype)),
                 None => bounds.push(bound),
             }
             inner.push(i.add_const(-lo));
         }
-        let value = self.build(src, &inner, false);
-        if bounds.is_empty() {
-            return value;
+        let combine = if bounds.is_empty() { Combine::Forward } else { Combine::Pad { bounds, dtype: node.dtype } };
+        Step::Needs(vec![(src.clone(), inner)], combine)
+    }
+
+    /// The expression of a node from its operands' expressions.
+    fn combine(&mut self, combine: Combine, operands: &[ExprId]) -> ExprId {
+        match combine {
+            Combine::Unary(op, dtype) => self.push(Expr::Unary(op, operands[0], dtype)),
+            Combine::Binary(op, dtype) => self.push(Expr::Binary(op, operands[0], operands[1], dtype)),
+            Combine::Where(dtype) => self.push(Expr::Where(operands[0], operands[1], operands[2], dtype)),
+            Combine::Cast(from, to) => self.push(Expr::Cast(operands[0], from, to)),
+            Combine::Reduce { op, vars, dtype } => self.push(Expr::Reduce { op, vars, body: operands[0], dtype }),
+            Combine::Forward => operands[0],
+            Combine::Pad { bounds, dtype } => {
+                let cond = self.push(Expr::InBounds(bounds));
+                let zero = self.zero(dtype);
+                self.push(Expr::Where(cond, operands[0], zero, dtype))
+            }
+            Combine::Gather { buffer, len, dtype } => {
+                self.push(Expr::Gather { buffer, index: operands[0], len, dtype })
+            }
         }
-        let cond = self.push(Expr::InBounds(bounds));
-        let zero = self.zero(node.dtype);
-        self.push(Expr::Where(cond, value, zero, node.dtype))
     }
 
     /// `Some(true)` if the bound always holds, `Some(false)` if never, `None` if it depends.

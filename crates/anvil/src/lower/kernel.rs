@@ -75,6 +75,20 @@ pub enum Expr {
     },
 }
 
+impl Expr {
+    /// The expressions this one reads, in order.
+    pub fn operands(&self) -> Vec<ExprId> {
+        match self {
+            Expr::Unary(_, x, _) | Expr::Cast(x, _, _) => vec![*x],
+            Expr::Binary(_, a, b, _) => vec![*a, *b],
+            Expr::Where(c, a, b, _) => vec![*c, *a, *b],
+            Expr::Reduce { body, .. } => vec![*body],
+            Expr::Gather { index, .. } => vec![*index],
+            Expr::Const(..) | Expr::Load { .. } | Expr::InBounds(_) => vec![],
+        }
+    }
+}
+
 /// A loop nest computing every element of one or more buffers of the same shape.
 #[derive(Clone, Debug)]
 pub struct Kernel {

@@ -6,7 +6,6 @@
 
 use crate::dtype::DType;
 use crate::graph::{reduce_identity, BinaryOp, Literal, ReduceOp, UnaryOp};
-use crate::lower::fuse::{STACK_GROWTH, STACK_RED_ZONE};
 use crate::lower::{Bound, BufferId, Expr, ExprId, Kernel};
 use std::fmt::Write;
 
@@ -231,33 +230,24 @@ impl<'k> Renderer<'k> {
         out
     }
 
-    /// Emits every not-yet-emitted expression under `roots` whose variables are all bound.
+    /// Emits every not-yet-emitted expression under `roots` whose variables are all bound,
+    /// operands first (a post-order walk with an explicit stack: bodies can be a million
+    /// expressions deep).
     fn visit(&mut self, roots: &[ExprId], bound: &[usize], depth: usize) {
         let mut visited = vec![false; self.kernel.exprs.len()];
-        for &e in roots {
-            self.visit_rec(e, bound, depth, &mut visited);
-        }
-    }
-
-    fn visit_rec(&mut self, e: ExprId, bound: &[usize], depth: usize, visited: &mut [bool]) {
-        if self.emitted[e] || visited[e] {
-            return;
-        }
-        visited[e] = true;
-        let expr = &self.kernel.exprs[e];
-        let children: Vec<ExprId> = match expr {
-            Expr::Unary(_, x, _) | Expr::Cast(x, _, _) => vec![*x],
-            Expr::Binary(_, a, b, _) => vec![*a, *b],
-            Expr::Where(c, a, b, _) => vec![*c, *a, *b],
-            Expr::Reduce { body, .. } => vec![*body],
-            Expr::Gather { index, .. } => vec![*index],
-            Expr::Const(..) | Expr::Load { .. } | Expr::InBounds(_) => vec![],
-        };
-        for c in children {
-            stacker::maybe_grow(STACK_RED_ZONE, STACK_GROWTH, || self.visit_rec(c, bound, depth, visited));
-        }
-        if self.deps[e].iter().all(|v| bound.contains(v)) {
-            self.emit(e, bound, depth);
+        let mut stack: Vec<(ExprId, bool)> = roots.iter().rev().map(|&e| (e, false)).collect();
+        while let Some((e, operands_done)) = stack.pop() {
+            if operands_done {
+                if self.deps[e].iter().all(|v| bound.contains(v)) {
+                    self.emit(e, bound, depth);
+                }
+                continue;
+            }
+            if self.emitted[e] || std::mem::replace(&mut visited[e], true) {
+                continue;
+            }
+            stack.push((e, true));
+            stack.extend(self.kernel.exprs[e].operands().into_iter().rev().map(|c| (c, false)));
         }
     }
 
@@ -296,11 +286,7 @@ impl<'k> Renderer<'k> {
             }
             match &self.kernel.exprs[x] {
                 Expr::Reduce { .. } => return true,
-                Expr::Unary(_, a, _) | Expr::Cast(a, _, _) => stack.push(*a),
-                Expr::Binary(_, a, b, _) => stack.extend([*a, *b]),
-                Expr::Where(c, a, b, _) => stack.extend([*c, *a, *b]),
-                Expr::Gather { index, .. } => stack.push(*index),
-                Expr::Const(..) | Expr::Load { .. } | Expr::InBounds(_) => {}
+                other => stack.extend(other.operands()),
             }
         }
         false
