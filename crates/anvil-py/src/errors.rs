@@ -1,11 +1,11 @@
 //! anvil errors as Python exceptions.
 
-use pyo3::exceptions::{PyOSError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyMemoryError, PyOSError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::PyErr;
 
 /// The Python exception for an anvil error: `TypeError` for a wrong number of arguments,
-/// `ValueError` for bad shapes, names and patterns, `OSError` for files, `RuntimeError` for
-/// the compiler. Op errors drop the Rust source line (Python's traceback has the user's).
+/// `ValueError` for bad shapes, names and patterns, `MemoryError` for arrays that cannot
+/// fit, `OSError` for files, `RuntimeError` for the compiler. Op errors drop the Rust source line (Python's traceback has the user's).
 pub fn to_py(e: anvil::Error) -> PyErr {
     use anvil::Error as E;
     match e {
@@ -13,6 +13,7 @@ pub fn to_py(e: anvil::Error) -> PyErr {
         E::ArgumentCount { .. } => PyTypeError::new_err(e.to_string()),
         E::InputMismatch { .. } | E::InvalidName { .. } | E::Transform { .. } => PyValueError::new_err(e.to_string()),
         E::Io { .. } => PyOSError::new_err(e.to_string()),
+        E::OutOfMemory { .. } => PyMemoryError::new_err(e.to_string()),
         E::CompilerNotFound { .. } | E::Compile { .. } | E::Load { .. } => PyRuntimeError::new_err(e.to_string()),
     }
 }

@@ -241,6 +241,10 @@ impl PyFunction {
             Some(jit) => jit,
             None => py.detach(|| f.compile()).py()?,
         };
+        for o in f.outputs() {
+            let what = || format!("an output of `{}` of shape {:?}", f.name(), o.shape);
+            anvil::array::check_alloc(what, o.numel(), o.dtype.size()).py()?;
+        }
         let (outputs, outs): (Vec<_>, Vec<_>) = f.outputs().iter().map(|o| output_array(py, o)).unzip();
         let pointers = Pointers(ins, outs);
         // SAFETY: the pointers come from C-contiguous arrays of the declared dtypes and

@@ -90,6 +90,9 @@ impl PyTensor {
     fn index(&self, key: &Bound<'_, PyAny>) -> PyResult<Vec<SliceInfoElem>> {
         let items: Vec<Bound<'_, PyAny>> =
             if key.is_instance_of::<PyTuple>() { key.extract()? } else { vec![key.clone()] };
+        if items.iter().filter(|k| k.is_instance_of::<PyEllipsis>()).count() > 1 {
+            return Err(PyIndexError::new_err("an index can only have a single ellipsis ('...')"));
+        }
         let explicit = items.iter().filter(|k| !k.is_none() && !k.is_instance_of::<PyEllipsis>()).count();
         let rank = self.0.ndim();
         if explicit > rank {
@@ -602,8 +605,17 @@ impl PyTensor {
         if step == 0.0 {
             return Err(PyValueError::new_err("arange: step must not be zero"));
         }
-        let n = ((stop - start) / step).ceil().max(0.0) as usize;
-        let values = ArrayD::from_shape_fn(IxDyn(&[n]), |i| start + step * i[0] as f64);
+        if !(start.is_finite() && stop.is_finite() && step.is_finite()) {
+            return Err(PyValueError::new_err(format!(
+                "arange: start, stop and step must be finite, got {start}, {stop}, {step}"
+            )));
+        }
+        let count = ((stop - start) / step).ceil().max(0.0);
+        if count > anvil::shape::MAX_ELEMENTS as f64 {
+            return Err(PyValueError::new_err(format!("arange: {count} elements is more than anvil supports (2^48)")));
+        }
+        let what = || format!("arange({start}, {stop}, {step})");
+        let values = anvil::array::try_from_shape_fn(what, &[count as usize], |i| start + step * i[0] as f64).py()?;
         let integral = start.fract() == 0.0 && step.fract() == 0.0;
         let default = if integral { DType::I64 } else { DType::F64 };
         let dtype = dtype.map(dtype_from).transpose()?.unwrap_or(default);

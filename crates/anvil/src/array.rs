@@ -1,7 +1,48 @@
 //! Host arrays: the data that flows into and out of functions outside of tracing.
 
 use crate::dtype::DType;
+use crate::error::{Error, Result};
 use ndarray::{ArrayD, ArrayViewD, IxDyn};
+use std::sync::OnceLock;
+
+/// Fails with [`Error::OutOfMemory`] unless `count` values of `size` bytes fit in this
+/// machine's memory (RAM and swap), before anything is allocated: a huge allocation must be
+/// an error, not an abort (or an out-of-memory kill once the pages are touched).
+pub fn check_alloc(what: impl FnOnce() -> String, count: usize, size: usize) -> Result<()> {
+    let bytes = (count as u64).checked_mul(size as u64);
+    let available = memory_limit();
+    match bytes {
+        Some(b) if b <= available => Ok(()),
+        _ => Err(Error::OutOfMemory { what: what(), bytes, available }),
+    }
+}
+
+/// RAM plus swap in bytes (Linux: from /proc/meminfo), read once; unlimited if unknown.
+pub(crate) fn memory_limit() -> u64 {
+    static LIMIT: OnceLock<u64> = OnceLock::new();
+    *LIMIT.get_or_init(|| {
+        let info = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+        let kib = |field: &str| -> Option<u64> {
+            let line = info.lines().find(|l| l.starts_with(field))?;
+            line.split_whitespace().nth(1)?.parse().ok()
+        };
+        match (kib("MemTotal:"), kib("SwapTotal:")) {
+            (Some(ram), swap) => (ram + swap.unwrap_or(0)).saturating_mul(1024),
+            _ => u64::MAX,
+        }
+    })
+}
+
+/// An array of `shape` filled by `f`, or [`Error::OutOfMemory`] if it cannot fit.
+pub fn try_from_shape_fn<T>(
+    what: impl FnOnce() -> String,
+    shape: &[usize],
+    f: impl FnMut(IxDyn) -> T,
+) -> Result<ArrayD<T>> {
+    let count = crate::shape::checked_numel(shape).unwrap_or(usize::MAX);
+    check_alloc(what, count, std::mem::size_of::<T>())?;
+    Ok(ArrayD::from_shape_fn(IxDyn(shape), f))
+}
 
 /// An owned n-dimensional array of any supported dtype.
 ///
@@ -68,7 +109,17 @@ impl HostArray {
         with_host_array!(self, a => a.mapv(Element::to_f64))
     }
 
-    /// A zero-filled array of the given dtype and shape.
+    /// A zero-filled array of the given dtype and shape, or [`Error::OutOfMemory`] if it
+    /// cannot fit in this machine's memory.
+    pub fn try_zeros(dtype: DType, shape: &[usize]) -> Result<Self> {
+        let count = crate::shape::checked_numel(shape).unwrap_or(usize::MAX);
+        let what = || format!("a {dtype} array of shape {shape:?}");
+        check_alloc(what, count, dtype.size())?;
+        Ok(Self::zeros(dtype, shape))
+    }
+
+    /// A zero-filled array of the given dtype and shape (see [`try_zeros`](Self::try_zeros)
+    /// for shapes that come from users).
     pub fn zeros(dtype: DType, shape: &[usize]) -> Self {
         let dim = IxDyn(shape);
         match dtype {

@@ -119,6 +119,16 @@ pub enum Error {
         /// The compiler's output.
         message: String,
     },
+    /// An array would not fit in this machine's memory; nothing was allocated.
+    #[error("{what} needs {}, more than this machine's memory ({} of RAM and swap)", bytes_text(*.bytes), bytes_text(Some(*.available)))]
+    OutOfMemory {
+        /// What was to be allocated.
+        what: String,
+        /// The bytes it needs (`None`: more than 64 bits can count).
+        bytes: Option<u64>,
+        /// The machine's RAM and swap, in bytes.
+        available: u64,
+    },
     /// A compiled library could not be loaded or lacks an entry point.
     #[error("loading `{path}`: {message}")]
     Load {
@@ -139,5 +149,22 @@ impl Error {
     /// An [`Error::Io`] from a `std::io::Error`.
     pub(crate) fn io(action: &'static str, path: impl Into<PathBuf>, err: std::io::Error) -> Self {
         Error::Io { action, path: path.into(), message: err.to_string() }
+    }
+}
+
+/// A byte count as people read it: `8.0 TiB (8796093022208 bytes)`.
+fn bytes_text(bytes: Option<u64>) -> String {
+    let Some(b) = bytes else { return "more than 2^64 bytes".into() };
+    let units = ["bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    let mut value = b as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < units.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{b} bytes")
+    } else {
+        format!("{value:.1} {} ({b} bytes)", units[unit])
     }
 }

@@ -96,9 +96,36 @@ impl IntoAxes for Vec<usize> {
     }
 }
 
+/// The most elements one tensor may have: 2^48. Index arithmetic in generated code (64-bit)
+/// and byte sizes then stay far from overflowing.
+pub const MAX_ELEMENTS: usize = 1 << 48;
+
 /// Number of elements of a shape.
 pub fn numel(shape: &[usize]) -> usize {
     shape.iter().product()
+}
+
+/// The number of elements of `shape`, or `None` if the shape is too large for anvil: some
+/// stride (a product of trailing extents, zero extents counting as one) exceeds
+/// [`MAX_ELEMENTS`] or overflows.
+///
+/// ```
+/// use anvil::shape::checked_numel;
+/// assert_eq!(checked_numel(&[3, 4]), Some(12));
+/// assert_eq!(checked_numel(&[1 << 32, 1 << 32]), None);
+/// assert_eq!(checked_numel(&[0, 1 << 40, 1 << 40]), None); // no elements, but its strides overflow
+/// ```
+pub fn checked_numel(shape: &[usize]) -> Option<usize> {
+    let mut strides = 1usize;
+    for &n in shape {
+        strides = strides.checked_mul(n.max(1)).filter(|&s| s <= MAX_ELEMENTS)?;
+    }
+    Some(numel(shape))
+}
+
+/// Why `shape` is rejected by [`checked_numel`], for messages.
+pub fn too_large(shape: &[usize]) -> String {
+    format!("shape {} is too large: anvil supports at most 2^48 elements per tensor", fmt_shape(shape))
 }
 
 /// Row-major strides (in elements) of a contiguous buffer of this shape.

@@ -196,8 +196,10 @@ impl NumericalFunction {
         if let Some(jit) = slot.as_ref() {
             return Ok(jit.clone());
         }
+        let what = || format!("the workspace of `{}` (its intermediates and captured constants)", self.name);
+        crate::array::check_alloc(what, self.program().workspace_size, 1)?;
         let path = jit::compile_cached(&self.name, &self.jit_source(), &self.compiler)?;
-        let jit = Arc::new(JitFunction::load(&path, &self.name)?);
+        let jit = Arc::new(JitFunction::load(&path, &self.name, self.program().workspace_size)?);
         *slot = Some(jit.clone());
         Ok(jit)
     }
@@ -280,8 +282,9 @@ impl NumericalFunction {
     }
 
     fn run(&self, inputs: &[*mut c_void]) -> Result<Vec<HostArray>> {
+        let mut outputs: Vec<HostArray> =
+            self.outputs.iter().map(|o| HostArray::try_zeros(o.dtype, &o.shape)).collect::<Result<_>>()?;
         let jit = self.compile()?;
-        let mut outputs: Vec<HostArray> = self.outputs.iter().map(|o| HostArray::zeros(o.dtype, &o.shape)).collect();
         let out_ptrs: Vec<*mut c_void> = outputs.iter_mut().map(|o| data_ptr(o)).collect();
         // SAFETY: inputs were checked against the declared dtypes and shapes and are in
         // standard layout; outputs were just allocated with the traced dtypes and shapes.

@@ -31,6 +31,9 @@ pub fn eval(outputs: &[Tensor], inputs: &[HostArray]) -> Result<Vec<HostArray>> 
 pub fn eval_nodes(outputs: &[NodeRef], inputs: &[HostArray]) -> Result<Vec<HostArray>> {
     let mut values: HashMap<u64, Value> = HashMap::new();
     for node in toposort(outputs) {
+        // The interpreter holds every value as 64-bit numbers.
+        let what = || format!("evaluating `{}` of shape {:?} with the interpreter", node.op.name(), node.shape);
+        crate::array::check_alloc(what, node.numel(), 8)?;
         let srcs: Vec<&Value> = node.srcs.iter().map(|s| &values[&s.id()]).collect();
         let value = eval_node(&node, &srcs, inputs)?;
         values.insert(node.id(), value);

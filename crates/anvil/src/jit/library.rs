@@ -22,14 +22,16 @@ pub struct JitFunction {
     free_ws: FreeWs,
     call: Call,
     pool: Mutex<Vec<Workspace>>,
+    workspace_bytes: usize,
     path: PathBuf,
     // Declared last: dropped after the workspaces are freed through `free_ws`.
     _library: libloading::Library,
 }
 
 impl JitFunction {
-    /// Loads the library at `path` and looks up `jit_<name>_{init_ws,free_ws,call}`.
-    pub fn load(path: &Path, name: &str) -> Result<Self> {
+    /// Loads the library at `path` and looks up `jit_<name>_{init_ws,free_ws,call}`; its
+    /// workspaces take `workspace_bytes` each.
+    pub fn load(path: &Path, name: &str, workspace_bytes: usize) -> Result<Self> {
         let err = |message: String| Error::Load { path: path.to_path_buf(), message };
         // SAFETY: the library is one anvil generated; loading runs no initialisers beyond
         // the C++ runtime's.
@@ -46,6 +48,7 @@ impl JitFunction {
                 free_ws,
                 call,
                 pool: Mutex::new(Vec::new()),
+                workspace_bytes,
                 path: path.to_path_buf(),
                 _library: library,
             })
@@ -77,9 +80,10 @@ impl JitFunction {
         // SAFETY: init_ws takes no arguments and returns fresh memory or null.
         let ptr = unsafe { (self.init_ws)() };
         if ptr.is_null() {
-            return Err(Error::Load {
-                path: self.path.clone(),
-                message: "out of memory allocating the workspace".into(),
+            return Err(Error::OutOfMemory {
+                what: format!("a workspace of `{}`", self.path.display()),
+                bytes: Some(self.workspace_bytes as u64),
+                available: crate::array::memory_limit(),
             });
         }
         Ok(Workspace(ptr))

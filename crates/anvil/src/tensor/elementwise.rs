@@ -81,6 +81,7 @@ impl Tensor {
                 let (sa, sb) = (fmt_shape(&a.shape), fmt_shape(&b.shape));
                 Error::op_at(loc, name, format!("shapes {sa} and {sb} cannot be broadcast together"))
             })?;
+            super::check_shape(loc, name, &shape)?;
             let out_dtype = if op.is_comparison() { DType::Bool } else { dtype };
             let srcs = vec![to_operand(a, dtype, &shape), to_operand(b, dtype, &shape)];
             Ok(Node::make(Op::Binary(op), out_dtype, shape, srcs))
@@ -297,6 +298,7 @@ impl Tensor {
                     ),
                 )
             })?;
+            super::check_shape(loc, "where", &shape)?;
             let dtype = meet(&a, &b);
             let srcs =
                 vec![to_operand(c, DType::Bool, &shape), to_operand(x, dtype, &shape), to_operand(y, dtype, &shape)];

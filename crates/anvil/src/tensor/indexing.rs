@@ -5,7 +5,6 @@ use crate::dtype::DType;
 use crate::error::{Error, Result, SourceLocation};
 use crate::graph::{Node, NodeRef, Op};
 use crate::shape::{fmt_shape, normalize_axes, strides, IntoShape};
-use ndarray::{ArrayD, IxDyn};
 
 fn check_index(loc: SourceLocation, op: &'static str, index: &NodeRef) -> Result<()> {
     if index.dtype.is_int() {
@@ -60,9 +59,10 @@ impl Tensor {
             }
             // Flat position = (offset of the other coordinates) + index * stride of `axis`.
             let st = strides(&x.shape);
-            let base = ArrayD::from_shape_fn(IxDyn(&i.shape), |p| {
+            let what = || format!("the positions of a gather with indices of shape {}", fmt_shape(&i.shape));
+            let base = crate::array::try_from_shape_fn(what, &i.shape, |p| {
                 (0..rank).filter(|&d| d != a).map(|d| (p[d] * st[d]) as i64).sum::<i64>()
-            });
+            })?;
             let index = index.cast(DType::I64);
             let clamped = index.clip(0.0, x.shape[a].saturating_sub(1) as f64);
             let flat = Tensor::from_array(&base) + clamped * st[a] as f64;
@@ -95,6 +95,7 @@ impl Tensor {
             if v.dtype == DType::Bool {
                 return Err(Error::op_at(loc, "scatter_add", "cannot add booleans; cast the values first"));
             }
+            super::check_shape(loc, "scatter_add", &shape)?;
             Ok(Node::make(Op::ScatterAdd, v.dtype, shape, vec![v.clone(), i.clone()]))
         })();
         result.map_or_else(Tensor::from_error, Tensor::from_node)

@@ -15,7 +15,7 @@ mod reduce;
 
 use crate::array::{Element, HostArray};
 use crate::dtype::DType;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, SourceLocation};
 use crate::graph::{self, scalar, ConstArray, Literal, Node, NodeRef, Op};
 use crate::shape::{fmt_shape, Shape};
 use std::fmt;
@@ -57,8 +57,13 @@ impl Tensor {
     }
 
     /// The symbolic `index`-th input of a traced function.
+    #[track_caller]
     pub fn input(index: usize, shape: impl crate::shape::IntoShape, dtype: DType) -> Self {
-        Self::from_node(Node::make(Op::Input(index), dtype, shape.into_shape(), Vec::new()))
+        let shape = shape.into_shape();
+        if let Err(e) = check_shape(SourceLocation::caller(), "input", &shape) {
+            return Self::from_error(e);
+        }
+        Self::from_node(Node::make(Op::Input(index), dtype, shape, Vec::new()))
     }
 
     /// A scalar constant of dtype `f64`; in binary ops it adopts the other operand's dtype.
@@ -75,24 +80,38 @@ impl Tensor {
     }
 
     /// A tensor of the given shape and dtype filled with `value`.
+    #[track_caller]
     pub fn full(shape: impl crate::shape::IntoShape, value: f64, dtype: DType) -> Self {
+        let shape = shape.into_shape();
+        if let Err(e) = check_shape(SourceLocation::caller(), "full", &shape) {
+            return Self::from_error(e);
+        }
         let lit = scalar::literal_from_f64(dtype, value);
-        Self::from_node(graph::constant(lit, dtype, &shape.into_shape()))
+        Self::from_node(graph::constant(lit, dtype, &shape))
     }
 
     /// Zeros of the given shape (`f64`).
+    #[track_caller]
     pub fn zeros(shape: impl crate::shape::IntoShape) -> Self {
         Self::full(shape, 0.0, DType::F64)
     }
 
     /// Ones of the given shape (`f64`).
+    #[track_caller]
     pub fn ones(shape: impl crate::shape::IntoShape) -> Self {
         Self::full(shape, 1.0, DType::F64)
     }
 
     /// The `n × n` identity matrix (`f64`), a captured constant.
+    #[track_caller]
     pub fn eye(n: usize) -> Self {
-        Self::from_array(&ndarray::Array2::<f64>::eye(n))
+        let loc = SourceLocation::caller();
+        let shape = [n, n];
+        let eye = check_shape(loc, "eye", &shape).and_then(|()| {
+            let what = || format!("the identity matrix `eye({n})`");
+            crate::array::try_from_shape_fn(what, &shape, |p| if p[0] == p[1] { 1.0f64 } else { 0.0 })
+        });
+        eye.map_or_else(Self::from_error, |a| Self::from_host(HostArray::F64(a)))
     }
 
     /// A captured constant: the array is embedded in generated code.
@@ -209,6 +228,15 @@ impl fmt::Debug for Tensor {
             Repr::Node(n) => write!(f, "Tensor({} {}, {} #{})", n.dtype, fmt_shape(&n.shape), n.op.name(), n.id()),
             Repr::Error(e) => write!(f, "Tensor(error: {e})"),
         }
+    }
+}
+
+/// `Ok(())` if a tensor of `shape` is within anvil's limits ([`crate::shape::checked_numel`]),
+/// else an error for `op` at the user's line.
+pub(crate) fn check_shape(loc: SourceLocation, op: &'static str, shape: &[usize]) -> Result<()> {
+    match crate::shape::checked_numel(shape) {
+        Some(_) => Ok(()),
+        None => Err(Error::op_at(loc, op, crate::shape::too_large(shape))),
     }
 }
 

@@ -14,6 +14,7 @@ impl Tensor {
         let loc = SourceLocation::caller();
         let shape = shape.into_shape();
         self.map_node(|n| {
+            super::check_shape(loc, "reshape", &shape)?;
             if shape.iter().product::<usize>() != n.numel() {
                 return Err(Error::op_at(
                     loc,
@@ -123,6 +124,7 @@ impl Tensor {
         let loc = SourceLocation::caller();
         let shape = shape.into_shape();
         self.map_node(|n| {
+            super::check_shape(loc, "expand", &shape)?;
             let ok = shape.len() >= n.shape.len()
                 && n.shape.iter().rev().zip(shape.iter().rev()).all(|(&s, &t)| s == t || s == 1);
             if !ok {
@@ -148,7 +150,12 @@ impl Tensor {
                     format!("{} pad pairs given for shape {}", pads.len(), fmt_shape(&n.shape)),
                 ));
             }
-            let shape = n.shape.iter().zip(pads).map(|(&s, &(b, a))| s + b + a).collect();
+            let shape: Option<Shape> =
+                n.shape.iter().zip(pads).map(|(&s, &(b, a))| s.checked_add(b)?.checked_add(a)).collect();
+            let shape = shape.ok_or_else(|| {
+                Error::op_at(loc, "pad", format!("padding {pads:?} of shape {} overflows", fmt_shape(&n.shape)))
+            })?;
+            super::check_shape(loc, "pad", &shape)?;
             Ok(Node::make(Op::Pad(pads.to_vec()), n.dtype, shape, vec![n.clone()]))
         })
     }
@@ -321,7 +328,11 @@ impl Tensor {
                     format!("shapes {} and {} differ outside axis {a}", fmt_shape(&first.shape), fmt_shape(&bad.shape)),
                 ));
             }
-            let total: usize = nodes.iter().map(|n| n.shape[a]).sum();
+            let total = nodes.iter().try_fold(0usize, |t, n| t.checked_add(n.shape[a]));
+            let mut shape = first.shape.clone();
+            shape[a] = total.unwrap_or(usize::MAX);
+            super::check_shape(loc, "cat", &shape)?;
+            let total = shape[a];
             let mut offset = 0;
             let mut sum: Option<Tensor> = None;
             for t in tensors {

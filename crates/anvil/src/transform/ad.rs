@@ -199,7 +199,7 @@ pub(crate) fn forward_jacobian(f: &NumericalFunction, y: &Tensor, x: &Tensor) ->
 /// The derivatives of `y` (flattened) along each direction in `directions` (shape
 /// `[c] + x.shape`): a `(c × numel y)` matrix, computed as one batched JVP.
 pub(crate) fn forward_directions(f: &NumericalFunction, y: &Tensor, x: &Tensor, directions: &Tensor) -> Result<Tensor> {
-    let (m, c) = (y.numel(), directions.shape()[0]);
+    let (m, c) = (y.numel(), directions.check()?.shape()[0]);
     let tangent = placeholder(f, x.shape(), float_of(x.dtype()));
     let seeds = HashMap::from([(x.node()?.id(), tangent.clone())]);
     let ty = jvp_nodes(&[y.node()?.clone()], &seeds)?.remove(0);
@@ -218,7 +218,7 @@ fn reverse_jacobian(f: &NumericalFunction, y: &Tensor, x: &Tensor) -> Result<Ten
 /// The cotangents of `x` (flattened) for each cotangent of `y` in `directions` (shape
 /// `[c] + y.shape`): a `(c × numel x)` matrix, computed as one batched VJP.
 pub(crate) fn reverse_directions(f: &NumericalFunction, y: &Tensor, x: &Tensor, directions: &Tensor) -> Result<Tensor> {
-    let (n, c) = (x.numel(), directions.shape()[0]);
+    let (n, c) = (x.numel(), directions.check()?.shape()[0]);
     let cotangent = placeholder(f, y.shape(), float_of(y.dtype()));
     let bar = vjp_nodes(&[y.node()?.clone()], std::slice::from_ref(&cotangent), &[x.node()?.clone()])?.remove(0);
     let Some(bar) = bar else { return Ok(Tensor::full([c, n], 0.0, float_of(x.dtype()))) };
@@ -269,6 +269,9 @@ pub fn vmap(f: &NumericalFunction, batch: usize, in_axes: &[Option<usize>]) -> R
         args.push(Arg::with_dtype(shape, a.dtype));
     }
     let outputs: Vec<NodeRef> = f.output_tensors().iter().map(|t| t.node().cloned()).collect::<Result<_>>()?;
-    let results = vmap_nodes(&outputs, &batched, batch)?;
+    let results = vmap_nodes(&outputs, &batched, batch).map_err(|e| match e {
+        Error::Transform { transform, message, .. } => transform_error(transform, f, message),
+        other => other,
+    })?;
     NumericalFunction::from_tensors(&format!("{}_vmap", f.name()), args, &results)
 }

@@ -175,18 +175,18 @@ pub fn spjacobian_wrt(f: &NumericalFunction, wrt: usize) -> Result<SparseNumeric
     check_wrt("spjacobian", f, wrt)?;
     let y = f.output_tensors()[0].clone();
     let x = input_tensors(f)[wrt].clone();
-    let pattern = dependency_pattern(y.node()?, x.node()?);
+    let pattern = dependency_pattern(y.node()?, x.node()?)?;
     let columns = column_coloring(&pattern);
     let rows = column_coloring(&pattern.transpose());
     let (m, n) = (y.numel(), x.numel());
     let (compressed, positions, coloring): (Tensor, Vec<i64>, Coloring) = if rows.count < columns.count {
         // Entry (i, j) is compressed[colour(i), j].
-        let compressed = reverse_directions(f, &y, &x, &seed_directions(&rows, y.shape()))?;
+        let compressed = reverse_directions(f, &y, &x, &seed_directions(&rows, y.shape())?)?;
         let positions = entries_csc(&pattern).map(|(i, j)| (rows.colors[i] * n + j) as i64).collect();
         (compressed, positions, rows)
     } else {
         // Entry (i, j) is compressed[colour(j), i].
-        let compressed = forward_directions(f, &y, &x, &seed_directions(&columns, x.shape()))?;
+        let compressed = forward_directions(f, &y, &x, &seed_directions(&columns, x.shape())?)?;
         let positions = entries_csc(&pattern).map(|(i, j)| (columns.colors[j] * m + i) as i64).collect();
         (compressed, positions, columns)
     };
@@ -205,10 +205,10 @@ pub fn sphessian(f: &NumericalFunction) -> Result<SparseNumericalFunction> {
 pub fn sphessian_wrt(f: &NumericalFunction, wrt: usize) -> Result<SparseNumericalFunction> {
     let g = gradient_tensor(f, wrt)?;
     let x = input_tensors(f)[wrt].clone();
-    let full = dependency_pattern(g.node()?, x.node()?).symmetrized();
+    let full = dependency_pattern(g.node()?, x.node()?)?.symmetrized();
     let coloring = star_coloring(&full);
     // compressed[k, i] = sum over j of colour k of H[i, j]
-    let compressed = forward_directions(f, &g, &x, &seed_directions(&coloring, x.shape()))?;
+    let compressed = forward_directions(f, &g, &x, &seed_directions(&coloring, x.shape())?)?;
     let n = x.numel();
     let color = &coloring.colors;
     let upper = full.upper_triangle();
@@ -237,13 +237,19 @@ fn entries_csc(pattern: &SparsityPattern) -> impl Iterator<Item = (usize, usize)
 
 /// One seed direction per colour: the sum of the unit vectors of its columns, shaped
 /// `[colours] + input shape`.
-fn seed_directions(coloring: &Coloring, input_shape: &[usize]) -> Tensor {
+fn seed_directions(coloring: &Coloring, input_shape: &[usize]) -> Result<Tensor> {
     let n: usize = input_shape.iter().product();
     let mut shape = vec![coloring.count];
     shape.extend_from_slice(input_shape);
-    let flat =
-        ndarray::Array2::from_shape_fn((coloring.count, n), |(k, j)| if coloring.colors[j] == k { 1.0 } else { 0.0 });
-    Tensor::from_array(&flat.into_shape_with_order(IxDyn(&shape)).expect("same element count"))
+    let what = || format!("the seed matrix of {} colours × {n} inputs", coloring.count);
+    let flat = crate::array::try_from_shape_fn(what, &[coloring.count, n], |p| {
+        if coloring.colors[p[1]] == p[0] {
+            1.0
+        } else {
+            0.0
+        }
+    })?;
+    Ok(Tensor::from_array(&flat.into_shape_with_order(IxDyn(&shape)).expect("same element count")))
 }
 
 /// A sparse function from a user-given CSC pattern: `f` returns the `nnz` values (a vector)

@@ -139,7 +139,7 @@ pub fn jacobian_sparsity_wrt(f: &NumericalFunction, wrt: usize) -> Result<Sparsi
     check_wrt("jacobian_sparsity", f, wrt)?;
     let y = f.output_tensors()[0].node()?.clone();
     let x = input_tensors(f)[wrt].node()?.clone();
-    Ok(dependency_pattern(&y, &x))
+    dependency_pattern(&y, &x)
 }
 
 /// The (symmetric) Hessian sparsity of `f`'s scalar first output with respect to its first
@@ -155,7 +155,7 @@ pub fn hessian_sparsity_wrt(f: &NumericalFunction, wrt: usize) -> Result<Sparsit
     if g.node()?.numel() != x.numel() {
         return Err(transform_error("hessian_sparsity", f, "gradient and input sizes differ"));
     }
-    Ok(dependency_pattern(g.node()?, &x).symmetrized())
+    Ok(dependency_pattern(g.node()?, &x)?.symmetrized())
 }
 
 /// Per element of a node: the input elements it depends on (`None`: on nothing).
@@ -193,7 +193,7 @@ impl BitSet {
 }
 
 /// The structural Jacobian pattern of `y` with respect to `x` (flattened, row-major).
-pub(crate) fn dependency_pattern(y: &NodeRef, x: &NodeRef) -> SparsityPattern {
+pub(crate) fn dependency_pattern(y: &NodeRef, x: &NodeRef) -> Result<SparsityPattern> {
     let words = x.numel().div_ceil(64).max(1);
     let order = toposort(std::slice::from_ref(y));
     let mut uses: HashMap<u64, usize> = HashMap::new();
@@ -204,6 +204,8 @@ pub(crate) fn dependency_pattern(y: &NodeRef, x: &NodeRef) -> SparsityPattern {
     }
     let mut deps: HashMap<u64, Deps> = HashMap::new();
     for node in &order {
+        let what = || format!("sparsity detection (a {}-bit set for each of {} elements)", words * 64, node.numel());
+        crate::array::check_alloc(what, node.numel().saturating_mul(words), 8)?;
         let value = if node.id() == x.id() {
             Some((0..x.numel()).map(|e| BitSet::single(words, e)).collect())
         } else {
@@ -226,7 +228,7 @@ pub(crate) fn dependency_pattern(y: &NodeRef, x: &NodeRef) -> SparsityPattern {
     }
     let rows = deps.remove(&y.id()).flatten();
     let entries = rows.iter().flatten().enumerate().flat_map(|(i, set)| set.members().into_iter().map(move |j| (i, j)));
-    SparsityPattern::new(y.numel(), x.numel(), entries).expect("members are input elements")
+    Ok(SparsityPattern::new(y.numel(), x.numel(), entries).expect("members are input elements"))
 }
 
 /// Element dependencies of `node` from its sources' (at least one is not `None`).

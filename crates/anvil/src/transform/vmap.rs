@@ -1,10 +1,9 @@
 //! Batching: add a leading batch axis to a graph, one rule per primitive.
 
 use crate::dtype::DType;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::graph::{toposort, Node, NodeRef, Op};
 use crate::tensor::Tensor;
-use ndarray::{ArrayD, IxDyn};
 use std::collections::HashMap;
 
 /// A node's value after batching: the original node (the same for every batch element), or
@@ -28,6 +27,7 @@ pub fn vmap_nodes(outputs: &[NodeRef], batched: &HashMap<u64, Tensor>, batch: us
                 if srcs.iter().all(|v| matches!(v, Value::Same(_))) {
                     Value::Same(node.clone())
                 } else {
+                    check_batched_shape(&node, batch)?;
                     Value::Batched(batching_rule(&node, &srcs, batch)?)
                 }
             }
@@ -46,6 +46,19 @@ fn lift(value: &Value, batch: usize) -> Result<NodeRef> {
             shape.extend_from_slice(&n.shape);
             Ok(Tensor::from_node(n.clone()).unsqueeze(0).expand(shape).node()?.clone())
         }
+    }
+}
+
+/// A batch of `node`s must still be a tensor anvil supports.
+fn check_batched_shape(node: &NodeRef, batch: usize) -> Result<()> {
+    let shape = batched_shape(batch, &node.shape);
+    match crate::shape::checked_numel(&shape) {
+        Some(_) => Ok(()),
+        None => Err(Error::Transform {
+            transform: "vmap",
+            function: "<graph>".into(),
+            message: format!("a batch of {batch} `{}` results: {}", node.op.name(), crate::shape::too_large(&shape)),
+        }),
     }
 }
 
@@ -97,7 +110,8 @@ fn batching_rule(node: &NodeRef, srcs: &[Value], batch: usize) -> Result<NodeRef
 fn per_batch_positions(index: &NodeRef, per_batch: usize, batch: usize) -> Result<NodeRef> {
     let mut offset_shape = vec![1; index.shape.len()];
     offset_shape[0] = batch;
-    let offsets = ArrayD::from_shape_fn(IxDyn(&offset_shape), |p| (p[0] * per_batch) as i64);
+    let what = || format!("the offsets of a batch of {batch} gathers");
+    let offsets = crate::array::try_from_shape_fn(what, &offset_shape, |p| (p[0] * per_batch) as i64)?;
     let clamped = Tensor::from_node(index.clone()).cast(DType::I64).clip(0.0, per_batch.saturating_sub(1) as f64);
     Ok((clamped + Tensor::from_array(&offsets)).node()?.clone())
 }
