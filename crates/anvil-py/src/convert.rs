@@ -9,11 +9,24 @@ use pyo3::prelude::*;
 pub fn host_from_py(obj: &Bound<'_, PyAny>) -> PyResult<HostArray> {
     let py = obj.py();
     let np = py.import("numpy")?;
-    let arr = np.call_method1("asarray", (obj,))?;
+    let mut arr = np.call_method1("asarray", (obj,))?;
+    if !arr.getattr("dtype")?.getattr("isnative")?.extract::<bool>()? {
+        // Big-endian (or other non-native) data: the same values in native byte order.
+        let native = arr.getattr("dtype")?.call_method1("newbyteorder", ("=",))?;
+        arr = arr.call_method1("astype", (native,))?;
+    }
     let dtype = arr.getattr("dtype")?;
     let kind: String = dtype.getattr("kind")?.extract()?;
     let size: usize = dtype.getattr("itemsize")?.extract()?;
     let cast = |name: &str| -> PyResult<Bound<'_, PyAny>> { arr.call_method1("astype", (name,)) };
+    if kind == "u" && size == 8 && arr.getattr("size")?.extract::<usize>()? > 0 {
+        let max: u64 = arr.call_method0("max")?.extract()?;
+        if max > i64::MAX as u64 {
+            return Err(pyo3::exceptions::PyOverflowError::new_err(format!(
+                "uint64 value {max} does not fit int64, anvil's widest integer dtype"
+            )));
+        }
+    }
     Ok(match (kind.as_str(), size) {
         ("f", 4) => HostArray::F32(arr.extract::<PyReadonlyArrayDyn<f32>>()?.as_array().to_owned()),
         ("f", 8) => HostArray::F64(arr.extract::<PyReadonlyArrayDyn<f64>>()?.as_array().to_owned()),

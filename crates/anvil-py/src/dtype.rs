@@ -64,9 +64,13 @@ pub fn dtype_from(obj: &Bound<'_, PyAny>) -> PyResult<DType> {
     if let Ok(d) = obj.extract::<PyDType>() {
         return Ok(d.0);
     }
-    let name: String = match obj.getattr("name") {
-        Ok(n) => n.extract()?,
-        Err(_) => obj.str()?.extract()?,
+    let name: String = match obj.extract::<String>() {
+        Ok(name) => name,
+        // numpy dtypes and scalar types (`np.float32`, `np.dtype("i4")`), Python's `float`...
+        Err(_) => match obj.py().import("numpy")?.call_method1("dtype", (obj,)) {
+            Ok(d) => d.getattr("name")?.extract()?,
+            Err(_) => obj.str()?.extract()?,
+        },
     };
     match name.as_str() {
         "float64" | "double" | "f64" | "float" => Ok(DType::F64),
@@ -78,4 +82,11 @@ pub fn dtype_from(obj: &Bound<'_, PyAny>) -> PyResult<DType> {
             "unsupported dtype {other:?}: use anvil.dtypes.float64, float32, int64, int32 or bool"
         ))),
     }
+}
+
+/// `anvil.dtypes` member for `obj` (an `anvil.dtypes` member, a numpy dtype or type, or a
+/// name such as `"float32"`).
+#[pyfunction]
+pub fn as_dtype(obj: &Bound<'_, PyAny>) -> PyResult<PyDType> {
+    dtype_from(obj).map(PyDType)
 }

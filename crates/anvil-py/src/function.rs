@@ -7,7 +7,7 @@ use crate::errors::IntoPyResult;
 use crate::tensor::PyTensor;
 use anvil::ad::SparseNumericalFunction;
 use anvil::jit::JitFunction;
-use anvil::{Arg, DType, HostArray, NumericalFunction, Tensor};
+use anvil::{Arg, DType, NumericalFunction, Tensor};
 use numpy::{Element, PyArrayDyn, PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -120,6 +120,11 @@ fn fits<T: Element>(a: &Bound<'_, PyAny>, shape: &[usize]) -> bool {
 }
 
 /// Argument `i` as a C-contiguous numpy array of the declared dtype and shape.
+///
+/// The casting rule is numpy's `same_kind` (bool → int → float widen, floats narrow to
+/// float32; float → int, anything → bool, complex, strings, dates and objects are refused),
+/// and integers must be in the declared integer type's range: a call never truncates or
+/// wraps a value silently.
 fn fitted_array<'py>(
     py: Python<'py>,
     name: &str,
@@ -137,12 +142,29 @@ fn fitted_array<'py>(
     if ready {
         return Ok(a);
     }
+    if a.is_none() {
+        return Err(PyTypeError::new_err(format!(
+            "{name}(): argument {i} is None; pass an array of shape {}",
+            py_shape(&arg.shape)
+        )));
+    }
     let a = match a.cast::<PyTensor>() {
         Ok(t) => t.call_method0("numpy")?,
         Err(_) => a,
     };
     let np = py.import("numpy")?;
-    let mut arr = np.call_method1("asarray", (a, crate::dtype::numpy_name(arg.dtype)))?;
+    let target = crate::dtype::numpy_name(arg.dtype);
+    let given = np.call_method1("asarray", (a,))?;
+    let source = given.getattr("dtype")?;
+    if !np.call_method1("can_cast", (&source, target, "same_kind"))?.extract::<bool>()? {
+        return Err(PyTypeError::new_err(format!(
+            "{name}(): argument {i} of dtype {} cannot be cast to {target} (numpy's same_kind rule); \
+             convert it explicitly, e.g. with .astype(np.{target})",
+            source.str()?
+        )));
+    }
+    check_integer_range(&np, name, i, &given, arg.dtype)?;
+    let mut arr = np.call_method1("asarray", (given, target))?;
     if !arr.getattr("flags")?.getattr("c_contiguous")?.extract::<bool>()? {
         arr = arr.call_method1("copy", ("C",))?;
     }
@@ -155,6 +177,55 @@ fn fitted_array<'py>(
         )));
     }
     Ok(arr)
+}
+
+/// Integers going into a narrower (or signed) integer type must be in its range.
+fn check_integer_range(
+    np: &Bound<'_, PyAny>,
+    name: &str,
+    i: usize,
+    given: &Bound<'_, PyAny>,
+    to: DType,
+) -> PyResult<()> {
+    let dtype = given.getattr("dtype")?;
+    let kind: String = dtype.getattr("kind")?.extract()?;
+    let size: usize = dtype.getattr("itemsize")?.extract()?;
+    let narrows = match to {
+        DType::I32 => (kind == "i" && size > 4) || (kind == "u" && size >= 4),
+        DType::I64 => kind == "u" && size >= 8,
+        _ => false,
+    };
+    if !narrows || given.getattr("size")?.extract::<usize>()? == 0 {
+        return Ok(());
+    }
+    let (lo, hi): (i128, i128) = match to {
+        DType::I32 => (i32::MIN.into(), i32::MAX.into()),
+        _ => (i64::MIN.into(), i64::MAX.into()),
+    };
+    for (extreme, bad) in [("min", lo), ("max", hi)] {
+        let v: i128 = np.call_method1(extreme, (given,))?.call_method0("__int__")?.extract()?;
+        if (extreme == "min" && v < bad) || (extreme == "max" && v > bad) {
+            return Err(pyo3::exceptions::PyOverflowError::new_err(format!(
+                "{name}(): argument {i} holds {v}, out of range for {}",
+                crate::dtype::numpy_name(to)
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// A `TypeError` unless `count` arguments were given to `f`.
+fn check_count(f: &NumericalFunction, count: usize) -> PyResult<()> {
+    if count == f.inputs().len() {
+        return Ok(());
+    }
+    let shapes: Vec<String> = f.inputs().iter().map(|a| py_shape(&a.shape)).collect();
+    Err(PyTypeError::new_err(format!(
+        "{}() takes {} arguments (shapes {}) but {count} were given",
+        f.name(),
+        f.inputs().len(),
+        shapes.join(", ")
+    )))
 }
 
 /// The data pointer of a C-contiguous array of element type `T` and shape `shape`.
@@ -274,16 +345,7 @@ impl PyFunction {
             }
             return if outs.len() == 1 { Ok(outs.remove(0)) } else { Ok(PyTuple::new(py, outs)?.into_any()) };
         }
-        if args.len() != f.inputs().len() {
-            let shapes: Vec<String> = f.inputs().iter().map(|a| py_shape(&a.shape)).collect();
-            return Err(PyTypeError::new_err(format!(
-                "{}() takes {} arguments (shapes {}) but {} were given",
-                f.name(),
-                f.inputs().len(),
-                shapes.join(", "),
-                args.len()
-            )));
-        }
+        check_count(f, args.len())?;
         let mut arrays = Vec::with_capacity(args.len());
         for (i, (a, arg)) in args.iter().zip(f.inputs()).enumerate() {
             arrays.push(fitted_array(py, f.name(), i, a, arg)?);
@@ -301,10 +363,15 @@ impl PyFunction {
         }
     }
 
-    /// Evaluates with the reference interpreter (any array-likes, exact dtypes).
-    fn eval(&self, py: Python<'_>, arrays: Vec<Bound<'_, PyAny>>) -> PyResult<Vec<Py<PyAny>>> {
-        let hosts = arrays.iter().map(host_from_py).collect::<PyResult<Vec<HostArray>>>()?;
-        let out = self.f().eval_dyn(&hosts).py()?;
+    /// Evaluates with the reference interpreter; arguments are converted as for a call.
+    fn eval(&self, py: Python<'_>, args: Vec<Bound<'_, PyAny>>) -> PyResult<Vec<Py<PyAny>>> {
+        let f = self.f();
+        check_count(f, args.len())?;
+        let mut hosts = Vec::with_capacity(args.len());
+        for (i, (a, arg)) in args.into_iter().zip(f.inputs()).enumerate() {
+            hosts.push(host_from_py(&fitted_array(py, f.name(), i, a, arg)?)?);
+        }
+        let out = f.eval_dyn(&hosts).py()?;
         Ok(out.into_iter().map(|a| host_to_py(py, a)).collect())
     }
 

@@ -86,6 +86,7 @@ fn _anvil(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyFunction>()?;
     m.add_class::<constant::PyConstant>()?;
     m.add_function(wrap_pyfunction!(function::trace, m)?)?;
+    m.add_function(wrap_pyfunction!(dtype::as_dtype, m)?)?;
     m.add_function(wrap_pyfunction!(function::sparse_from_pattern, m)?)?;
     m.add_function(wrap_pyfunction!(generate_module, m)?)?;
     for f in [

@@ -5,9 +5,9 @@ use crate::dtype::{dtype_from, PyDType};
 use crate::errors::{to_py, IntoPyResult};
 use anvil::ndarray::{ArrayD, IxDyn, SliceInfoElem};
 use anvil::{DType, HostArray, Tensor};
-use pyo3::exceptions::{PyIndexError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyIndexError, PyOverflowError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyEllipsis, PyList, PySlice, PyTuple};
+use pyo3::types::{PyBool, PyEllipsis, PyInt, PyList, PySlice, PyTuple};
 
 /// A symbolic tensor: inside a traced function it is a node of the graph; outside, use it
 /// to capture constants: `Tensor([[1.0, 2.0], [3.0, 4.0]])`, `Tensor(numpy_array)`.
@@ -32,12 +32,28 @@ pub fn operand(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
     if obj.is_instance_of::<PyBool>() {
         return Ok(Tensor::scalar(obj.extract::<bool>()? as u8 as f64));
     }
+    if obj.is_instance_of::<PyInt>() || is_numpy_integer(obj)? {
+        // Exact (an f64 would round above 2^53); one beyond int64 is an error, not a wrap.
+        return match obj.extract::<i64>() {
+            Ok(v) => Ok(Tensor::scalar_int(v)),
+            Err(_) => Err(PyOverflowError::new_err(format!("Python integer {obj} out of bounds for int64"))),
+        };
+    }
     if let Ok(v) = obj.extract::<f64>() {
         if !obj.hasattr("shape")? || obj.getattr("shape")?.len()? == 0 {
             return Ok(Tensor::scalar(v));
         }
     }
     Ok(Tensor::from_host(host_from_py(obj)?))
+}
+
+/// True for numpy's integer scalars (`np.int32(3)`, `np.uint8(7)`, ...).
+fn is_numpy_integer(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+    if !obj.hasattr("dtype")? || obj.hasattr("shape")? && obj.getattr("shape")?.len()? != 0 {
+        return Ok(false);
+    }
+    let kind: String = obj.getattr("dtype")?.getattr("kind")?.extract()?;
+    Ok(kind == "i" || kind == "u")
 }
 
 /// Axes from `None` (all), an int, or a sequence of ints.
@@ -230,9 +246,22 @@ impl PyTensor {
     fn __rtruediv__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
         ok(operand(o)? / &self.0)
     }
-    /// `floor(self / o)` (true division first, so the result is a float).
+    /// `self // o` with Python's semantics: rounds toward minus infinity; integers stay
+    /// integers (exact; division by zero gives 0).
     fn __floordiv__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
-        ok((&self.0 / operand(o)?).floor())
+        ok(self.0.floor_div(operand(o)?))
+    }
+    fn __rfloordiv__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
+        ok(operand(o)?.floor_div(&self.0))
+    }
+    /// `self % o` with Python's semantics: `self - (self // o) * o`, the sign of `o`.
+    fn __mod__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let o = operand(o)?;
+        ok(&self.0 - self.0.floor_div(&o) * &o)
+    }
+    fn __rmod__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let o = operand(o)?;
+        ok(&o - o.floor_div(&self.0) * &self.0)
     }
     fn __pow__(&self, o: &Bound<'_, PyAny>, _modulo: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
         ok(self.0.pow(operand(o)?))
@@ -632,6 +661,13 @@ impl PyTensor {
 
     /// `self[index]` for an integer index tensor: rows of the first axis.
     fn take_rows(&self, index: &Tensor) -> PyResult<Self> {
+        if !index.dtype().is_int() {
+            return Err(PyIndexError::new_err(format!(
+                "tensors used as indices must be of integer type, got {} (boolean masks select a \
+                 data-dependent number of elements: use `mask.where(x, 0)` instead)",
+                crate::dtype::numpy_name(index.dtype())
+            )));
+        }
         let shape = self.0.shape().to_vec();
         let Some(&rows) = shape.first() else { return Err(PyIndexError::new_err("cannot index a 0-d tensor")) };
         let row: usize = shape[1..].iter().product();

@@ -11,6 +11,7 @@ and get fast, allocation-free native code -- a callable (JIT) or C++ files (AOT)
 
 from __future__ import annotations
 
+import operator
 import os
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, Sequence, TypeVar, Union, overload
@@ -64,17 +65,48 @@ def _shape(shape: int | Sequence[int]) -> tuple[int, ...]:
     return (shape,) if isinstance(shape, int) else tuple(int(n) for n in shape)
 
 
+def _extent(n: Any) -> int:
+    """An extent: a non-negative integer (``int``, ``np.int64``, ...; not a bool, float or str)."""
+    if isinstance(n, (bool, np.bool_)):
+        raise TypeError(f"Arg: extents must be integers, got the bool {n!r}")
+    try:
+        value = operator.index(n)
+    except TypeError:
+        raise TypeError(f"Arg: extents must be integers, got {n!r} ({type(n).__name__})") from None
+    if value < 0:
+        raise ValueError(f"Arg: extents must be non-negative, got {value}")
+    return value
+
+
+def _checked_shape(shape: Any) -> int | tuple[int, ...]:
+    """``shape`` as an int (1-D) or a tuple of ints, or a clear error."""
+    if isinstance(shape, (str, bytes)):
+        raise TypeError(f"Arg: a shape is an int or a tuple of ints, got the string {shape!r}")
+    if hasattr(shape, "__index__") and not isinstance(shape, (bool, np.bool_)):
+        return _extent(shape)
+    try:
+        items = list(shape)
+    except TypeError:
+        raise TypeError(f"Arg: a shape is an int or a tuple of ints, got {shape!r} ({type(shape).__name__})") from None
+    return tuple(_extent(n) for n in items)
+
+
 @dataclass(frozen=True)
 class Arg:
     """Specification of a NumericalFunction input: shape and dtype.
 
     Args:
       shape: an int for 1-D (``Arg(0)`` is a zero-length input), a tuple otherwise.
-      dtype: element type (default float64).
+      dtype: element type (default float64): an ``anvil.dtypes`` member, a numpy dtype or
+        its name.
     """
 
     shape: int | tuple[int, ...]
     dtype: DType = dtypes.float64
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "shape", _checked_shape(self.shape))
+        object.__setattr__(self, "dtype", _anvil.as_dtype(self.dtype))
 
     @property
     def ndim(self) -> int:
@@ -171,28 +203,6 @@ class NumericalFunction(Generic[I, R]):
         """This function's definitions in a generated ``.cpp``."""
         return self._native.source_code
 
-    def _arrays(self, args: tuple[Any, ...]) -> list[np.ndarray]:
-        specs = self.__dict__.get("_specs")
-        if specs is None:
-            specs = self._specs = [(_NUMPY[a.dtype], _shape(a.shape)) for a in self.inputs]
-        if len(args) != len(specs):
-            expected = ", ".join(str(shape) for _, shape in specs)
-            raise TypeError(f"{self.name}() takes {len(specs)} arguments (shapes {expected}) but {len(args)} were given")
-        arrays = []
-        for i, a in enumerate(args):
-            kind, shape = specs[i]
-            # Fast path: already an array of the right dtype and layout.
-            if type(a) is not np.ndarray or a.dtype.type is not kind or not a.flags.c_contiguous:
-                if isinstance(a, Tensor):
-                    a = a.numpy()
-                a = np.asarray(a, dtype=kind)
-                if not a.flags.c_contiguous:
-                    a = np.array(a, order="C")
-            if a.shape != shape:
-                raise ValueError(f"{self.name}(): argument {i} must have shape {shape}, got {a.shape}")
-            arrays.append(a)
-        return arrays
-
     @staticmethod
     def _results(outs: list[np.ndarray]) -> Any:
         outs = [o[()] if o.ndim == 0 else o for o in outs]
@@ -229,7 +239,7 @@ class NumericalFunction(Generic[I, R]):
 
     def eval(self, *args: FloatArray) -> Any:
         """Like calling the function, but with anvil's reference interpreter."""
-        return self._results(self._native.eval(self._arrays(args)))
+        return self._results(self._native.eval(list(args)))
 
     def __repr__(self) -> str:
         return f"NumericalFunction({self.name!r}, inputs={self.inputs!r})"

@@ -149,13 +149,16 @@ pub fn round_float(dtype: DType, v: f64) -> f64 {
     }
 }
 
-/// `v` converted to dtype `to`, with C++ `static_cast` semantics (float to int truncates,
-/// to `bool` is `!= 0`).
+/// `v` converted to dtype `to`. Float to integer truncates toward zero and saturates:
+/// values beyond the integer range give its minimum or maximum, NaN gives 0 (C++ leaves
+/// these undefined; generated code follows this definition). Integer to integer wraps;
+/// anything to `bool` is `!= 0`.
 pub fn cast(to: DType, v: Literal) -> Literal {
     match v {
         Literal::Float(x) => match to {
             DType::Bool => Literal::Bool(x != 0.0),
-            DType::I32 | DType::I64 => Literal::Int(wrap_int(to, x as i64)),
+            DType::I32 => Literal::Int(x as i32 as i64),
+            DType::I64 => Literal::Int(x as i64),
             DType::F32 | DType::F64 => Literal::Float(round_float(to, x)),
         },
         Literal::Int(_) | Literal::Bool(_) => {

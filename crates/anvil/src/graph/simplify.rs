@@ -15,7 +15,7 @@ use crate::dtype::DType;
 
 type Rule = fn(&Op, DType, &[usize], &[NodeRef]) -> Option<NodeRef>;
 
-const RULES: &[Rule] = &[drop_identity_ops, fold_constants, merge_movement, algebraic_identities];
+const RULES: &[Rule] = &[drop_identity_ops, fold_constants, merge_movement, algebraic_identities, special_powers];
 
 /// The simplest equivalent of `op(srcs)`, if a rule applies.
 pub fn simplify(op: &Op, dtype: DType, shape: &[usize], srcs: &[NodeRef]) -> Option<NodeRef> {
@@ -143,5 +143,34 @@ fn algebraic_identities(op: &Op, dtype: DType, shape: &[usize], srcs: &[NodeRef]
         }
         BinaryOp::Div if is_const(y, 1.0) => same(x, dtype, shape),
         _ => None,
+    }
+}
+
+/// `pow(x, c)` for the constant exponents whose power has an exact, cheaper form. Besides
+/// the speed, `pow(x, 0.5)` must not stay a `pow`: GCC vectorises it as `sqrt` (which
+/// differs at `-inf` and `-0`) but calls `pow` in scalar loop tails, so one program would
+/// disagree with itself. Its replacement keeps `pow`'s values there: `pow(-inf, 0.5) = inf`,
+/// `pow(-0, 0.5) = +0`.
+fn special_powers(op: &Op, dtype: DType, shape: &[usize], srcs: &[NodeRef]) -> Option<NodeRef> {
+    let Op::Binary(BinaryOp::Pow) = op else { return None };
+    let exponent = literal_of(&srcs[1])?.as_f64();
+    let x = &srcs[0];
+    let make = |op: Op, dtype: DType, srcs: Vec<NodeRef>| intern_simplified(op, dtype, shape, srcs);
+    let float = |v: f64| constant(scalar::literal_from_f64(dtype, v), dtype, shape);
+    if exponent == 0.0 {
+        Some(float(1.0))
+    } else if exponent == 1.0 {
+        same(x, dtype, shape)
+    } else if exponent == 2.0 {
+        Some(make(Op::Binary(BinaryOp::Mul), dtype, vec![x.clone(), x.clone()]))
+    } else if exponent == -1.0 {
+        Some(make(Op::Unary(UnaryOp::Recip), dtype, vec![x.clone()]))
+    } else if exponent == 0.5 {
+        let root = make(Op::Unary(UnaryOp::Sqrt), dtype, vec![x.clone()]);
+        let positive_root = make(Op::Unary(UnaryOp::Abs), dtype, vec![root]);
+        let minus_inf = make(Op::Binary(BinaryOp::Eq), DType::Bool, vec![x.clone(), float(f64::NEG_INFINITY)]);
+        Some(make(Op::Where, dtype, vec![minus_inf, float(f64::INFINITY), positive_root]))
+    } else {
+        None
     }
 }

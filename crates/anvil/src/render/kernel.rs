@@ -537,7 +537,9 @@ fn binary(op: BinaryOp, dtype: DType, a: &str, b: &str) -> String {
             }
         }
         BinaryOp::Div if float => format!("{a} / {b}"),
-        BinaryOp::Div => format!("{b} == 0 ? 0 : {a} / {b}"),
+        // Integer division by zero gives 0, and MIN / -1 wraps to MIN, as in the interpreter
+        // (C++ leaves both undefined; x86 traps on them).
+        BinaryOp::Div => format!("{b} == 0 ? 0 : ({b} == -1 ? {} : {a} / {b})", wrapping(dtype, "0", "-", a)),
         BinaryOp::Pow | BinaryOp::Atan2 if !float => {
             let f = binary(op, DType::F64, &format!("static_cast<double>({a})"), &format!("static_cast<double>({b})"));
             format!("static_cast<{}>({f})", dtype.cpp_name())
@@ -566,7 +568,25 @@ fn cast(from: DType, to: DType, x: &str) -> String {
         format!("{x} != 0")
     } else if from == to {
         x.to_string()
+    } else if from.is_float() && to.is_int() {
+        saturating_cast(from, to, x)
     } else {
         format!("static_cast<{}>({x})", to.cpp_name())
     }
+}
+
+/// Float to integer as [`crate::graph::scalar::cast`] defines it (C++ leaves out-of-range
+/// values undefined): truncate inside the range, saturate outside, NaN gives 0. The bounds
+/// are powers of two, exact in every float type.
+fn saturating_cast(from: DType, to: DType, x: &str) -> String {
+    let bits = 8 * to.size() as i32;
+    let bound = |v: f64| literal(Literal::Float(v), from);
+    let (lo, hi) = (bound(-(2f64.powi(bits - 1))), bound(2f64.powi(bits - 1)));
+    let (min, max) = match to {
+        DType::I32 => (literal(Literal::Int(i32::MIN as i64), to), literal(Literal::Int(i32::MAX as i64), to)),
+        _ => (literal(Literal::Int(i64::MIN), to), literal(Literal::Int(i64::MAX), to)),
+    };
+    let zero = literal(Literal::Int(0), to);
+    let t = to.cpp_name();
+    format!("({x} >= {lo} && {x} < {hi}) ? static_cast<{t}>({x}) : ({x} != {x} ? {zero} : ({x} < 0 ? {min} : {max}))")
 }

@@ -8,21 +8,43 @@ use crate::graph::{BinaryOp, Literal, Node, NodeRef, Op, UnaryOp};
 use crate::shape::{broadcast, fmt_shape};
 
 /// The dtype two operands meet at. A weak scalar adopts the other operand's dtype, unless
-/// that would lose its value (a fractional number meeting an integer tensor gives `f64`).
-fn meet(a: &Tensor, b: &Tensor) -> DType {
+/// that would lose its value: a fractional number meeting an integer tensor gives `f64`,
+/// and an integer that does not fit the integer dtype is an error (numpy's NEP 50 rule)
+/// rather than a silent wrap.
+fn meet(a: &Tensor, b: &Tensor) -> std::result::Result<DType, String> {
     let adopt = |lit: Literal, other: DType| {
         let integral = lit.as_f64().fract() == 0.0;
-        match other {
+        let dtype = match other {
             d if d.is_float() => d,
             d if d.is_int() && integral => d,
             DType::Bool if integral => DType::I64,
             _ => DType::F64,
+        };
+        if dtype.is_int() && !fits(lit, dtype) {
+            let value = match lit {
+                Literal::Int(v) => v.to_string(),
+                other => format!("{}", other.as_f64()),
+            };
+            return Err(format!(
+                "the number {value} does not fit {dtype}, the other operand's dtype (cast one of them first)"
+            ));
         }
+        Ok(dtype)
     };
     match (a.weak_literal(), b.weak_literal()) {
         (Some(lit), None) => adopt(lit, b.dtype()),
         (None, Some(lit)) => adopt(lit, a.dtype()),
-        _ => a.dtype().promote(b.dtype()),
+        _ => Ok(a.dtype().promote(b.dtype())),
+    }
+}
+
+/// True if the integral literal `lit` is in the range of the integer dtype `dtype`.
+fn fits(lit: Literal, dtype: DType) -> bool {
+    let bits = 8 * dtype.size() as i32 - 1;
+    match lit {
+        Literal::Int(v) => dtype == DType::I64 || i32::try_from(v).is_ok(),
+        Literal::Float(v) => v >= -(2f64.powi(bits)) && v < 2f64.powi(bits),
+        Literal::Bool(_) => true,
     }
 }
 
@@ -61,7 +83,10 @@ impl Tensor {
     /// `op(self, other)` with numpy broadcasting and dtype promotion.
     #[track_caller]
     pub(crate) fn binary(&self, other: &Tensor, op: BinaryOp, name: &'static str) -> Tensor {
-        let mut dtype = meet(self, other);
+        let mut dtype = match meet(self, other) {
+            Ok(d) => d,
+            Err(message) => return Tensor::from_error(Error::op_at(SourceLocation::caller(), name, message)),
+        };
         if dtype == DType::Bool && matches!(op, BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul) {
             dtype = DType::I64;
         }
@@ -232,12 +257,45 @@ impl Tensor {
     #[track_caller]
     pub fn idiv(&self, other: impl Into<Tensor>) -> Tensor {
         let other = other.into();
-        let dtype = meet(self, &other);
+        let dtype = match meet(self, &other) {
+            Ok(d) => d,
+            Err(message) => return Tensor::from_error(Error::op_at(SourceLocation::caller(), "idiv", message)),
+        };
         if !dtype.is_int() && self.error().is_none() && other.error().is_none() {
             let message = format!("needs integer operands, got {} and {}", self.dtype(), other.dtype());
             return Tensor::from_error(Error::op_at(SourceLocation::caller(), "idiv", message));
         }
         self.binary_in(&other, BinaryOp::Div, "idiv", dtype)
+    }
+
+    /// Division rounding toward minus infinity, Python's `//`: integers stay integers (exact
+    /// at any size; division by zero gives 0), floats give `floor(self / other)`.
+    ///
+    /// ```
+    /// use anvil::{Tensor, ndarray::array};
+    /// let a = Tensor::from_array(&array![7i64, -7, 7, -7]);
+    /// let b = Tensor::from_array(&array![2i64, 2, -2, -2]);
+    /// let q = anvil::graph::eval(&[a.floor_div(&b)], &[]).unwrap().remove(0);
+    /// assert_eq!(q.to_f64_vec(), vec![3.0, -4.0, -4.0, 3.0]);
+    /// ```
+    #[track_caller]
+    pub fn floor_div(&self, other: impl Into<Tensor>) -> Tensor {
+        let other = other.into();
+        let dtype = match meet(self, &other) {
+            Ok(d) => d,
+            Err(message) => return Tensor::from_error(Error::op_at(SourceLocation::caller(), "floor_div", message)),
+        };
+        if dtype.is_float() {
+            return (self / &other).floor();
+        }
+        let dtype = if dtype == DType::Bool { DType::I64 } else { dtype };
+        let (a, b) = (self.cast(dtype), other.cast(dtype));
+        let q = a.idiv(&b);
+        // Truncation rounds toward zero: step down where the remainder's sign differs from b's.
+        let r = &a - &q * &b;
+        let no = Tensor::full((), 0.0, DType::Bool);
+        let step_down = b.ne(0.0).where_(r.ne(0.0).where_(r.lt(0.0).ne(b.lt(0.0)), &no), &no);
+        step_down.where_(&q - 1.0, &q)
     }
 
     /// `self < other` (`bool`).
@@ -299,7 +357,7 @@ impl Tensor {
                 )
             })?;
             super::check_shape(loc, "where", &shape)?;
-            let dtype = meet(&a, &b);
+            let dtype = meet(&a, &b).map_err(|message| Error::op_at(loc, "where", message))?;
             let srcs =
                 vec![to_operand(c, DType::Bool, &shape), to_operand(x, dtype, &shape), to_operand(y, dtype, &shape)];
             Ok(Node::make(Op::Where, dtype, shape, srcs))

@@ -79,6 +79,13 @@ impl Tensor {
         t
     }
 
+    /// A weakly typed integer scalar (like [`Tensor::scalar`], exact for every `i64`): it
+    /// adopts the other operand's dtype, and is an error if its value does not fit there.
+    pub fn scalar_int(value: i64) -> Self {
+        let node = graph::constant(Literal::Int(value), DType::I64, &[]);
+        Tensor { repr: Repr::Node(node), weak: true }
+    }
+
     /// A tensor of the given shape and dtype filled with `value`.
     #[track_caller]
     pub fn full(shape: impl crate::shape::IntoShape, value: f64, dtype: DType) -> Self {

@@ -92,10 +92,10 @@ impl Tensor {
     pub fn min_axes(&self, axes: impl IntoAxes, keepdim: bool) -> Tensor {
         self.reduce(ReduceOp::Min, Some(axes.into_axes()), keepdim, "min")
     }
-    /// Mean of all elements (integers give `f64`).
+    /// Mean of all elements (integers give `f64`; an empty tensor gives NaN, as numpy).
     #[track_caller]
     pub fn mean(&self) -> Tensor {
-        let n = self.numel().max(1) as f64;
+        let n = self.numel() as f64;
         self.as_float().sum() / n
     }
     /// Mean over `axes`.
@@ -104,7 +104,7 @@ impl Tensor {
         let axes = axes.into_axes();
         let count: usize =
             normalize_axes(&axes, self.ndim()).map(|a| a.iter().map(|&d| self.shape()[d]).product()).unwrap_or(1);
-        self.as_float().sum_axes(axes, keepdim) / count.max(1) as f64
+        self.as_float().sum_axes(axes, keepdim) / count as f64
     }
 
     #[track_caller]
