@@ -1,6 +1,6 @@
 //! anvil errors as Python exceptions.
 
-use pyo3::exceptions::{PyMemoryError, PyOSError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyMemoryError, PyOSError, PyRuntimeError, PyTimeoutError, PyTypeError, PyValueError};
 use pyo3::PyErr;
 
 /// The Python exception for an anvil error: `TypeError` for a wrong number of arguments,
@@ -14,7 +14,11 @@ pub fn to_py(e: anvil::Error) -> PyErr {
         E::InputMismatch { .. } | E::InvalidName { .. } | E::Transform { .. } => PyValueError::new_err(e.to_string()),
         E::Io { .. } => PyOSError::new_err(e.to_string()),
         E::OutOfMemory { .. } => PyMemoryError::new_err(e.to_string()),
-        E::CompilerNotFound { .. } | E::Compile { .. } | E::Load { .. } => PyRuntimeError::new_err(e.to_string()),
+        E::CompileTimeout { .. } => PyTimeoutError::new_err(e.to_string()),
+        E::UntrustedCache { .. } => PyOSError::new_err(e.to_string()),
+        E::CompilerNotFound { .. } | E::InvalidCompiler { .. } | E::Compile { .. } | E::Load { .. } => {
+            PyRuntimeError::new_err(e.to_string())
+        }
     }
 }
 

@@ -109,6 +109,35 @@ pub enum Error {
         /// The commands that were tried.
         tried: String,
     },
+    /// The configured C++ compiler (`$CXX` or [`crate::jit::CompilerOptions`]) does not work;
+    /// anvil does not silently use another one.
+    #[error("the C++ compiler `{command}` ({origin}) cannot be used: {message}. Set it to a working compiler command (e.g. `g++` or `ccache clang++`), or unset it to use the system's")]
+    InvalidCompiler {
+        /// The command line as given.
+        command: String,
+        /// Where it came from (`$CXX`, ...).
+        origin: String,
+        /// What failed.
+        message: String,
+    },
+    /// The C++ compiler ran longer than the configured timeout and was stopped.
+    #[error("C++ compilation of `{source_path}` did not finish within {seconds} s and was stopped ({command}); raise the limit with CompilerOptions::timeout or $ANVIL_COMPILE_TIMEOUT (seconds)")]
+    CompileTimeout {
+        /// The generated source file.
+        source_path: PathBuf,
+        /// The compiler command line.
+        command: String,
+        /// The timeout.
+        seconds: f64,
+    },
+    /// The JIT cache directory cannot be trusted (another user could plant code in it).
+    #[error("the JIT cache directory `{path}` cannot be trusted: {reason}")]
+    UntrustedCache {
+        /// The directory.
+        path: PathBuf,
+        /// Why, and what to do.
+        reason: String,
+    },
     /// The C++ compiler rejected generated code (a bug in anvil, or bad flags).
     #[error("C++ compilation of `{source_path}` failed ({command}):\n{message}")]
     Compile {

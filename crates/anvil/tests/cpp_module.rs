@@ -178,8 +178,12 @@ fn jit_sources_compile_without_warnings() {
     for compiler in compilers {
         for vector_math in [false, true] {
             for f in functions() {
-                let options =
-                    anvil::jit::CompilerOptions { compiler: compiler.clone(), flags: flags.clone(), vector_math };
+                let options = anvil::jit::CompilerOptions {
+                    compiler: compiler.clone(),
+                    flags: flags.clone(),
+                    vector_math,
+                    ..Default::default()
+                };
                 let f = f.with_compiler(options);
                 f.compile().unwrap_or_else(|e| panic!("{e}"));
             }

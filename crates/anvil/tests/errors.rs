@@ -99,16 +99,13 @@ fn unwritable_output_directory() {
 }
 
 #[test]
-fn missing_compiler_says_how_to_install_one() {
+fn a_compiler_that_cannot_run_is_named_with_what_to_do() {
     let options = CompilerOptions { compiler: Some("no-such-compiler-anvil".into()), ..CompilerOptions::default() };
     let f = NumericalFunction::new("no_compiler", |[x]| x * 2.0, [Arg::new(1)]).unwrap().with_compiler(options);
     let err = f.call(&[array![1.0].into_dyn().view()]).unwrap_err();
     let msg = err.to_string();
-    assert!(matches!(err, Error::CompilerNotFound { .. }), "{msg}");
-    assert!(
-        msg.contains("no-such-compiler-anvil") && msg.contains("apt-get install g++") && msg.contains("$CXX"),
-        "{msg}"
-    );
+    assert!(matches!(err, Error::InvalidCompiler { .. }), "{msg}");
+    assert!(msg.contains("no-such-compiler-anvil") && msg.contains("cannot be run") && msg.contains("g++"), "{msg}");
     // The interpreter still works without a compiler.
     assert_eq!(f.eval(&[array![1.5].into_dyn().view()]).unwrap()[0], array![3.0].into_dyn());
 }
@@ -119,6 +116,7 @@ fn compile_errors_carry_the_compilers_message_and_the_source_path() {
         compiler: None,
         flags: vec!["-include".into(), "/nonexistent/anvil.h".into()],
         vector_math: false,
+        ..CompilerOptions::default()
     };
     let f = NumericalFunction::new("bad_flags", |[x]| x * 2.0, [Arg::new(1)]).unwrap().with_compiler(options);
     let err = f.call(&[array![1.0].into_dyn().view()]).unwrap_err();

@@ -90,6 +90,15 @@ impl JitFunction {
     }
 }
 
+impl std::fmt::Debug for JitFunction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JitFunction")
+            .field("path", &self.path)
+            .field("workspace_bytes", &self.workspace_bytes)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Drop for JitFunction {
     fn drop(&mut self) {
         let pool = std::mem::take(self.pool.get_mut().unwrap_or_else(|e| e.into_inner()));

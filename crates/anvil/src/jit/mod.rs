@@ -3,30 +3,33 @@
 //! Set `ANVIL_VERBOSE=1` to see each compilation (size, compiler, time) on stderr: large
 //! functions can take seconds to compile the first time.
 //!
-//! Libraries are named by a hash of source, compiler and flags, and written atomically
-//! (compile to a unique temporary name, then rename), so concurrent processes can share
-//! the cache and two different libraries never share a path (the dynamic loader would
-//! return the first one loaded from a path).
+//! Libraries are named by a hash of source, compiler, flags and host CPU, and written
+//! atomically (compile to a unique temporary name, then rename), so concurrent processes
+//! can share the cache and two different libraries never share a path (the dynamic loader
+//! would return the first one loaded from a path). The cache is code this process runs:
+//! see [`cache`] for what is checked before a library is loaded.
 
+pub mod cache;
 mod compiler;
 mod library;
 
-pub use compiler::{cache_dir, Compiler, CompilerOptions};
+pub use cache::cache_dir;
+pub use compiler::{split_command, Compiler, CompilerOptions};
 pub use library::{JitFunction, Workspace};
 
 use crate::error::{Error, Result};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
 /// The flags and libraries `options` amount to with this compiler on this system.
-fn effective_flags(compiler: &Compiler, options: &CompilerOptions) -> (Vec<String>, Vec<String>) {
+fn effective_flags(compiler: &Compiler, options: &CompilerOptions, dir: &Path) -> (Vec<String>, Vec<String>) {
     let mut flags = options.flags.clone();
     let mut libs = Vec::new();
     if options.vector_math {
         flags.extend(["-fopenmp-simd", "-DANVIL_OMP_SIMD"].map(String::from));
-        if libmvec_works(compiler, &flags) {
+        if libmvec_works(compiler, &flags, options, dir) {
             flags.push("-DANVIL_LIBMVEC".into());
             libs.push("-lmvec".into());
         }
@@ -34,25 +37,47 @@ fn effective_flags(compiler: &Compiler, options: &CompilerOptions) -> (Vec<Strin
     (flags, libs)
 }
 
-/// Whether code using libmvec compiles and links here (checked once per compiler and flags).
-fn libmvec_works(compiler: &Compiler, flags: &[String]) -> bool {
+/// Whether code using libmvec compiles and links here: probed once per compiler and flags,
+/// and the answer kept in the cache directory for later processes.
+fn libmvec_works(compiler: &Compiler, flags: &[String], options: &CompilerOptions, dir: &Path) -> bool {
     static CHECKED: OnceLock<Mutex<HashMap<String, bool>>> = OnceLock::new();
-    let key = format!("{} {}", compiler.command, flags.join(" "));
+    let key = digest(&[&compiler.command_line(), &compiler.version, &flags.join(" "), &host_cpu()]);
     let checked = CHECKED.get_or_init(Default::default);
     if let Some(&ok) = checked.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
         return ok;
     }
-    let dir = std::env::temp_dir();
-    let stem = format!("anvil-libmvec-probe-{}-{}", std::process::id(), unique_suffix());
-    let (source, library) = (dir.join(format!("{stem}.cpp")), dir.join(format!("lib{stem}.so")));
-    let mut probe_flags = flags.to_vec();
-    probe_flags.extend(["-DANVIL_LIBMVEC", "-Wl,--no-undefined"].map(String::from));
-    let ok = std::fs::write(&source, LIBMVEC_PROBE.replace("PRELUDE", crate::render::kernel::PRELUDE)).is_ok()
-        && compiler.compile_shared(&source, &library, &probe_flags, &["-lmvec".into()]).is_ok();
-    let _ = std::fs::remove_file(&source);
-    let _ = std::fs::remove_file(&library);
+    let answer = dir.join(format!("probe-libmvec-{key}"));
+    let ok = match std::fs::read_to_string(&answer).map(|s| s.trim().to_string()) {
+        Ok(known) if known == "yes" || known == "no" => known == "yes",
+        _ => {
+            let ok = probe_libmvec(compiler, flags, options, dir);
+            let _ = write_atomically(&answer, if ok { "yes" } else { "no" });
+            ok
+        }
+    };
     checked.lock().unwrap_or_else(|e| e.into_inner()).insert(key, ok);
     ok
+}
+
+fn probe_libmvec(compiler: &Compiler, flags: &[String], options: &CompilerOptions, dir: &Path) -> bool {
+    let stem = format!("probe-{}-{}", std::process::id(), unique_suffix());
+    let files = TemporaryFiles(vec![dir.join(format!("{stem}.cpp")), dir.join(format!("lib{stem}.so"))]);
+    let (source, library) = (&files.0[0], &files.0[1]);
+    let mut probe_flags = flags.to_vec();
+    probe_flags.extend(["-DANVIL_LIBMVEC", "-Wl,--no-undefined"].map(String::from));
+    std::fs::write(source, LIBMVEC_PROBE.replace("PRELUDE", crate::render::kernel::PRELUDE)).is_ok()
+        && compiler.compile_shared(source, library, &probe_flags, &["-lmvec".into()], options.timeout).is_ok()
+}
+
+/// Files removed when dropped, whatever happened meanwhile.
+struct TemporaryFiles(Vec<PathBuf>);
+
+impl Drop for TemporaryFiles {
+    fn drop(&mut self) {
+        for f in &self.0 {
+            let _ = std::fs::remove_file(f);
+        }
+    }
 }
 
 /// Calls every function the prelude declares with vector variants, in vectorisable loops.
@@ -73,47 +98,64 @@ extern "C" void anvil_probe(double* __restrict o, const double* __restrict x, fl
 }
 "#;
 
-/// Compiles `source` (unless the cache has it) and returns the library's path.
-pub fn compile_cached(name: &str, source: &str, options: &CompilerOptions) -> Result<PathBuf> {
-    let compiler = Compiler::find(options)?;
-    let (flags, libs) = effective_flags(&compiler, options);
+/// The hex SHA-256 (first 12 bytes) of the parts, separated.
+fn digest(parts: &[&str]) -> String {
     let mut hasher = Sha256::new();
-    // The CPU is part of the key: `-march=native` code from a shared cache must not run on
-    // a machine without the same instructions.
-    let cpu = host_cpu();
-    for part in [source, &compiler.command, &compiler.version, &flags.join(" "), &libs.join(" "), &cpu] {
+    for part in parts {
         hasher.update(part.as_bytes());
         hasher.update([0]);
     }
-    let hash: String = hasher.finalize().iter().take(12).map(|b| format!("{b:02x}")).collect();
-    let dir = cache_dir();
-    std::fs::create_dir_all(&dir).map_err(|e| Error::io("create the JIT cache directory", &dir, e))?;
+    hasher.finalize().iter().take(12).map(|b| format!("{b:02x}")).collect()
+}
+
+/// Compiles `source` (unless the cache holds a trusted copy) and returns the library's path.
+pub fn compile_cached(name: &str, source: &str, options: &CompilerOptions) -> Result<PathBuf> {
+    let compiler = Compiler::find(options)?;
+    let root = options.cache_dir.clone().unwrap_or_else(cache_dir);
+    let dir = cache::private_dir(&root)?;
+    let (flags, libs) = effective_flags(&compiler, options, &dir);
+    // The CPU is part of the key: `-march=native` code from a shared cache must not run on
+    // a machine without the same instructions.
+    let hash =
+        digest(&[source, &compiler.command_line(), &compiler.version, &flags.join(" "), &libs.join(" "), &host_cpu()]);
     let stem = format!("{name}-{hash}");
     let library = dir.join(format!("lib{stem}.so"));
-    if library.exists() {
+    if cache::is_trusted(&library) {
         return Ok(library);
     }
     let unique = format!("{}-{}", std::process::id(), unique_suffix());
     let source_path = dir.join(format!("{stem}.cpp"));
-    let source_tmp = dir.join(format!("{stem}.cpp.{unique}.tmp"));
-    std::fs::write(&source_tmp, source).map_err(|e| Error::io("write", &source_tmp, e))?;
-    std::fs::rename(&source_tmp, &source_path).map_err(|e| Error::io("rename into", &source_path, e))?;
+    write_atomically(&source_path, source)?;
     let library_tmp = dir.join(format!("lib{stem}.{unique}.so.tmp"));
+    let guard = TemporaryFiles(vec![library_tmp.clone()]);
     let verbose = std::env::var_os("ANVIL_VERBOSE").is_some_and(|v| !v.is_empty() && v != "0");
     let start = std::time::Instant::now();
     if verbose {
-        eprintln!("anvil: compiling `{name}` ({} kB of C++) with {}", source.len() / 1024, compiler.command);
+        eprintln!("anvil: compiling `{name}` ({} kB of C++) with {}", source.len() / 1024, compiler.command_line());
     }
-    let compiled = compiler.compile_shared(&source_path, &library_tmp, &flags, &libs);
+    compiler.compile_shared(&source_path, &library_tmp, &flags, &libs, options.timeout)?;
     if verbose {
         eprintln!("anvil: compiled `{name}` in {:.2} s -> {}", start.elapsed().as_secs_f64(), library.display());
     }
-    if let Err(e) = compiled {
-        let _ = std::fs::remove_file(&library_tmp);
-        return Err(e);
-    }
+    // Record the digest first: a reader never finds a new library with no digest (at worst
+    // a mismatch, after which it compiles again).
+    let digest = cache::file_digest(&library_tmp).map_err(|e| Error::io("read", &library_tmp, e))?;
+    write_atomically(&cache::digest_path(&library), &digest)?;
     std::fs::rename(&library_tmp, &library).map_err(|e| Error::io("rename into", &library, e))?;
+    drop(guard);
     Ok(library)
+}
+
+/// Writes `text` to `path` through a unique temporary file and a rename.
+fn write_atomically(path: &Path, text: &str) -> Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(format!(".{}-{}.tmp", std::process::id(), unique_suffix()));
+    let tmp = PathBuf::from(tmp);
+    std::fs::write(&tmp, text).map_err(|e| Error::io("write", &tmp, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        Error::io("rename into", path, e)
+    })
 }
 
 /// The host CPU's model and feature flags (Linux), or the architecture elsewhere.
