@@ -37,6 +37,12 @@ fn operand(o: &Bound<'_, PyAny>) -> PyResult<Operand> {
     }
 }
 
+/// The constant, or its error as the Python exception for it.
+fn checked(c: CodegenIntConstant) -> PyResult<PyConstant> {
+    c.check().py()?;
+    Ok(PyConstant(c))
+}
+
 #[pymethods]
 impl PyConstant {
     #[new]
@@ -59,8 +65,8 @@ impl PyConstant {
 
     /// The value.
     #[getter]
-    fn value(&self) -> i64 {
-        self.0.value()
+    fn value(&self) -> PyResult<i64> {
+        self.0.value().py()
     }
 
     /// The C++ type.
@@ -75,53 +81,56 @@ impl PyConstant {
     }
 
     /// All named constants this one needs, itself included, dependencies first.
-    fn all_dependencies(&self) -> Vec<PyConstant> {
-        CodegenIntConstant::declaration_order(std::slice::from_ref(&self.0)).into_iter().map(PyConstant).collect()
+    fn all_dependencies(&self) -> PyResult<Vec<PyConstant>> {
+        let order = CodegenIntConstant::declaration_order(std::slice::from_ref(&self.0)).py()?;
+        Ok(order.into_iter().map(PyConstant).collect())
     }
 
-    fn __int__(&self) -> i64 {
-        self.0.value()
+    fn __int__(&self) -> PyResult<i64> {
+        self.value()
     }
-    fn __index__(&self) -> i64 {
-        self.0.value()
+    fn __index__(&self) -> PyResult<i64> {
+        self.value()
     }
     fn __repr__(&self) -> String {
         self.0.name().to_string()
     }
     fn __add__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
-        Ok(PyConstant(match operand(o)? {
+        checked(match operand(o)? {
             Operand::Constant(c) => &self.0 + &c,
             Operand::Int(i) => &self.0 + i,
-        }))
+        })
     }
     fn __radd__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
         self.__add__(o)
     }
     fn __sub__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
-        Ok(PyConstant(match operand(o)? {
+        checked(match operand(o)? {
             Operand::Constant(c) => &self.0 - &c,
             Operand::Int(i) => &self.0 - i,
-        }))
+        })
     }
     fn __rsub__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
-        match operand(o)? {
-            Operand::Int(i) => Ok(PyConstant(i - &self.0)),
-            Operand::Constant(c) => Ok(PyConstant(&c - &self.0)),
-        }
+        checked(match operand(o)? {
+            Operand::Int(i) => i - &self.0,
+            Operand::Constant(c) => &c - &self.0,
+        })
     }
     fn __mul__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
-        Ok(PyConstant(match operand(o)? {
+        checked(match operand(o)? {
             Operand::Constant(c) => &self.0 * &c,
             Operand::Int(i) => &self.0 * i,
-        }))
+        })
     }
     fn __rmul__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
         self.__mul__(o)
     }
+    /// Python's floor division: the value and the emitted C++ both round toward minus
+    /// infinity.
     fn __floordiv__(&self, o: &Bound<'_, PyAny>) -> PyResult<Self> {
-        Ok(PyConstant(match operand(o)? {
-            Operand::Constant(c) => &self.0 / &c,
-            Operand::Int(i) => &self.0 / i,
-        }))
+        checked(match operand(o)? {
+            Operand::Constant(c) => self.0.floor_div(&c),
+            Operand::Int(i) => self.0.floor_div(i),
+        })
     }
 }

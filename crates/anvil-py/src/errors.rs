@@ -1,6 +1,9 @@
 //! anvil errors as Python exceptions.
 
-use pyo3::exceptions::{PyMemoryError, PyOSError, PyRuntimeError, PyTimeoutError, PyTypeError, PyValueError};
+use pyo3::exceptions::{
+    PyMemoryError, PyOSError, PyOverflowError, PyRuntimeError, PyTimeoutError, PyTypeError, PyValueError,
+    PyZeroDivisionError,
+};
 use pyo3::PyErr;
 
 /// The Python exception for an anvil error: `TypeError` for a wrong number of arguments,
@@ -12,6 +15,9 @@ pub fn to_py(e: anvil::Error) -> PyErr {
         E::Op { op, message, .. } => PyValueError::new_err(format!("{op}: {message}")),
         E::ArgumentCount { .. } => PyTypeError::new_err(e.to_string()),
         E::InputMismatch { .. } | E::InvalidName { .. } | E::Transform { .. } => PyValueError::new_err(e.to_string()),
+        E::Constant { kind: anvil::ConstantError::DivisionByZero, .. } => PyZeroDivisionError::new_err(e.to_string()),
+        E::Constant { kind: anvil::ConstantError::Overflow, .. } => PyOverflowError::new_err(e.to_string()),
+        E::Constant { .. } => PyValueError::new_err(e.to_string()),
         E::Io { .. } => PyOSError::new_err(e.to_string()),
         E::OutOfMemory { .. } => PyMemoryError::new_err(e.to_string()),
         E::CompileTimeout { .. } => PyTimeoutError::new_err(e.to_string()),

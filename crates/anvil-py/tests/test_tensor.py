@@ -38,7 +38,7 @@ CASES = {
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_ops_match_numpy(name):
     op, ref = CASES[name]
-    fn = av.NumericalFunction(name, op, (av.Arg((3, 4)), av.Arg((3, 4))))
+    fn = av.NumericalFunction(f"op_{name}", op, (av.Arg((3, 4)), av.Arg((3, 4))))
     want = ref(X, Y)
     np.testing.assert_allclose(fn(X, Y), want, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(fn.eval(X, Y), want, rtol=1e-12, atol=1e-12)
@@ -51,7 +51,7 @@ def test_ops_match_numpy(name):
 )
 def test_indexing_matches_numpy(key):
     data = np.arange(20.0).reshape(4, 5)
-    fn = av.NumericalFunction("index", lambda x: x[key], (av.Arg((4, 5)),))
+    fn = av.NumericalFunction("indexing", lambda x: x[key], (av.Arg((4, 5)),))
     np.testing.assert_array_equal(np.asarray(fn(data)), data[key])
 
 

@@ -90,6 +90,16 @@ pub enum Error {
         /// Why it is rejected.
         reason: String,
     },
+    /// A codegen integer constant that cannot be declared as written.
+    #[error("codegen constant `{name}`: {message}")]
+    Constant {
+        /// The constant, or the expression's C++ text.
+        name: String,
+        /// What kind of problem.
+        kind: ConstantError,
+        /// What exactly, with the values.
+        message: String,
+    },
     /// A file or directory could not be read or written.
     #[error("{action} `{path}`: {message}")]
     Io {
@@ -196,4 +206,17 @@ fn bytes_text(bytes: Option<u64>) -> String {
     } else {
         format!("{value:.1} {} ({b} bytes)", units[unit])
     }
+}
+
+/// What is wrong with a codegen integer constant ([`Error::Constant`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConstantError {
+    /// A division by zero.
+    DivisionByZero,
+    /// The value does not fit the constant's C++ type (or 64 bits).
+    Overflow,
+    /// A constant defined in terms of itself.
+    SelfReference,
+    /// Two different constants with one name.
+    Conflict,
 }

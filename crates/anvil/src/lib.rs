@@ -39,7 +39,7 @@ pub mod transform;
 
 pub use array::{Element, HostArray};
 pub use dtype::DType;
-pub use error::{Error, Result, SourceLocation};
+pub use error::{ConstantError, Error, Result, SourceLocation};
 pub use function::{
     generate_module, generate_module_with_constants, Arg, CodegenIntConstant, IntoOutputs, NumericalFunction,
 };

@@ -68,7 +68,7 @@ type BinaryCase = (&'static str, fn(&Tensor, &Tensor) -> Tensor);
 type AnyCase = (&'static str, Box<dyn Fn(&Tensor) -> Tensor>);
 
 fn unary_fn(name: &str, op: fn(&Tensor) -> Tensor) -> NumericalFunction {
-    NumericalFunction::new(name, |[x]| op(&x), [Arg::new([2, 3])]).unwrap()
+    NumericalFunction::new(&format!("op_{name}"), |[x]| op(&x), [Arg::new([2, 3])]).unwrap()
 }
 
 #[test]
@@ -125,7 +125,9 @@ fn every_binary_rule() {
         ("compare", |a, b| a.lt(b).cast(DType::F64) + a),
     ];
     for (name, op) in cases {
-        let f = NumericalFunction::new(name, |[a, b]| op(&a, &b), [Arg::new([3, 4]), Arg::new([3, 4])]).unwrap();
+        let f =
+            NumericalFunction::new(&format!("op_{name}"), |[a, b]| op(&a, &b), [Arg::new([3, 4]), Arg::new([3, 4])])
+                .unwrap();
         // Positive, distinct values: no ties, pow defined.
         let a = random_array(&mut r, &[3, 4], 0.5, 1.0);
         let b = random_array(&mut r, &[3, 4], 1.1, 2.0);
@@ -177,7 +179,7 @@ fn every_reduction_and_movement_rule() {
         ),
     ];
     for (name, op) in cases {
-        let f = NumericalFunction::new(name, |[x]| op(&x), [Arg::new([3, 4])]).unwrap();
+        let f = NumericalFunction::new(&format!("op_{name}"), |[x]| op(&x), [Arg::new([3, 4])]).unwrap();
         let x = random_array(&mut r, &[3, 4], 0.2, 1.5);
         check_rules(&f, &[x], &mut r);
     }

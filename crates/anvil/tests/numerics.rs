@@ -29,7 +29,7 @@ fn f64s(v: &[f64]) -> HostArray {
 fn integer_division_of_min_by_minus_one_wraps_instead_of_trapping() {
     for dtype in [DType::I32, DType::I64] {
         let f = NumericalFunction::new(
-            "div",
+            "int_div",
             |[a, b]| a.idiv(&b),
             [Arg::with_dtype(12, dtype), Arg::with_dtype(12, dtype)],
         )

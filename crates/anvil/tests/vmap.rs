@@ -49,7 +49,9 @@ fn vmap_equals_a_loop_for_every_primitive() {
     let mut r = common::rng(31);
     let batch = 3;
     for (name, op) in cases() {
-        let f = NumericalFunction::new(name, |[x, y]| op(&x, &y), [Arg::new([3, 4]), Arg::new([3, 4])]).unwrap();
+        let f =
+            NumericalFunction::new(&format!("op_{name}"), |[x, y]| op(&x, &y), [Arg::new([3, 4]), Arg::new([3, 4])])
+                .unwrap();
         for in_axes in [[Some(0), None], [Some(2), Some(1)], [None, Some(0)]] {
             let v = vmap(&f, batch, &in_axes).unwrap();
             let inputs: Vec<ArrayD<f64>> =

@@ -8,8 +8,8 @@ mod numerical;
 mod outputs;
 
 pub use arg::Arg;
-pub use codegen_constant::{CodegenIntConstant, IntType};
+pub use codegen_constant::{CodegenIntConstant, IntType, Operand};
 pub use module::{generate_module, generate_module_with_constants};
-pub use names::check_identifier;
+pub use names::{check_identifier, MAX_NAME_LEN};
 pub use numerical::NumericalFunction;
 pub use outputs::IntoOutputs;

@@ -53,7 +53,7 @@ pub fn generate_module_with_constants(
             });
         }
     }
-    let decls: Vec<ConstantDecl> = CodegenIntConstant::declaration_order(constants)
+    let decls: Vec<ConstantDecl> = CodegenIntConstant::declaration_order(constants)?
         .iter()
         .map(|c| ConstantDecl { r#type: c.int_type().cpp_name().into(), name: c.name().into(), expr: c.definition() })
         .collect();
