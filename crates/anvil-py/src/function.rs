@@ -71,12 +71,15 @@ pub fn args_from(inputs: &Bound<'_, PyAny>) -> PyResult<Vec<Arg>> {
 pub fn trace(name: &str, fn_: &Bound<'_, PyAny>, inputs: &Bound<'_, PyAny>) -> PyResult<PyFunction> {
     let args = args_from(inputs)?;
     let py = fn_.py();
-    let symbols: Vec<PyTensor> =
-        args.iter().enumerate().map(|(i, a)| PyTensor(Tensor::input(i, a.shape.clone(), a.dtype))).collect();
-    let call_args = PyTuple::new(py, symbols)?;
-    let result = fn_.call1(call_args)?;
+    let trace = anvil::graph::TraceId::fresh();
+    let symbols: Vec<PyTensor> = args
+        .iter()
+        .enumerate()
+        .map(|(i, a)| PyTensor(Tensor::traced_input(trace, i, a.shape.clone(), a.dtype)))
+        .collect();
+    let result = fn_.call1(PyTuple::new(py, symbols)?)?;
     let outputs = output_tensors(name, &result)?;
-    Ok(PyFunction::dense(NumericalFunction::from_tensors(name, args, &outputs).py()?))
+    Ok(PyFunction::dense(NumericalFunction::from_trace(name, args, &outputs, trace).py()?))
 }
 
 fn output_tensors(name: &str, result: &Bound<'_, PyAny>) -> PyResult<Vec<Tensor>> {

@@ -87,3 +87,16 @@ def test_derivative_misuse():
 
 def test_the_interpreter_survives_all_of_the_above():
     np.testing.assert_array_equal(add()(np.ones(3), np.ones(3)), [2.0, 2.0, 2.0])
+
+
+def test_a_tensor_leaked_from_another_trace_is_rejected():
+    kept = []
+
+    def first(x):
+        kept.append(x.sin())
+        return x * 2.0
+
+    av.NumericalFunction("first", first, (av.Arg(3),)).outputs
+    second = av.NumericalFunction("second", lambda y: y + kept[0], (av.Arg(3),))
+    with pytest.raises(ValueError, match="tensor from another traced function"):
+        second(np.zeros(3))

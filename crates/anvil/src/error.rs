@@ -70,6 +70,16 @@ pub enum Error {
         /// The number it was given.
         got: usize,
     },
+    /// A traced function uses a tensor that belongs to another trace (kept from another
+    /// function's body, say): it cannot be told from this function's own inputs.
+    #[error(
+        "function `{function}` uses a tensor from another traced function; a tensor lives only in the trace that \
+         made it: pass the value as an input, or call the other function on this one's tensors"
+    )]
+    LeakedTensor {
+        /// The function being traced.
+        function: String,
+    },
     /// An input array does not match its declared `Arg`.
     #[error("function `{function}`, input {index}: expected {expected}, got {got}")]
     InputMismatch {

@@ -137,8 +137,31 @@ fn a_function_must_return_something() {
 }
 
 #[test]
-fn tensors_traced_for_another_signature_are_rejected() {
+fn tensors_from_another_trace_are_rejected() {
+    // A hand-made input symbol inside a traced function.
     let stray = Tensor::input(1, [3], DType::F64);
     let err = NumericalFunction::new("stray", |[x]| x + &stray, [Arg::new(3)]).unwrap_err();
-    assert!(matches!(err, Error::InputMismatch { index: 1, .. }), "{err}");
+    assert!(matches!(err, Error::LeakedTensor { .. }), "{err}");
+    // A tensor kept from tracing one function, used in another of the same signature: it
+    // must not be taken for the second function's input.
+    let mut kept = None;
+    NumericalFunction::new(
+        "first",
+        |[x]| {
+            kept = Some(x.sin());
+            x * 2.0
+        },
+        [Arg::new(3)],
+    )
+    .unwrap();
+    let leaked = kept.unwrap();
+    let err = NumericalFunction::new("second", |[y]| &y + &leaked, [Arg::new(3)]).unwrap_err();
+    assert!(matches!(err, Error::LeakedTensor { ref function } if function == "second"), "{err}");
+    let err = NumericalFunction::new("only_leaked", |[_y]| leaked.clone(), [Arg::new(3)]).unwrap_err();
+    assert!(matches!(err, Error::LeakedTensor { .. }), "{err}");
+    // Graphs built by hand mix no traces either.
+    let err =
+        NumericalFunction::from_tensors("mixed", vec![Arg::new(3)], &[&leaked + &Tensor::input(0, [3], DType::F64)])
+            .unwrap_err();
+    assert!(matches!(err, Error::LeakedTensor { .. }), "{err}");
 }

@@ -5,7 +5,7 @@ use super::names::check_identifier;
 use super::outputs::IntoOutputs;
 use crate::array::{Element, HostArray};
 use crate::error::{Error, Result};
-use crate::graph::{self, NodeRef};
+use crate::graph::{self, NodeRef, TraceId};
 use crate::jit::{self, CompilerOptions, JitFunction};
 use crate::lower::{self, Program};
 use crate::render::{self, FunctionSource, SparsePattern};
@@ -38,6 +38,7 @@ pub struct NumericalFunction {
     inputs: Vec<Arg>,
     outputs: Vec<Arg>,
     output_nodes: Vec<NodeRef>,
+    trace: TraceId,
     sparsity: Option<SparsePattern>,
     compiler: CompilerOptions,
     program: OnceLock<Program>,
@@ -49,19 +50,44 @@ impl NumericalFunction {
     ///
     /// Fails if `name` is not a valid C++ identifier or if any op in `f` failed (shapes
     /// that do not broadcast, ...): the error names the op, the shapes and your source line.
+    /// A tensor from another trace (kept from an earlier function's closure, say) is an
+    /// error too: it cannot be told from this function's inputs otherwise.
     pub fn new<const N: usize, O: IntoOutputs>(
         name: &str,
         f: impl FnOnce([Tensor; N]) -> O,
         inputs: [Arg; N],
     ) -> Result<Self> {
-        let symbols: [Tensor; N] = std::array::from_fn(|i| Tensor::input(i, inputs[i].shape.clone(), inputs[i].dtype));
+        let trace = TraceId::fresh();
+        let symbols = std::array::from_fn(|i| Tensor::traced_input(trace, i, inputs[i].shape.clone(), inputs[i].dtype));
         let outputs = f(symbols).into_outputs()?;
-        Self::from_tensors(name, inputs.to_vec(), &outputs)
+        Self::build(name, inputs.to_vec(), &outputs, Some(trace))
     }
 
-    /// A function from already-traced outputs over `Tensor::input(i, ..)` symbols described
-    /// by `inputs` (what graph transforms build).
+    /// [`new`](Self::new) for a number of inputs known only at run time: `f` receives one
+    /// symbolic tensor per `Arg`.
+    pub fn trace<O: IntoOutputs>(name: &str, inputs: Vec<Arg>, f: impl FnOnce(Vec<Tensor>) -> O) -> Result<Self> {
+        let trace = TraceId::fresh();
+        let symbols = inputs.iter().enumerate().map(|(i, a)| Tensor::traced_input(trace, i, a.shape.clone(), a.dtype));
+        let outputs = f(symbols.collect()).into_outputs()?;
+        Self::build(name, inputs, &outputs, Some(trace))
+    }
+
+    /// A function from already-traced outputs over input symbols described by `inputs`
+    /// (what graph transforms build): `Tensor::input(i, ..)`, or the inputs of one traced
+    /// function. Inputs of two different traces are an error.
     pub fn from_tensors(name: &str, inputs: Vec<Arg>, outputs: &[Tensor]) -> Result<Self> {
+        Self::build(name, inputs, outputs, None)
+    }
+
+    /// A function from outputs traced on inputs of `trace` (made with
+    /// [`Tensor::traced_input`] and a fresh [`TraceId`]): every input in the graph must
+    /// belong to `trace`. This is what [`new`](Self::new) does after calling the closure.
+    pub fn from_trace(name: &str, inputs: Vec<Arg>, outputs: &[Tensor], trace: TraceId) -> Result<Self> {
+        Self::build(name, inputs, outputs, Some(trace))
+    }
+
+    /// Checks the graph's inputs against `inputs` (and all of one trace: `trace`, if given).
+    fn build(name: &str, inputs: Vec<Arg>, outputs: &[Tensor], trace: Option<TraceId>) -> Result<Self> {
         check_identifier(name, "function")?;
         let output_nodes = crate::tensor::nodes_of(outputs)?;
         if output_nodes.is_empty() {
@@ -70,13 +96,18 @@ impl NumericalFunction {
                 reason: "a function must return at least one tensor".into(),
             });
         }
+        let mut seen_trace = trace;
         for node in graph::toposort(&output_nodes) {
-            if let graph::Op::Input(i) = node.op {
-                let declared = inputs.get(i);
+            if let graph::Op::Input(input) = node.op {
+                match seen_trace {
+                    Some(t) if t != input.trace => return Err(Error::LeakedTensor { function: name.into() }),
+                    _ => seen_trace = Some(input.trace),
+                }
+                let declared = inputs.get(input.index);
                 if declared.is_none_or(|a| a.shape != node.shape || a.dtype != node.dtype) {
                     return Err(Error::InputMismatch {
                         function: name.into(),
-                        index: i,
+                        index: input.index,
                         expected: declared.map_or("no such input".into(), |a| a.to_string()),
                         got: format!("a traced input {} array of shape {:?}", node.dtype, node.shape),
                     });
@@ -89,11 +120,26 @@ impl NumericalFunction {
             inputs,
             outputs,
             output_nodes,
+            trace: seen_trace.unwrap_or_else(TraceId::fresh),
             sparsity: None,
             compiler: CompilerOptions::default(),
             program: OnceLock::new(),
             jit: Mutex::new(None),
         })
+    }
+
+    /// The trace this function's inputs belong to.
+    pub fn trace_id(&self) -> TraceId {
+        self.trace
+    }
+
+    /// The symbolic tensor of input `i` (as the traced graph refers to it).
+    ///
+    /// # Panics
+    /// If `i` is not an input index.
+    pub fn input_tensor(&self, i: usize) -> Tensor {
+        let arg = &self.inputs[i];
+        Tensor::traced_input(self.trace, i, arg.shape.clone(), arg.dtype)
     }
 
     /// The same function with other JIT compiler options (before the first call).
@@ -154,9 +200,8 @@ impl NumericalFunction {
             });
         }
         let mut replacements = std::collections::HashMap::new();
-        for (i, (a, arg)) in args.iter().zip(&self.inputs).enumerate() {
-            let input = Tensor::input(i, arg.shape.clone(), arg.dtype);
-            replacements.insert(input.node()?.id(), a.clone());
+        for (i, a) in args.iter().enumerate() {
+            replacements.insert(self.input_tensor(i).node()?.id(), a.clone());
         }
         crate::transform::substitute::substitute(&self.output_nodes, &replacements, crate::SourceLocation::caller())
     }

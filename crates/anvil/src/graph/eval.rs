@@ -102,7 +102,8 @@ impl Value {
 fn eval_node(node: &NodeRef, srcs: &[&Value], inputs: &[HostArray]) -> Result<Value> {
     let (dtype, shape) = (node.dtype, node.shape.as_slice());
     Ok(match &node.op {
-        Op::Input(n) => {
+        Op::Input(input) => {
+            let n = &input.index;
             let host = inputs.get(*n).ok_or_else(|| Error::ArgumentCount {
                 function: "<graph>".into(),
                 expected: n + 1,

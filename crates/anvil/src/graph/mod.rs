@@ -9,5 +9,5 @@ mod simplify;
 
 pub use eval::{clamp_index, eval, eval_nodes, reduce_identity};
 pub use node::{toposort, Node, NodeRef};
-pub use op::{BinaryOp, ConstArray, Literal, Op, ReduceOp, UnaryOp};
+pub use op::{BinaryOp, ConstArray, InputRef, Literal, Op, ReduceOp, TraceId, UnaryOp};
 pub use simplify::constant;

@@ -139,12 +139,39 @@ impl Hash for ConstArray {
     }
 }
 
+/// The trace a function input belongs to. Inputs of different traces are different nodes,
+/// so a tensor that leaks out of one traced function into another is detected rather than
+/// silently taken for the second function's input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TraceId(pub u64);
+
+impl TraceId {
+    /// The trace of inputs made with [`crate::Tensor::input`] (graphs built by hand).
+    pub const FREE: TraceId = TraceId(0);
+
+    /// A trace no other has used in this process.
+    pub fn fresh() -> TraceId {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        TraceId(NEXT.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
+/// Which input of which trace a leaf is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct InputRef {
+    /// Position among the function's inputs.
+    pub index: usize,
+    /// The trace it belongs to.
+    pub trace: TraceId,
+}
+
 /// A primitive op. The node's dtype and shape complete its meaning (the target of `Cast`,
 /// `Reshape` and `Expand`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Op {
-    /// The `n`-th input of the traced function.
-    Input(usize),
+    /// An input of a traced function.
+    Input(InputRef),
     /// A scalar filling the node's whole shape.
     Const(Literal),
     /// A captured constant array.

@@ -99,8 +99,8 @@ impl BufferPlan {
     fn add_leaves(&mut self, order: &[NodeRef]) {
         for node in order {
             match &node.op {
-                Op::Input(i) => {
-                    self.buffer_of.insert(node.id(), *i);
+                Op::Input(input) => {
+                    self.buffer_of.insert(node.id(), input.index);
                 }
                 Op::Array(a) => {
                     self.push(node, BufferKind::Constant(a.0.clone()));

@@ -16,7 +16,7 @@ mod reduce;
 use crate::array::{Element, HostArray};
 use crate::dtype::DType;
 use crate::error::{Error, Result, SourceLocation};
-use crate::graph::{self, scalar, ConstArray, Literal, Node, NodeRef, Op};
+use crate::graph::{self, scalar, ConstArray, InputRef, Literal, Node, NodeRef, Op, TraceId};
 use crate::shape::{fmt_shape, Shape};
 use std::fmt;
 use std::sync::Arc;
@@ -56,14 +56,22 @@ impl Tensor {
         Tensor { repr: Repr::Error(Arc::new(error)), weak: false }
     }
 
-    /// The symbolic `index`-th input of a traced function.
+    /// The symbolic `index`-th input of a graph built by hand (for
+    /// [`crate::NumericalFunction::from_tensors`]). Tracing with
+    /// [`crate::NumericalFunction::new`] makes inputs of its own trace instead.
     #[track_caller]
     pub fn input(index: usize, shape: impl crate::shape::IntoShape, dtype: DType) -> Self {
+        Self::traced_input(TraceId::FREE, index, shape, dtype)
+    }
+
+    /// The symbolic `index`-th input of the trace `trace`.
+    #[track_caller]
+    pub fn traced_input(trace: TraceId, index: usize, shape: impl crate::shape::IntoShape, dtype: DType) -> Self {
         let shape = shape.into_shape();
         if let Err(e) = check_shape(SourceLocation::caller(), "input", &shape) {
             return Self::from_error(e);
         }
-        Self::from_node(Node::make(Op::Input(index), dtype, shape, Vec::new()))
+        Self::from_node(Node::make(Op::Input(InputRef { index, trace }), dtype, shape, Vec::new()))
     }
 
     /// A scalar constant of dtype `f64`; in binary ops it adopts the other operand's dtype.

@@ -39,7 +39,7 @@ pub use super::sparsity::{
 
 /// The symbolic input tensors of `f`.
 pub(crate) fn input_tensors(f: &NumericalFunction) -> Vec<Tensor> {
-    f.inputs().iter().enumerate().map(|(i, a)| Tensor::input(i, a.shape.clone(), a.dtype)).collect()
+    (0..f.inputs().len()).map(|i| f.input_tensor(i)).collect()
 }
 
 /// The dtype a derivative with respect to (or of) a value of dtype `d` has.
@@ -79,7 +79,7 @@ pub fn jvp(f: &NumericalFunction) -> Result<NumericalFunction> {
     let mut seeds = HashMap::new();
     for (i, (x, a)) in xs.iter().zip(f.inputs()).enumerate() {
         if a.dtype.is_float() {
-            seeds.insert(x.node()?.id(), Tensor::input(k + i, a.shape.clone(), a.dtype));
+            seeds.insert(x.node()?.id(), Tensor::traced_input(f.trace_id(), k + i, a.shape.clone(), a.dtype));
         }
     }
     let outputs: Vec<NodeRef> = f.output_tensors().iter().map(|t| t.node().cloned()).collect::<Result<_>>()?;
@@ -101,8 +101,11 @@ pub fn vjp(f: &NumericalFunction) -> Result<NumericalFunction> {
     let outputs: Vec<NodeRef> = f.output_tensors().iter().map(|t| t.node().cloned()).collect::<Result<_>>()?;
     let cotangent_args: Vec<Arg> =
         f.outputs().iter().map(|o| Arg::with_dtype(o.shape.clone(), float_of(o.dtype))).collect();
-    let cotangents: Vec<Tensor> =
-        cotangent_args.iter().enumerate().map(|(j, a)| Tensor::input(k + j, a.shape.clone(), a.dtype)).collect();
+    let cotangents: Vec<Tensor> = cotangent_args
+        .iter()
+        .enumerate()
+        .map(|(j, a)| Tensor::traced_input(f.trace_id(), k + j, a.shape.clone(), a.dtype))
+        .collect();
     let wrt: Vec<NodeRef> = xs.iter().map(|x| x.node().cloned()).collect::<Result<_>>()?;
     let bars = vjp_nodes(&outputs, &cotangents, &wrt)?;
     let results: Vec<Tensor> =
@@ -179,7 +182,7 @@ fn dense_jacobian(f: &NumericalFunction, y: &Tensor, x: &Tensor) -> Result<Tenso
 
 /// A placeholder input beyond `f`'s inputs, replaced before any function is built.
 fn placeholder(f: &NumericalFunction, shape: &[usize], dtype: DType) -> Tensor {
-    Tensor::input(f.inputs().len(), shape.to_vec(), dtype)
+    Tensor::traced_input(f.trace_id(), f.inputs().len(), shape.to_vec(), dtype)
 }
 
 /// The identity as a batch of `n` unit tensors of shape `shape`.
@@ -260,12 +263,12 @@ pub fn vmap(f: &NumericalFunction, batch: usize, in_axes: &[Option<usize>]) -> R
         }
         let mut shape = a.shape.clone();
         shape.insert(axis, batch);
-        let input = Tensor::input(i, shape.clone(), a.dtype);
+        let input = Tensor::traced_input(f.trace_id(), i, shape.clone(), a.dtype);
         // Move the batch axis to the front, where the batching rules expect it.
         let mut perm: Vec<usize> = (0..shape.len()).collect();
         perm.remove(axis);
         perm.insert(0, axis);
-        batched.insert(Tensor::input(i, a.shape.clone(), a.dtype).node()?.id(), input.permute(perm));
+        batched.insert(f.input_tensor(i).node()?.id(), input.permute(perm));
         args.push(Arg::with_dtype(shape, a.dtype));
     }
     let outputs: Vec<NodeRef> = f.output_tensors().iter().map(|t| t.node().cloned()).collect::<Result<_>>()?;

@@ -6,7 +6,7 @@ use super::ad::{check_wrt, gradient_tensor, input_tensors, transform_error};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::function::NumericalFunction;
-use crate::graph::{eval_nodes, toposort, Node, NodeRef, Op, UnaryOp};
+use crate::graph::{eval_nodes, toposort, InputRef, Node, NodeRef, Op, TraceId, UnaryOp};
 use crate::HostArray;
 use ndarray::{ArrayD, IxDyn};
 use std::collections::HashMap;
@@ -321,7 +321,8 @@ fn reduced_position(e: usize, shape: &[usize], axes: &[usize], out_strides: &[us
 /// semantics as evaluation.
 fn element_map(node: &NodeRef) -> Vec<Option<usize>> {
     let src = &node.srcs[0];
-    let numbers = Node::make(Op::Input(0), DType::I64, src.shape.clone(), Vec::new());
+    let numbers =
+        Node::make(Op::Input(InputRef { index: 0, trace: TraceId::FREE }), DType::I64, src.shape.clone(), Vec::new());
     let moved = Node::make(node.op.clone(), DType::I64, node.shape.clone(), vec![numbers]);
     let ids = ArrayD::from_shape_vec(IxDyn(&src.shape), (1..=src.numel() as i64).collect()).expect("numel elements");
     let out = eval_nodes(&[moved], &[HostArray::I64(ids)]).expect("a movement of a well-shaped input evaluates");
