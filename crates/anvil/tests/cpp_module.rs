@@ -29,6 +29,19 @@ fn functions() -> Vec<NumericalFunction> {
         .unwrap(),
         // A scalar output.
         NumericalFunction::new("energy", |[x]| (x.square() * 0.5 + x.sin()).sum(), [Arg::new(37)]).unwrap(),
+        // Concatenations: of hundreds of scalars (split into one segment per piece, in
+        // several outlined parts), and of matrices along their inner axis.
+        NumericalFunction::new(
+            "pieces",
+            |[x, m]| {
+                let scalars: Vec<Tensor> = (0..400).map(|i| (x.get(i % 5) * (i as f64)).sin().unsqueeze(0)).collect();
+                let columns: Vec<Tensor> =
+                    (0..40).map(|j| m.slice(anvil::ndarray::s![.., (j % 3)..(j % 3) + 1]) * (j as f64)).collect();
+                (Tensor::cat(&scalars, 0), Tensor::cat(&columns, 1))
+            },
+            [Arg::new(5), Arg::new([4, 3])],
+        )
+        .unwrap(),
         // f32 and integers, padding and reductions.
         NumericalFunction::new(
             "mixed",

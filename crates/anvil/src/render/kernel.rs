@@ -3,10 +3,17 @@
 //! Every expression becomes one `const` temporary, placed in the outermost loop where all
 //! the loop variables it uses are bound (loop-invariant code is hoisted for free). Math
 //! goes through compiler builtins so that the JIT translation unit needs no headers.
+//!
+//! Loops are split where padding conditions change (index-set splitting). In each segment
+//! the conditions it decides are resolved: a `where` on a decided bound is its chosen
+//! branch, and the other branch is not emitted at all. A loop is split at every breakpoint
+//! when that does not grow the code much (a concatenation of k pieces becomes k short
+//! segments, each computing one piece), else into a clamp-free interior and its edges
+//! (stencils: the interior vectorises).
 
 use crate::dtype::DType;
 use crate::graph::{reduce_identity, BinaryOp, Literal, ReduceOp, UnaryOp};
-use crate::lower::{Bound, BufferId, Expr, ExprId, Kernel};
+use crate::lower::{Bound, BufferId, Expr, ExprId, IndexExpr, Kernel};
 use std::fmt::Write;
 
 /// Renders `kernel` as a C++ function named `name` taking `(output, inputs...)` pointers
@@ -14,23 +21,21 @@ use std::fmt::Write;
 pub fn render_kernel(kernel: &Kernel, name: &str, dtypes: &[DType]) -> String {
     let mut params: Vec<String> =
         kernel.outputs.iter().map(|&b| format!("{}* __restrict b{b}", dtypes[b].cpp_name())).collect();
+    let mut args: Vec<String> = kernel.outputs.iter().map(|&b| format!("b{b}")).collect();
     for b in kernel.inputs() {
         params.push(format!("const {}* __restrict b{}", dtypes[b].cpp_name(), b));
+        args.push(format!("b{b}"));
     }
-    let mut r = Renderer::new(kernel);
+    let narrows = kernel.exprs.iter().any(|e| matches!(e, Expr::Cast(_, DType::F64, DType::F32)));
+    let attribute = if narrows { "ANVIL_NO_SLP " } else { "" };
+    let mut r = Renderer::new(kernel, name, params.clone(), args, attribute);
     let out_vars: Vec<usize> = (0..kernel.shape.len()).filter(|&d| kernel.shape[d] != 1).collect();
     let mut bound = Vec::new();
-    let pad = "  ".repeat(1 + out_vars.len());
     match &kernel.scatter {
         None => {
             let index = linear_output_index(&kernel.shape);
-            let stores: Vec<String> = kernel
-                .outputs
-                .iter()
-                .zip(&kernel.roots)
-                .map(|(b, &e)| format!("b{b}[{index}] = {};", r.name(e)))
-                .collect();
-            r.loop_nest(&out_vars, &kernel.roots, &mut bound, 1, &stores.join(&format!("\n{pad}")), None, true);
+            let stores = kernel.outputs.iter().zip(&kernel.roots).map(|(&b, &e)| (b, index.clone(), e)).collect();
+            r.loop_nest(&out_vars, &mut bound, 1, &Body::Stores(stores), None, true);
         }
         Some(scatter) => {
             let (out, value) = (kernel.outputs[0], kernel.roots[0]);
@@ -38,23 +43,13 @@ pub fn render_kernel(kernel: &Kernel, name: &str, dtypes: &[DType]) -> String {
             let zero = literal(Literal::Int(0), dtype);
             let _ = writeln!(r.code, "  for (long long i = 0; i < {}; ++i) b{out}[i] = {zero};", scatter.len);
             if scatter.len > 0 {
-                let slot = format!("b{out}[{}]", clamped(&r.name(scatter.index), scatter.len));
-                let add = binary(BinaryOp::Add, dtype, &slot, &r.name(value));
-                r.loop_nest(
-                    &out_vars,
-                    &[value, scatter.index],
-                    &mut bound,
-                    1,
-                    &format!("{slot} = {add};"),
-                    None,
-                    false,
-                );
+                let body = Body::ScatterAdd { out, index: scatter.index, len: scatter.len, value, dtype };
+                r.loop_nest(&out_vars, &mut bound, 1, &body, None, false);
             }
         }
     }
-    let narrows = kernel.exprs.iter().any(|e| matches!(e, Expr::Cast(_, DType::F64, DType::F32)));
-    let attribute = if narrows { "ANVIL_NO_SLP " } else { "" };
-    format!("{attribute}void {name}({}) {{\n{}}}\n", params.join(", "), r.code)
+    let parts = r.parts.concat();
+    format!("{parts}{attribute}void {name}({}) {{\n{}}}\n", params.join(", "), r.code)
 }
 
 /// Definitions every translation unit with kernels starts with (macros that let one
@@ -115,91 +110,454 @@ float atan2f(float, float) noexcept ANVIL_VECTOR_MATH;
 "#;
 
 fn linear_output_index(shape: &[usize]) -> String {
-    let idx: Vec<crate::lower::IndexExpr> = (0..shape.len()).map(crate::lower::IndexExpr::var).collect();
-    crate::lower::IndexExpr::linearize(&idx, shape).to_string()
+    let idx: Vec<IndexExpr> = (0..shape.len()).map(IndexExpr::var).collect();
+    IndexExpr::linearize(&idx, shape).to_string()
 }
+
+/// The statement in the innermost loop of a nest.
+enum Body {
+    /// `b<buffer>[<index>] = <value>` for each output of the kernel.
+    Stores(Vec<(BufferId, String, ExprId)>),
+    /// `b<out>[clamp(index)] += value` (a scatter-add kernel).
+    ScatterAdd { out: BufferId, index: ExprId, len: usize, value: ExprId, dtype: DType },
+    /// `acc = acc ⊕ value` (a reduction's loop).
+    Accumulate { acc: ExprId, op: ReduceOp, dtype: DType, value: ExprId },
+}
+
+impl Body {
+    /// The expressions the statement uses.
+    fn roots(&self) -> Vec<ExprId> {
+        match self {
+            Body::Stores(stores) => stores.iter().map(|&(_, _, e)| e).collect(),
+            Body::ScatterAdd { index, value, .. } => vec![*value, *index],
+            Body::Accumulate { value, .. } => vec![*value],
+        }
+    }
+}
+
+/// What an expression amounts to in the code being emitted: an expression to compute
+/// (itself, or the branch a decided `where` picks), or a literal.
+#[derive(Clone)]
+enum Resolved {
+    Expr(ExprId),
+    Literal(String),
+}
+
+/// The most segments one loop is split into: beyond that, splitting only multiplies code.
+const MAX_SEGMENTS: usize = 1 << 16;
 
 struct Renderer<'k> {
     kernel: &'k Kernel,
     deps: Vec<Vec<usize>>,
+    /// Expressions computed in an enclosing scope, and the log to undo a segment's.
     emitted: Vec<bool>,
+    emit_log: Vec<ExprId>,
     /// The range (inclusive) each loop variable takes in the code being emitted.
     ranges: Vec<(i64, i64)>,
+    /// Resolutions under the current ranges, valid while their stamp is `generation`.
+    resolved: Vec<(u64, Resolved)>,
+    generation: u64,
+    /// Marks of one graph walk (`walk` is the current walk's stamp).
+    marks: Vec<u64>,
+    walk: u64,
+    /// Where in `emit_log` each emitted expression was logged.
+    emit_pos: Vec<usize>,
+    /// Outlined parts: the temporaries from outside the current part it refers to, and the
+    /// `emit_log` length when it began (expressions logged before are outside).
+    part_refs: std::collections::BTreeSet<ExprId>,
+    part_start: usize,
+    /// The functions outlined so far, and what they are named after and called with.
+    parts: Vec<String>,
+    name: String,
+    params: Vec<String>,
+    args: Vec<String>,
+    attribute: &'static str,
     code: String,
 }
 
+/// Segments rendered apart from the code around them (to become a function if the loop
+/// is large): what to restore when the part ends.
+struct Part {
+    enclosing_code: String,
+    enclosing_refs: std::collections::BTreeSet<ExprId>,
+    enclosing_start: usize,
+}
+
+/// The most C++ one part of a split loop holds before the rest goes into another.
+const PART_BYTES: usize = 16 * 1024;
+
 impl<'k> Renderer<'k> {
-    fn new(kernel: &'k Kernel) -> Self {
-        let deps = dependencies(kernel);
-        let ranges = kernel.extents.iter().map(|&n| (0, n as i64 - 1)).collect();
-        Renderer { kernel, deps, emitted: vec![false; kernel.exprs.len()], ranges, code: String::new() }
+    fn new(kernel: &'k Kernel, name: &str, params: Vec<String>, args: Vec<String>, attribute: &'static str) -> Self {
+        let n = kernel.exprs.len();
+        Renderer {
+            emit_pos: vec![0; n],
+            part_refs: Default::default(),
+            part_start: 0,
+            parts: Vec::new(),
+            name: name.to_string(),
+            params,
+            args,
+            attribute,
+            kernel,
+            deps: dependencies(kernel),
+            emitted: vec![false; n],
+            emit_log: Vec::new(),
+            ranges: kernel.extents.iter().map(|&n| (0, n as i64 - 1)).collect(),
+            resolved: vec![(0, Resolved::Literal(String::new())); n],
+            generation: 1,
+            marks: vec![0; n],
+            walk: 0,
+            code: String::new(),
+        }
     }
 
-    /// Opens one loop per variable in `vars`, emitting at each level every part of `root`
-    /// that level can compute, then `innermost` inside the last loop.
-    ///
-    /// With `split_innermost`, the innermost loop is split where padding conditions change
-    /// (index set splitting): the interior copy has no bounds tests and no clamped loads,
-    /// so it vectorises; the edges keep them.
-    #[allow(clippy::too_many_arguments)]
+    /// Narrows (or restores) the range of loop variable `v`: resolutions change with it.
+    fn set_range(&mut self, v: usize, range: (i64, i64)) {
+        self.ranges[v] = range;
+        self.generation += 1;
+    }
+
+    /// Whether `bound` always holds (`Some(true)`), never holds, or depends, in the current
+    /// ranges.
+    fn decide(&self, bound: &Bound) -> Option<bool> {
+        let (lo, hi) = bound.expr.bounds_in(&self.ranges);
+        if hi < bound.lo || lo >= bound.hi {
+            Some(false)
+        } else if lo >= bound.lo && hi < bound.hi {
+            Some(true)
+        } else {
+            None
+        }
+    }
+
+    /// What `e` amounts to in the current ranges: a decided bound is a literal, a `where`
+    /// with a decided condition is its chosen branch (followed in a loop along chains).
+    fn resolve(&mut self, e: ExprId) -> Resolved {
+        self.resolve_within(e, 0)
+    }
+
+    /// [`resolve`](Self::resolve), where resolving conditions of conditions stops at a
+    /// fixed depth (beyond it a condition counts as undecided): no recursion on graph depth.
+    fn resolve_within(&mut self, e: ExprId, depth: usize) -> Resolved {
+        const MAX_CONDITION_DEPTH: usize = 32;
+        if self.resolved[e].0 == self.generation {
+            return self.resolved[e].1.clone();
+        }
+        let mut at = e;
+        let result = loop {
+            match &self.kernel.exprs[at] {
+                Expr::Const(v, dtype) => break Resolved::Literal(literal(*v, *dtype)),
+                Expr::InBounds(bounds) => {
+                    let decisions: Vec<Option<bool>> = bounds.iter().map(|b| self.decide(b)).collect();
+                    if decisions.contains(&Some(false)) {
+                        break Resolved::Literal("false".into());
+                    } else if decisions.iter().all(|d| *d == Some(true)) {
+                        break Resolved::Literal("true".into());
+                    } else {
+                        break Resolved::Expr(at);
+                    }
+                }
+                &Expr::Where(c, a, b, _) if depth < MAX_CONDITION_DEPTH => match self.resolve_within(c, depth + 1) {
+                    Resolved::Literal(text) if text == "false" => at = b,
+                    Resolved::Literal(_) => at = a,
+                    Resolved::Expr(_) => break Resolved::Expr(at),
+                },
+                _ => break Resolved::Expr(at),
+            }
+        };
+        self.resolved[e] = (self.generation, result.clone());
+        result
+    }
+
+    /// How expression `e` is referred to: a literal or the temporary it resolves to.
+    fn name(&mut self, e: ExprId) -> String {
+        match self.resolve(e) {
+            Resolved::Literal(text) => text,
+            Resolved::Expr(x) => {
+                if self.emitted[x] && self.emit_pos[x] < self.part_start {
+                    self.part_refs.insert(x);
+                }
+                format!("t{x}")
+            }
+        }
+    }
+
+    /// The expressions the code under `roots` needs in the current ranges (not yet emitted
+    /// in an enclosing scope), operands first.
+    fn live(&mut self, roots: &[ExprId]) -> Vec<ExprId> {
+        self.walk += 1;
+        let mut order = Vec::new();
+        let mut stack: Vec<(ExprId, bool)> = roots.iter().rev().map(|&e| (e, false)).collect();
+        while let Some((e, operands_done)) = stack.pop() {
+            let Resolved::Expr(e) = self.resolve(e) else { continue };
+            if operands_done {
+                order.push(e);
+                continue;
+            }
+            if self.emitted[e] || self.marks[e] == self.walk {
+                continue;
+            }
+            self.marks[e] = self.walk;
+            stack.push((e, true));
+            stack.extend(self.kernel.exprs[e].operands().into_iter().rev().map(|c| (c, false)));
+        }
+        order
+    }
+
+    /// Emits every live expression under `roots` whose loop variables are all bound.
+    fn visit(&mut self, roots: &[ExprId], bound: &[usize], depth: usize) {
+        for e in self.live(roots) {
+            if !self.emitted[e] && self.deps[e].iter().all(|v| bound.contains(v)) {
+                self.emit(e, bound, depth);
+            }
+        }
+    }
+
+    /// Opens one loop per variable in `vars` (splitting it into segments where that
+    /// pays), emitting at each level what that level can compute, and `body` innermost.
     fn loop_nest(
         &mut self,
         vars: &[usize],
-        roots: &[ExprId],
         bound: &mut Vec<usize>,
         depth: usize,
-        innermost: &str,
-        pragma: Option<String>,
-        split_innermost: bool,
+        body: &Body,
+        pragma: Option<&str>,
+        split: bool,
     ) {
-        self.visit(roots, bound, depth);
-        let Some((&last, outer)) = vars.split_last() else {
-            let _ = writeln!(self.code, "{}{innermost}", "  ".repeat(depth));
+        let roots = body.roots();
+        let Some((&v, inner)) = vars.split_first() else {
+            self.visit(&roots, bound, depth);
+            let statement = self.statement(body);
+            let _ = writeln!(self.code, "{}{statement}", "  ".repeat(depth));
             return;
         };
-        for (level, &v) in outer.iter().enumerate() {
-            let pad = "  ".repeat(depth + level);
-            let _ = writeln!(self.code, "{pad}for (long long i{v} = 0; i{v} < {}; ++i{v}) {{", self.kernel.extents[v]);
-            bound.push(v);
-            self.visit(roots, bound, depth + level + 1);
+        let full = self.ranges[v];
+        let segments = if split { self.segments(v, &roots, inner.is_empty()) } else { vec![full] };
+        // Before the loop, compute what every segment needs (loop-invariant code hoisted);
+        // what only some segments need is computed in them.
+        let common = self.common_to(v, &segments, &roots);
+        for e in common {
+            if !self.emitted[e] && self.deps[e].iter().all(|d| bound.contains(d)) {
+                self.emit(e, bound, depth);
+            }
         }
-        let level = outer.len();
-        let pad = "  ".repeat(depth + level);
-        let full = self.ranges[last];
-        let segments = match self.interior(last).filter(|_| split_innermost) {
-            Some((a, b)) => vec![(full.0, a - 1), (a, b), (b + 1, full.1)],
-            None => vec![full],
-        };
-        let before = self.emitted.clone();
-        for (lo, hi) in segments.into_iter().filter(|(lo, hi)| lo <= hi) {
-            if let Some(p) = &pragma {
+        // Segments are rendered into parts of bounded size; if the loop needs more than
+        // one, each part becomes a function of its own (the C++ compiler's time grows
+        // faster than linearly with a function's size).
+        let mut part = (segments.len() > 1).then(|| self.begin_part());
+        let mut outlined = false;
+        for (lo, hi) in segments {
+            self.set_range(v, (lo, hi));
+            let mark = self.emit_log.len();
+            let depth = if part.is_some() { 1 } else { depth };
+            let pad = "  ".repeat(depth);
+            if let Some(p) = pragma.filter(|_| inner.is_empty()) {
                 let _ = writeln!(self.code, "{pad}{p}");
             }
-            let _ = writeln!(self.code, "{pad}for (long long i{last} = {lo}; i{last} < {}; ++i{last}) {{", hi + 1);
-            self.ranges[last] = (lo, hi);
-            bound.push(last);
-            self.visit(roots, bound, depth + level + 1);
-            let _ = writeln!(self.code, "{pad}  {innermost}");
+            if lo == hi {
+                // One iteration: a block (cheaper for the C++ compiler than a one-trip loop).
+                let _ = writeln!(self.code, "{pad}{{\n{pad}  [[maybe_unused]] const long long i{v} = {lo};");
+            } else {
+                let _ = writeln!(self.code, "{pad}for (long long i{v} = {lo}; i{v} < {}; ++i{v}) {{", hi + 1);
+            }
+            bound.push(v);
+            self.loop_nest(inner, bound, depth + 1, body, pragma, split);
             bound.pop();
             let _ = writeln!(self.code, "{pad}}}");
             // The next segment emits its own copies of what depends on this variable.
-            self.emitted.clone_from(&before);
+            for e in self.emit_log.drain(mark..) {
+                self.emitted[e] = false;
+            }
+            if part.is_some() && self.code.len() > PART_BYTES {
+                self.outline(part.take().expect("checked"), bound, depth);
+                outlined = true;
+                part = Some(self.begin_part());
+            }
         }
-        self.ranges[last] = full;
-        for level in (0..outer.len()).rev() {
-            bound.pop();
-            let _ = writeln!(self.code, "{}}}", "  ".repeat(depth + level));
+        if let Some(last) = part {
+            if outlined {
+                self.outline(last, bound, depth);
+            } else {
+                self.inline(last, depth);
+            }
+        }
+        self.set_range(v, full);
+    }
+
+    /// Starts rendering segments into a part of their own (see [`Part`]).
+    fn begin_part(&mut self) -> Part {
+        Part {
+            enclosing_code: std::mem::take(&mut self.code),
+            enclosing_refs: std::mem::take(&mut self.part_refs),
+            enclosing_start: std::mem::replace(&mut self.part_start, self.emit_log.len()),
         }
     }
 
-    /// The values of variable `v` for which every bounds test and every load that depends
-    /// on `v` linearly is in range, if that is a proper, non-empty part of its range.
-    fn interior(&self, v: usize) -> Option<(i64, i64)> {
+    /// Ends a part, returning its code and the outer temporaries it used (recorded as used
+    /// by the enclosing part too, when they come from outside that one as well).
+    fn end_part(&mut self, part: Part) -> (String, std::collections::BTreeSet<ExprId>) {
+        let code = std::mem::replace(&mut self.code, part.enclosing_code);
+        let refs = std::mem::replace(&mut self.part_refs, part.enclosing_refs);
+        self.part_start = part.enclosing_start;
+        for &e in &refs {
+            if self.emit_pos[e] < self.part_start {
+                self.part_refs.insert(e);
+            }
+        }
+        (code, refs)
+    }
+
+    /// Ends a part by pasting its code here (it was rendered at depth 1).
+    fn inline(&mut self, part: Part, depth: usize) {
+        let (code, _) = self.end_part(part);
+        let indent = "  ".repeat(depth - 1);
+        for line in code.lines() {
+            let _ = writeln!(self.code, "{indent}{line}");
+        }
+    }
+
+    /// Ends a part by making it a function, called here with the kernel's buffers, the
+    /// bound loop variables and the outer temporaries it uses.
+    fn outline(&mut self, part: Part, bound: &[usize], depth: usize) {
+        let (code, refs) = self.end_part(part);
+        let name = format!("{}_part{}", self.name, self.parts.len());
+        // A part may not use every buffer or loop variable: no unused-parameter warnings.
+        let mut params: Vec<String> = self.params.iter().map(|p| format!("[[maybe_unused]] {p}")).collect();
+        let mut args = self.args.clone();
+        for &v in bound {
+            params.push(format!("[[maybe_unused]] long long i{v}"));
+            args.push(format!("i{v}"));
+        }
+        for e in refs {
+            params.push(format!("const {} t{e}", expr_dtype(&self.kernel.exprs[e]).cpp_name()));
+            args.push(format!("t{e}"));
+        }
+        self.parts.push(format!("{}static void {name}({}) {{\n{code}}}\n", self.attribute, params.join(", ")));
+        let _ = writeln!(self.code, "{}{name}({});", "  ".repeat(depth), args.join(", "));
+    }
+
+    /// The live expressions every one of `segments` of `v`'s range needs, operands first.
+    fn common_to(&mut self, v: usize, segments: &[(i64, i64)], roots: &[ExprId]) -> Vec<ExprId> {
+        let full = self.ranges[v];
+        let mut order = self.live(roots);
+        if segments.len() > 1 {
+            let mut count: std::collections::HashMap<ExprId, usize> = std::collections::HashMap::new();
+            for &piece in segments {
+                self.set_range(v, piece);
+                for e in self.live(roots) {
+                    *count.entry(e).or_default() += 1;
+                }
+            }
+            self.set_range(v, full);
+            order.retain(|e| count.get(e) == Some(&segments.len()));
+        }
+        order
+    }
+
+    /// The innermost statement, with the names its expressions resolve to.
+    fn statement(&mut self, body: &Body) -> String {
+        match body {
+            Body::Stores(stores) => {
+                let parts: Vec<String> =
+                    stores.iter().map(|(b, index, e)| format!("b{b}[{index}] = {};", self.name(*e))).collect();
+                parts.join(" ")
+            }
+            Body::ScatterAdd { out, index, len, value, dtype } => {
+                let slot = format!("b{out}[{}]", clamped(&self.name(*index), *len));
+                let add = binary(BinaryOp::Add, *dtype, &slot, &self.name(*value));
+                format!("{slot} = {add};")
+            }
+            Body::Accumulate { acc, op, dtype, value } => {
+                format!("t{acc} = {};", combine(*op, *dtype, &format!("t{acc}"), &self.name(*value)))
+            }
+        }
+    }
+
+    /// How to split the loop over `v`: at every breakpoint of the live conditions when the
+    /// segments' code stays within twice the unsplit code, else (innermost loops) into a
+    /// clamp-free interior and its edges, else not at all.
+    fn segments(&mut self, v: usize, roots: &[ExprId], innermost: bool) -> Vec<(i64, i64)> {
+        let full = self.ranges[v];
+        let live = self.live(roots);
+        let conditions = self.conditions(&live);
+        let mut cuts: Vec<i64> = Vec::new();
+        for (expr, lo, hi) in &conditions {
+            if let Some((a, b)) = self.holds_for(v, expr, *lo, *hi) {
+                cuts.extend([a, b + 1]);
+            }
+        }
+        cuts.retain(|&c| c > full.0 && c <= full.1);
+        cuts.sort_unstable();
+        cuts.dedup();
+        if !cuts.is_empty() && cuts.len() < MAX_SEGMENTS {
+            let mut bounds = vec![full.0];
+            bounds.extend(&cuts);
+            bounds.push(full.1 + 1);
+            let pieces: Vec<(i64, i64)> = bounds.windows(2).map(|w| (w[0], w[1] - 1)).collect();
+            if self.splitting_pays(v, &pieces, roots, live.len()) {
+                return pieces;
+            }
+        }
+        if innermost {
+            if let Some((a, b)) = self.interior(v, &conditions) {
+                return [(full.0, a - 1), (a, b), (b + 1, full.1)].into_iter().filter(|(l, h)| l <= h).collect();
+            }
+        }
+        vec![full]
+    }
+
+    /// True if emitting the code for each of `pieces` of `v`'s range takes at most about
+    /// twice the code of the unsplit loop (`unsplit` live expressions).
+    fn splitting_pays(&mut self, v: usize, pieces: &[(i64, i64)], roots: &[ExprId], unsplit: usize) -> bool {
+        let full = self.ranges[v];
+        let budget = 2 * unsplit + 8;
+        let mut total = 0;
+        for &piece in pieces {
+            self.set_range(v, piece);
+            total += self.live(roots).len().max(1);
+            if total > budget {
+                break;
+            }
+        }
+        self.set_range(v, full);
+        total <= budget
+    }
+
+    /// Every `lo <= expr < hi` the live code tests, or needs for a load to stay in bounds.
+    fn conditions(&self, live: &[ExprId]) -> Vec<(IndexExpr, i64, i64)> {
+        let mut out = Vec::new();
+        for &e in live {
+            match &self.kernel.exprs[e] {
+                Expr::InBounds(bounds) => out.extend(bounds.iter().map(|b| (b.expr.clone(), b.lo, b.hi))),
+                Expr::Load { index, len, .. } => out.push((index.clone(), 0, *len as i64)),
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// The values of `v` (within its current range's span of interest) for which
+    /// `lo <= expr < hi` holds, if `expr` is `c·v + r` with `r` fixed by the other
+    /// variables' current ranges.
+    fn holds_for(&self, v: usize, expr: &IndexExpr, lo: i64, hi: i64) -> Option<(i64, i64)> {
+        let (c, rest) = expr.split_var(v)?;
+        let (rlo, rhi) = rest.bounds_in(&self.ranges);
+        if c == 0 || rlo != rhi {
+            return None;
+        }
+        let (l, h) = (lo - rlo, hi - 1 - rlo);
+        Some(if c > 0 { (ceil_div(l, c), floor_div(h, c)) } else { (ceil_div(h, c), floor_div(l, c)) })
+    }
+
+    /// The values of variable `v` for which every condition that depends on `v` linearly
+    /// holds (whatever the other variables), if that is a proper, non-empty part of its
+    /// range.
+    fn interior(&self, v: usize, conditions: &[(IndexExpr, i64, i64)]) -> Option<(i64, i64)> {
         let (mut a, mut b) = self.ranges[v];
         let full = (a, b);
-        for (expr, lo, hi) in self.range_conditions() {
+        for (expr, lo, hi) in conditions {
             let (elo, ehi) = expr.bounds_in(&self.ranges);
-            if elo >= lo && ehi < hi {
+            if elo >= *lo && ehi < *hi {
                 continue; // always holds
             }
             let Some((c, rest)) = expr.split_var(v) else { continue };
@@ -217,42 +575,10 @@ impl<'k> Renderer<'k> {
         (a <= b && (a, b) != full).then_some((a, b))
     }
 
-    /// Every `lo <= expr < hi` the kernel tests or needs for a load to stay in bounds.
-    fn range_conditions(&self) -> Vec<(crate::lower::IndexExpr, i64, i64)> {
-        let mut out = Vec::new();
-        for e in &self.kernel.exprs {
-            match e {
-                Expr::InBounds(bounds) => out.extend(bounds.iter().map(|b| (b.expr.clone(), b.lo, b.hi))),
-                Expr::Load { index, len, .. } => out.push((index.clone(), 0, *len as i64)),
-                _ => {}
-            }
-        }
-        out
-    }
-
-    /// Emits every not-yet-emitted expression under `roots` whose variables are all bound,
-    /// operands first (a post-order walk with an explicit stack: bodies can be a million
-    /// expressions deep).
-    fn visit(&mut self, roots: &[ExprId], bound: &[usize], depth: usize) {
-        let mut visited = vec![false; self.kernel.exprs.len()];
-        let mut stack: Vec<(ExprId, bool)> = roots.iter().rev().map(|&e| (e, false)).collect();
-        while let Some((e, operands_done)) = stack.pop() {
-            if operands_done {
-                if self.deps[e].iter().all(|v| bound.contains(v)) {
-                    self.emit(e, bound, depth);
-                }
-                continue;
-            }
-            if self.emitted[e] || std::mem::replace(&mut visited[e], true) {
-                continue;
-            }
-            stack.push((e, true));
-            stack.extend(self.kernel.exprs[e].operands().into_iter().rev().map(|c| (c, false)));
-        }
-    }
-
     fn emit(&mut self, e: ExprId, bound: &[usize], depth: usize) {
         self.emitted[e] = true;
+        self.emit_pos[e] = self.emit_log.len();
+        self.emit_log.push(e);
         let expr = self.kernel.exprs[e].clone();
         let pad = "  ".repeat(depth);
         match expr {
@@ -260,14 +586,14 @@ impl<'k> Renderer<'k> {
             Expr::Reduce { op, vars, body, dtype } => {
                 let init = literal(reduce_identity(op, dtype), dtype);
                 let _ = writeln!(self.code, "{pad}{} t{e} = {init};", dtype.cpp_name());
-                let combine = combine(op, dtype, &format!("t{e}"), &self.name(body));
-                let mut inner = bound.to_vec();
                 let pragma = match op {
                     ReduceOp::Sum if !self.contains_reduce(body) => Some(format!("ANVIL_SIMD_SUM(t{e})")),
                     ReduceOp::Prod if !self.contains_reduce(body) => Some(format!("ANVIL_SIMD_PROD(t{e})")),
                     _ => None,
                 };
-                self.loop_nest(&vars, &[body], &mut inner, depth, &format!("t{e} = {combine};"), pragma, false);
+                let mut inner = bound.to_vec();
+                let accumulate = Body::Accumulate { acc: e, op, dtype, value: body };
+                self.loop_nest(&vars, &mut inner, depth, &accumulate, pragma.as_deref(), false);
             }
             _ => {
                 let value = self.value(&expr);
@@ -294,16 +620,7 @@ impl<'k> Renderer<'k> {
 
     /// The bounds tests that are not decided by the current variable ranges.
     fn in_bounds(&self, bounds: &[Bound]) -> String {
-        let mut open = Vec::new();
-        for b in bounds {
-            let (lo, hi) = b.expr.bounds_in(&self.ranges);
-            if hi < b.lo || lo >= b.hi {
-                return "false".into();
-            }
-            if !(lo >= b.lo && hi < b.hi) {
-                open.push(b.clone());
-            }
-        }
+        let open: Vec<Bound> = bounds.iter().filter(|b| self.decide(b).is_none()).cloned().collect();
         if open.is_empty() {
             "true".into()
         } else {
@@ -311,15 +628,7 @@ impl<'k> Renderer<'k> {
         }
     }
 
-    /// How expression `e` is referred to: a literal or its temporary.
-    fn name(&self, e: ExprId) -> String {
-        match &self.kernel.exprs[e] {
-            Expr::Const(v, dtype) => literal(*v, *dtype),
-            _ => format!("t{e}"),
-        }
-    }
-
-    fn value(&self, expr: &Expr) -> String {
+    fn value(&mut self, expr: &Expr) -> String {
         match expr {
             Expr::Const(v, dtype) => literal(*v, *dtype),
             Expr::Load { buffer, index, len, .. } => {
@@ -335,9 +644,13 @@ impl<'k> Renderer<'k> {
             }
             Expr::InBounds(bounds) => self.in_bounds(bounds),
             Expr::Unary(op, x, dtype) => unary(*op, *dtype, &self.name(*x)),
-            Expr::Binary(op, a, b, dtype) => binary(*op, *dtype, &self.name(*a), &self.name(*b)),
+            Expr::Binary(op, a, b, dtype) => {
+                let (a, b) = (self.name(*a), self.name(*b));
+                binary(*op, *dtype, &a, &b)
+            }
             Expr::Where(c, a, b, _) => {
-                format!("{} ? {} : {}", self.name(*c), self.name(*a), self.name(*b))
+                let (c, a, b) = (self.name(*c), self.name(*a), self.name(*b));
+                format!("{c} ? {a} : {b}")
             }
             Expr::Cast(x, from, to) => cast(*from, *to, &self.name(*x)),
             Expr::Reduce { .. } => unreachable!("reductions are emitted as loops"),

@@ -1,6 +1,7 @@
 //! Movement ops: they only rearrange elements, and lowering turns them into index arithmetic.
 
 use super::{nodes_of, Tensor};
+use crate::dtype::DType;
 use crate::error::SourceLocation;
 use crate::error::{Error, Result};
 use crate::graph::{Node, NodeRef, Op};
@@ -332,21 +333,7 @@ impl Tensor {
             let mut shape = first.shape.clone();
             shape[a] = total.unwrap_or(usize::MAX);
             super::check_shape(loc, "cat", &shape)?;
-            let total = shape[a];
-            let mut offset = 0;
-            let mut sum: Option<Tensor> = None;
-            for t in tensors {
-                let mut pads = vec![(0, 0); rank];
-                let len = t.shape()[a];
-                pads[a] = (offset, total - offset - len);
-                offset += len;
-                let padded = t.pad(&pads);
-                sum = Some(match sum {
-                    None => padded,
-                    Some(s) => s + padded,
-                });
-            }
-            Ok(sum.expect("at least one tensor"))
+            Ok(join(tensors, a))
         })();
         result.unwrap_or_else(Tensor::from_error)
     }
@@ -367,4 +354,24 @@ impl Tensor {
         }
         Tensor::cat(&expanded, axis)
     }
+}
+
+/// `pieces` (checked compatible) joined along `axis`: a balanced tree of two-way joins, so
+/// every element selects its piece through log(k) `where`s, and code generation splits the
+/// loop into one segment per piece. Selection (not a sum of padded pieces) keeps every
+/// value's bits, `-0.0` included.
+fn join(pieces: &[Tensor], axis: usize) -> Tensor {
+    let [first, rest @ ..] = pieces else { unreachable!("cat checks that it has pieces") };
+    if rest.is_empty() {
+        return first.clone();
+    }
+    let (left, right) = pieces.split_at(pieces.len() / 2);
+    let (left, right) = (join(left, axis), join(right, axis));
+    let (width_left, width_right) = (left.shape()[axis], right.shape()[axis]);
+    let mut pad_left = vec![(0, 0); left.ndim()];
+    pad_left[axis] = (0, width_right);
+    let mut pad_right = vec![(0, 0); right.ndim()];
+    pad_right[axis] = (width_left, 0);
+    let in_left = Tensor::full(left.shape().to_vec(), 1.0, DType::Bool).pad(&pad_left);
+    in_left.where_(left.pad(&pad_left), right.pad(&pad_right))
 }
