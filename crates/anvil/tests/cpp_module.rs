@@ -42,6 +42,14 @@ fn functions() -> Vec<NumericalFunction> {
             [Arg::new(5), Arg::new([4, 3])],
         )
         .unwrap(),
+        // Zero-size inputs: read, reduced, gathered from, or ignored.
+        NumericalFunction::new(
+            "empty_inputs",
+            |[x, p, i]| (x.take(&i) + p.sum(), p.exp(), Tensor::cat(&[x.clone(), p.clone()], 0)),
+            [Arg::new(0), Arg::new(0), Arg::with_dtype(2, DType::I64)],
+        )
+        .unwrap(),
+        NumericalFunction::new("ignores_empty", |[x, _p]| x * 2.0, [Arg::new(3), Arg::new([0, 2])]).unwrap(),
         // f32 and integers, padding and reductions.
         NumericalFunction::new(
             "mixed",

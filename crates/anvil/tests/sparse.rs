@@ -244,3 +244,31 @@ fn a_dense_row_switches_to_row_colouring() {
     assert_matrices_close(&densify(&s, &s.eval(&[x.view()]).unwrap()), &dense);
     assert_matrices_close(&densify(&s, &s.call(&[x.view()]).unwrap()), &dense);
 }
+
+#[test]
+fn dense_and_sparse_derivatives_agree_where_partials_are_infinite() {
+    // sqrt at 0: an infinite partial on the diagonal; the dense forms used to show NaN
+    // (inf × 0 in a unit direction) where the structure, and the sparse forms, say 0.
+    let f = NumericalFunction::new("roots", |[x]| x.sqrt() + x.get(0) * 0.5, [Arg::new(4)]).unwrap();
+    let x = anvil::ndarray::array![0.0, 4.0, 0.0, 1.0].into_dyn();
+    let sparse = ad::spjacobian(&f).unwrap();
+    let from_sparse = densify(&sparse, &sparse.eval(&[x.view()]).unwrap());
+    let jac = ad::jacobian(&f).unwrap();
+    for dense in [jac.eval(&[x.view()]).unwrap().remove(0), jac.call(&[x.view()]).unwrap().remove(0)] {
+        for ((i, j), want) in from_sparse.indexed_iter() {
+            let got = dense[[i, j]];
+            assert!(got == *want || (got.is_nan() && want.is_nan()), "({i}, {j}): dense {got}, sparse {want}");
+        }
+        assert_eq!(dense[[2, 1]], 0.0);
+        assert!(dense[[2, 2]].is_infinite());
+    }
+    let g = NumericalFunction::new("root_sum", |[x]| x.sqrt().sum() + x.get(1) * x.get(3), [Arg::new(4)]).unwrap();
+    let hess = ad::hessian(&g).unwrap().eval(&[x.view()]).unwrap().remove(0);
+    let sparse = ad::sphessian(&g).unwrap();
+    let upper = densify(&sparse, &sparse.eval(&[x.view()]).unwrap());
+    for ((i, j), want) in upper.indexed_iter().filter(|((i, j), _)| i <= j) {
+        let got = hess[[i, j]];
+        assert!(got == *want || (got.is_nan() && want.is_nan()), "({i}, {j}): dense {got}, sparse {want}");
+    }
+    assert_eq!(hess[[0, 2]], 0.0);
+}

@@ -61,8 +61,12 @@ fn drop_identity_ops(op: &Op, dtype: DType, shape: &[usize], srcs: &[NodeRef]) -
     }
 }
 
-/// Ops whose operands are all constants become constants.
+/// Ops whose operands are all constants become constants; so does a gather from an empty
+/// source (every position clamps to nothing: 0, as the interpreter defines it).
 fn fold_constants(op: &Op, dtype: DType, shape: &[usize], srcs: &[NodeRef]) -> Option<NodeRef> {
+    if matches!(op, Op::Gather) && srcs[0].numel() == 0 {
+        return Some(constant(scalar::literal(dtype, 0.0, 0), dtype, shape));
+    }
     if let Op::Where = op {
         let cond = literal_of(&srcs[0])?;
         return same(&srcs[if cond.is(0.0) { 2 } else { 1 }], dtype, shape);

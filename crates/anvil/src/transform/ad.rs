@@ -153,8 +153,23 @@ pub fn jacobian_wrt(f: &NumericalFunction, wrt: usize) -> Result<NumericalFuncti
     check_wrt("jacobian", f, wrt)?;
     let y = f.output_tensors()[0].clone();
     let x = input_tensors(f)[wrt].clone();
-    let j = dense_jacobian(f, &y, &x)?;
+    let pattern = super::sparsity::dependency_pattern(y.node()?, x.node()?)?;
+    let j = structural_zeros(&pattern, dense_jacobian(f, &y, &x)?)?;
     NumericalFunction::from_tensors(&format!("{}_jac", f.name()), f.inputs().to_vec(), &[j])
+}
+
+/// `dense` with exact zeros where `pattern` has none. A unit direction multiplies partial
+/// derivatives that are not structurally zero by 0, which gives NaN where such a partial
+/// is infinite (`sqrt` at 0); the sparse derivatives never form those products, and the
+/// dense ones must agree with them.
+fn structural_zeros(pattern: &SparsityPattern, dense: Tensor) -> Result<Tensor> {
+    let (rows, cols) = pattern.shape();
+    if pattern.nnz() == rows * cols {
+        return Ok(dense);
+    }
+    let what = || format!("the structural pattern of a {rows}×{cols} derivative");
+    let mask = crate::array::try_from_shape_fn(what, &[rows, cols], |p| pattern.contains(p[0], p[1]))?;
+    Ok(Tensor::from_array(&mask).where_(dense, 0.0))
 }
 
 /// The dense Hessian of `f`'s first output (a scalar) with respect to its first input:
@@ -167,7 +182,8 @@ pub fn hessian(f: &NumericalFunction) -> Result<NumericalFunction> {
 pub fn hessian_wrt(f: &NumericalFunction, wrt: usize) -> Result<NumericalFunction> {
     let g = gradient_tensor(f, wrt)?;
     let x = input_tensors(f)[wrt].clone();
-    let h = forward_jacobian(f, &g, &x)?;
+    let pattern = super::sparsity::dependency_pattern(g.node()?, x.node()?)?.symmetrized();
+    let h = structural_zeros(&pattern, forward_jacobian(f, &g, &x)?)?;
     NumericalFunction::from_tensors(&format!("{}_hess", f.name()), f.inputs().to_vec(), &[h])
 }
 
