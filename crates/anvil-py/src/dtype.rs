@@ -26,6 +26,11 @@ impl PyDType {
         format!("dtypes.{}", numpy_name(self.0))
     }
 
+    /// Pickling: by name.
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, (&'static str,))> {
+        Ok((py.import("anvil._anvil")?.getattr("as_dtype")?, (numpy_name(self.0),)))
+    }
+
     #[classattr]
     fn float64() -> Self {
         PyDType(DType::F64)

@@ -14,9 +14,11 @@ pub fn to_py(e: anvil::Error) -> PyErr {
     match e {
         E::Op { op, message, .. } => PyValueError::new_err(format!("{op}: {message}")),
         E::ArgumentCount { .. } => PyTypeError::new_err(e.to_string()),
-        E::InputMismatch { .. } | E::InvalidName { .. } | E::Transform { .. } | E::LeakedTensor { .. } => {
-            PyValueError::new_err(e.to_string())
-        }
+        E::InputMismatch { .. }
+        | E::InvalidName { .. }
+        | E::Transform { .. }
+        | E::LeakedTensor { .. }
+        | E::Deserialize { .. } => PyValueError::new_err(e.to_string()),
         E::Constant { kind: anvil::ConstantError::DivisionByZero, .. } => PyZeroDivisionError::new_err(e.to_string()),
         E::Constant { kind: anvil::ConstantError::Overflow, .. } => PyOverflowError::new_err(e.to_string()),
         E::Constant { .. } => PyValueError::new_err(e.to_string()),

@@ -396,6 +396,23 @@ impl PyFunction {
         self.f().jit_source()
     }
 
+    /// The same function under another name.
+    pub fn renamed(&self, name: &str) -> PyResult<PyFunction> {
+        Ok(match &*self.0 {
+            Traced::Dense(f) => PyFunction::dense(f.renamed(name).py()?),
+            Traced::Sparse(s) => PyFunction::sparse(s.renamed(name).py()?),
+        })
+    }
+
+    /// The function in anvil's function format (graph, inputs, name, sparsity).
+    fn to_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, pyo3::types::PyBytes> {
+        let bytes = match &*self.0 {
+            Traced::Dense(f) => f.to_bytes(),
+            Traced::Sparse(s) => s.to_bytes(),
+        };
+        pyo3::types::PyBytes::new(py, &bytes)
+    }
+
     /// True for sparse functions.
     #[getter]
     fn is_sparse(&self) -> bool {
@@ -428,4 +445,15 @@ pub fn sparse_from_pattern(
         Traced::Sparse(_) => return Err(PyTypeError::new_err("the function is already sparse")),
     };
     Ok(PyFunction::sparse(SparseNumericalFunction::from_function(function, shape, &indices, &indptr).py()?))
+}
+
+/// A function from anvil's function format: sparse if the bytes carry a pattern.
+#[pyfunction]
+pub fn function_from_bytes(data: &[u8]) -> PyResult<PyFunction> {
+    let function = NumericalFunction::from_bytes(data).py()?;
+    if function.sparsity().is_some() {
+        Ok(PyFunction::sparse(SparseNumericalFunction::from_bytes(data).py()?))
+    } else {
+        Ok(PyFunction::dense(function))
+    }
 }

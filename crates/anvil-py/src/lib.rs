@@ -18,51 +18,78 @@ fn dense(f: &PyFunction) -> &anvil::NumericalFunction {
     f.0.function()
 }
 
+/// `f` under the name `name`, if one is given.
+fn named(f: PyFunction, name: Option<&str>) -> PyResult<PyFunction> {
+    match name {
+        Some(n) => f.renamed(n),
+        None => Ok(f),
+    }
+}
+
 macro_rules! transform {
     ($name:ident, $rust:path, $doc:literal) => {
         #[doc = $doc]
         #[pyfunction]
-        #[pyo3(signature = (f, wrt = 0))]
-        fn $name(f: &PyFunction, wrt: usize) -> PyResult<PyFunction> {
-            Ok(PyFunction::dense($rust(dense(f), wrt).py()?))
+        #[pyo3(signature = (f, argnum = 0, name = None))]
+        fn $name(f: &PyFunction, argnum: usize, name: Option<&str>) -> PyResult<PyFunction> {
+            named(PyFunction::dense($rust(dense(f), argnum).py()?), name)
         }
     };
 }
 
-transform!(gradient, ad::gradient_wrt, "Gradient of the scalar first output with respect to input `wrt`.");
-transform!(jacobian, ad::jacobian_wrt, "Dense Jacobian of the first output with respect to input `wrt`.");
-transform!(hessian, ad::hessian_wrt, "Dense Hessian of the scalar first output with respect to input `wrt`.");
+transform!(gradient, ad::gradient_wrt, "Gradient of the scalar first output with respect to input `argnum`.");
+transform!(jacobian, ad::jacobian_wrt, "Dense Jacobian of the first output with respect to input `argnum`.");
+transform!(hessian, ad::hessian_wrt, "Dense Hessian of the scalar first output with respect to input `argnum`.");
 
 /// Forward mode: `(x..., t...) -> (y..., ydot...)`.
 #[pyfunction]
-fn jvp(f: &PyFunction) -> PyResult<PyFunction> {
-    Ok(PyFunction::dense(ad::jvp(dense(f)).py()?))
+#[pyo3(signature = (f, name = None))]
+fn jvp(f: &PyFunction, name: Option<&str>) -> PyResult<PyFunction> {
+    named(PyFunction::dense(ad::jvp(dense(f)).py()?), name)
 }
 
 /// Reverse mode: `(x..., ybar...) -> (xbar...)`.
 #[pyfunction]
-fn vjp(f: &PyFunction) -> PyResult<PyFunction> {
-    Ok(PyFunction::dense(ad::vjp(dense(f)).py()?))
+#[pyo3(signature = (f, name = None))]
+fn vjp(f: &PyFunction, name: Option<&str>) -> PyResult<PyFunction> {
+    named(PyFunction::dense(ad::vjp(dense(f)).py()?), name)
 }
 
-/// Sparse Jacobian (CSC non-zeros) by column colouring.
+/// Sparse Jacobian (CSC non-zeros): column (or row) colouring, or star colouring for a
+/// Jacobian known to be `symmetric`.
 #[pyfunction]
-#[pyo3(signature = (f, wrt = 0))]
-fn spjacobian(f: &PyFunction, wrt: usize) -> PyResult<PyFunction> {
-    Ok(PyFunction::sparse(ad::spjacobian_wrt(dense(f), wrt).py()?))
+#[pyo3(signature = (f, argnum = 0, symmetric = false, name = None))]
+fn spjacobian(f: &PyFunction, argnum: usize, symmetric: bool, name: Option<&str>) -> PyResult<PyFunction> {
+    let sparse =
+        if symmetric { ad::spjacobian_symmetric_wrt(dense(f), argnum) } else { ad::spjacobian_wrt(dense(f), argnum) };
+    named(PyFunction::sparse(sparse.py()?), name)
 }
 
 /// Sparse Hessian (upper triangle, CSC non-zeros) by star colouring.
 #[pyfunction]
-#[pyo3(signature = (f, wrt = 0))]
-fn sphessian(f: &PyFunction, wrt: usize) -> PyResult<PyFunction> {
-    Ok(PyFunction::sparse(ad::sphessian_wrt(dense(f), wrt).py()?))
+#[pyo3(signature = (f, argnum = 0, name = None))]
+fn sphessian(f: &PyFunction, argnum: usize, name: Option<&str>) -> PyResult<PyFunction> {
+    named(PyFunction::sparse(ad::sphessian_wrt(dense(f), argnum).py()?), name)
 }
 
-/// Adds a batch axis (`in_axes[i]`: where input `i` is batched, `None`: shared).
+/// Adds a batch axis (`in_axes[i]`: where input `i` is batched, `None`: shared; every
+/// output gets it at `out_axis`).
 #[pyfunction]
-fn vmap(f: &PyFunction, batch: usize, in_axes: Vec<Option<usize>>) -> PyResult<PyFunction> {
-    Ok(PyFunction::dense(anvil::vmap(dense(f), batch, &in_axes).py()?))
+#[pyo3(signature = (f, batch, in_axes, out_axis = 0, name = None))]
+fn vmap(
+    f: &PyFunction,
+    batch: usize,
+    in_axes: Vec<Option<usize>>,
+    out_axis: usize,
+    name: Option<&str>,
+) -> PyResult<PyFunction> {
+    named(PyFunction::dense(ad::vmap_out(dense(f), batch, &in_axes, out_axis).py()?), name)
+}
+
+/// Raises `ValueError` unless `name` can name a function (a C++ identifier anvil accepts).
+#[pyfunction]
+fn check_name(name: &str) -> PyResult<()> {
+    anvil::function::check_identifier(name, "function").py()
 }
 
 /// Writes `<module_name>.hpp` and `.cpp` into `directory`; returns their paths.
@@ -87,6 +114,8 @@ fn _anvil(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<constant::PyConstant>()?;
     m.add_function(wrap_pyfunction!(function::trace, m)?)?;
     m.add_function(wrap_pyfunction!(dtype::as_dtype, m)?)?;
+    m.add_function(wrap_pyfunction!(function::function_from_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(check_name, m)?)?;
     m.add_function(wrap_pyfunction!(function::sparse_from_pattern, m)?)?;
     m.add_function(wrap_pyfunction!(generate_module, m)?)?;
     for f in [

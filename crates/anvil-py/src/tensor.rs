@@ -139,6 +139,12 @@ impl PyTensor {
                 });
                 axis += 1;
             } else if let Ok(i) = k.extract::<isize>() {
+                let n = self.0.shape()[axis] as isize;
+                if i < -n || i >= n {
+                    return Err(PyIndexError::new_err(format!(
+                        "index {i} is out of bounds for axis {axis} with size {n}"
+                    )));
+                }
                 out.push(SliceInfoElem::Index(i));
                 axis += 1;
             } else {
@@ -168,6 +174,21 @@ impl PyTensor {
         }
     }
 
+    /// Pickling: the tensor's graph in anvil's tensor format (inputs it depends on come
+    /// back as inputs of a new trace).
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, pyo3::types::PyBytes>,))> {
+        let py = slf.py();
+        let bytes = slf.get().0.to_bytes().py()?;
+        let restore = py.get_type::<PyTensor>().getattr("_from_bytes")?;
+        Ok((restore, (pyo3::types::PyBytes::new(py, &bytes),)))
+    }
+
+    /// A tensor from its pickled bytes.
+    #[staticmethod]
+    fn _from_bytes(data: &[u8]) -> PyResult<Self> {
+        Ok(PyTensor(Tensor::from_bytes(data).py()?))
+    }
+
     /// The shape, a tuple.
     #[getter]
     fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
@@ -193,6 +214,48 @@ impl PyTensor {
 
     fn __len__(&self) -> PyResult<usize> {
         self.0.shape().first().copied().ok_or_else(|| PyTypeError::new_err("len() of a 0-d tensor"))
+    }
+
+    /// Iterates over the first axis: `p, v = x` unpacks a 2-vector into two scalars.
+    fn __iter__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, pyo3::types::PyIterator>> {
+        let t = &slf.get().0;
+        let n = *t.shape().first().ok_or_else(|| PyTypeError::new_err("iteration over a 0-d tensor"))?;
+        let items = (0..n).map(|i| ok(t.get(i as isize))).collect::<PyResult<Vec<_>>>()?;
+        PyList::new(slf.py(), items)?.try_iter()
+    }
+
+    // ----- numpy's protocols: numpy functions on Tensors work or raise a clear TypeError -----
+    #[pyo3(signature = (ufunc, method, *inputs, **kwargs))]
+    fn __array_ufunc__<'py>(
+        slf: &Bound<'py, Self>,
+        ufunc: &Bound<'py, PyAny>,
+        method: &Bound<'py, PyAny>,
+        inputs: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, pyo3::types::PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let protocol = slf.py().import("anvil._numpy")?;
+        protocol.call_method1("array_ufunc", (ufunc, method, inputs, kwargs))
+    }
+
+    fn __array_function__<'py>(
+        slf: &Bound<'py, Self>,
+        func: &Bound<'py, PyAny>,
+        types: &Bound<'py, PyAny>,
+        args: &Bound<'py, PyAny>,
+        kwargs: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let protocol = slf.py().import("anvil._numpy")?;
+        protocol.call_method1("array_function", (func, types, args, kwargs))
+    }
+
+    #[pyo3(signature = (dtype = None, copy = None))]
+    fn __array__<'py>(
+        slf: &Bound<'py, Self>,
+        dtype: Option<&Bound<'py, PyAny>>,
+        copy: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let protocol = slf.py().import("anvil._numpy")?;
+        protocol.call_method1("to_array", (slf, dtype, copy))
     }
 
     fn __repr__(&self) -> String {
@@ -427,6 +490,11 @@ impl PyTensor {
             t = t.minimum(operand(hi)?);
         }
         ok(t)
+    }
+    /// Limits to `[min_, max_]` (tinygrad's name for `clip`).
+    #[pyo3(signature = (min_ = None, max_ = None))]
+    fn clamp(&self, min_: Option<&Bound<'_, PyAny>>, max_: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        self.clip(min_, max_)
     }
     /// `self ? x : y` elementwise (`self` is the condition).
     #[pyo3(name = "where")]

@@ -110,6 +110,13 @@ pub enum Error {
         /// What exactly, with the values.
         message: String,
     },
+    /// Bytes that do not describe an anvil function or tensor (a corrupted file, another
+    /// format, or a newer version of anvil's).
+    #[error("cannot load the function: {message}")]
+    Deserialize {
+        /// What is wrong, and where.
+        message: String,
+    },
     /// A file or directory could not be read or written.
     #[error("{action} `{path}`: {message}")]
     Io {

@@ -272,3 +272,23 @@ fn dense_and_sparse_derivatives_agree_where_partials_are_infinite() {
     }
     assert_eq!(hess[[0, 2]], 0.0);
 }
+
+#[test]
+fn symmetric_jacobians_use_star_colouring_and_return_both_triangles() {
+    // The Jacobian of a gradient is symmetric: an arrowhead needs 2 star colours, against n
+    // column colours.
+    let n = 10;
+    let f = NumericalFunction::new("arrow", |[x]| (x.get(0) * x.sin().sum()).sum() + x.square().sum(), [Arg::new(n)])
+        .unwrap();
+    let g = ad::gradient(&f).unwrap();
+    let star = ad::spjacobian_symmetric_wrt(&g, 0).unwrap();
+    let columns = ad::spjacobian(&g).unwrap();
+    assert!(star.colors() < columns.colors(), "{} star vs {} column colours", star.colors(), columns.colors());
+    assert_eq!((star.nnz(), star.indices()), (columns.nnz(), columns.indices()));
+    let x = Array1::linspace(0.1, 1.0, n).into_dyn();
+    let want = ad::jacobian(&g).unwrap().eval(&[x.view()]).unwrap().remove(0);
+    assert_matrices_close(&densify(&star, &star.eval(&[x.view()]).unwrap()), &want);
+    assert_matrices_close(&star.call_dense(&[x.view()]).unwrap(), &want);
+    let wide = NumericalFunction::new("wide", |[x]| x.sum(), [Arg::new(3)]).unwrap();
+    assert!(ad::spjacobian_symmetric_wrt(&wide, 0).unwrap_err().to_string().contains("square"));
+}

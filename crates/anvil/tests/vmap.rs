@@ -107,3 +107,18 @@ fn nested_vmap_and_derivatives_of_vmap() {
 fn ndarray_stack(x: &ArrayD<f64>) -> ArrayD<f64> {
     anvil::ndarray::stack(Axis(0), &[x.view(), x.view()]).unwrap()
 }
+
+#[test]
+fn the_batch_axis_of_outputs_can_be_placed() {
+    let f = NumericalFunction::new("outer", |[x]| x.outer(&x), [Arg::new(3)]).unwrap();
+    let v = anvil::ad::vmap_out(&f, 4, &[], 1).unwrap();
+    assert_eq!(v.outputs()[0].shape, vec![3, 4, 3]);
+    let xs = anvil::ndarray::Array2::from_shape_fn((4, 3), |(b, i)| (b * 3 + i) as f64 * 0.1).into_dyn();
+    let out = v.eval(&[xs.view()]).unwrap();
+    for b in 0..4 {
+        let single = f.eval(&[xs.index_axis(anvil::ndarray::Axis(0), b)]).unwrap();
+        assert_eq!(out[0].index_axis(anvil::ndarray::Axis(1), b), single[0]);
+    }
+    let scalar_out = NumericalFunction::new("s", |[x]| x.sum(), [Arg::new(3)]).unwrap();
+    assert!(anvil::ad::vmap_out(&scalar_out, 4, &[], 1).unwrap_err().to_string().contains("out_axis 1"));
+}

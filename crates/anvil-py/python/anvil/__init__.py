@@ -32,6 +32,8 @@ __all__ = [
     "generate_module",
     "numerical_function",
     "sparse_numerical_function",
+    "dvmap",
+    "svmap",
     "vmap",
 ]
 
@@ -91,6 +93,9 @@ def _checked_shape(shape: Any) -> int | tuple[int, ...]:
     return tuple(_extent(n) for n in items)
 
 
+DTypeLike = Union[DType, str, "np.dtype[Any]", "type[Any]"]
+
+
 @dataclass(frozen=True)
 class Arg:
     """Specification of a NumericalFunction input: shape and dtype.
@@ -102,7 +107,7 @@ class Arg:
     """
 
     shape: int | tuple[int, ...]
-    dtype: DType = dtypes.float64
+    dtype: DTypeLike = dtypes.float64
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "shape", _checked_shape(self.shape))
@@ -131,6 +136,8 @@ class NumericalFunction(Generic[I, R]):
       inputs: tuple of ``Arg`` specs.
       device: only "CPU" is supported.
     """
+
+    _name: str
 
     # fmt: off
     @overload
@@ -161,21 +168,34 @@ class NumericalFunction(Generic[I, R]):
             inputs = (inputs,)
         if not all(isinstance(a, Arg) for a in inputs):
             raise TypeError(f"inputs of `{name}` must be a tuple of anvil.Arg, got {inputs!r}")
+        self._native_fn: Any = None
         self.name = name
         self.fn = fn
         self.inputs = tuple(inputs)
         self.device = device
-        self._native_fn: Any = None
 
     @classmethod
     def _from_native(cls, native: Any) -> "NumericalFunction[Any, Any]":
         self = cls.__new__(cls)
-        self.name = native.name
+        self._native_fn = native
+        self._name = native.name
         self.fn = None
         self.inputs = tuple(Arg(tuple(s), d) for s, d in native.inputs)
         self.device = "CPU"
-        self._native_fn = native
         return self
+
+    @property
+    def name(self) -> str:
+        """The function's name: its C++ namespace. Assigning renames the function (checked
+        like any name; a derived function can so take a name of its own)."""
+        return self._name
+
+    @name.setter
+    def name(self, value: str) -> None:
+        _anvil.check_name(value)
+        if self._native_fn is not None:
+            self._native_fn = self._native_fn.renamed(value)
+        self._name = value
 
     @property
     def _native(self) -> Any:
@@ -243,6 +263,32 @@ class NumericalFunction(Generic[I, R]):
 
     def __repr__(self) -> str:
         return f"NumericalFunction({self.name!r}, inputs={self.inputs!r})"
+
+    # ----- functions that travel: pickle, copy, save/load -----
+    def to_bytes(self) -> bytes:
+        """The traced function in anvil's function format (graph, inputs, name, sparsity):
+        what pickling, ``save`` and worker processes use. The Python source is not needed
+        to load it."""
+        return self._native.to_bytes()
+
+    @staticmethod
+    def from_bytes(data: bytes) -> "NumericalFunction[Any, Any]":
+        """A function from ``to_bytes`` (a sparse one comes back as a SparseNumericalFunction)."""
+        return _restore_function(data)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_restore_function, (self.to_bytes(),))
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Writes the function to ``path`` (as CasADi's ``Function.save``); ``load`` reads it."""
+        with open(path, "wb") as f:
+            f.write(self.to_bytes())
+
+    @staticmethod
+    def load(path: str | os.PathLike[str]) -> "NumericalFunction[Any, Any]":
+        """Reads a function written by ``save`` (a sparse one loads as a SparseNumericalFunction)."""
+        with open(path, "rb") as f:
+            return _restore_function(f.read())
 
 
 class SparseNumericalFunction(NumericalFunction[Any, Tensor]):
@@ -323,6 +369,13 @@ class SparseNumericalFunction(NumericalFunction[Any, Tensor]):
         return sp.csc_array((self.values(*args), self.indices, self.indptr), shape=self.shape)
 
 
+def _restore_function(data: bytes) -> NumericalFunction[Any, Any]:
+    native = _anvil.function_from_bytes(data)
+    if native.is_sparse:
+        return SparseNumericalFunction._from_native(native)
+    return NumericalFunction._from_native(native)
+
+
 def _int_list(values: Any) -> list[int]:
     if isinstance(values, Tensor):
         values = values.numpy()
@@ -354,31 +407,36 @@ def sparse_numerical_function(name: str, inputs: Any, shape: tuple[int, int], nn
     return lambda fn: SparseNumericalFunction(name, fn, args, shape, nnz, indices, indptr)
 
 
-def generate_module(module_name: str, fns: Sequence[NumericalFunction[Any, Any]], constants: set[CodegenIntConstant] | Sequence[CodegenIntConstant] | None = None, verbosity: int = 0) -> None:
-    """Writes ``<module_name>.hpp`` and ``<module_name>.cpp`` into the current directory.
+def generate_module(
+    module_name: str,
+    fns: Sequence[NumericalFunction[Any, Any]],
+    constants: set[CodegenIntConstant] | Sequence[CodegenIntConstant] | None = None,
+    verbosity: int = 0,
+    directory: str | os.PathLike[str] | None = None,
+) -> None:
+    """Writes ``<module_name>.hpp`` and ``<module_name>.cpp``.
 
     Args:
       module_name: base name of the files (a C++ identifier).
       fns: the functions (names unique).
       constants: CodegenIntConstants to declare besides those the functions use.
       verbosity: if >= 1, print the file names.
+      directory: where to write them (created if needed); default: the current directory.
     """
+    if isinstance(fns, (NumericalFunction, str, bytes)) or not isinstance(fns, Sequence):
+        raise TypeError(f"generate_module takes a list of NumericalFunctions, got {type(fns).__name__}")
     if not fns:
         raise ValueError("generate_module needs at least one function")
+    for i, f in enumerate(fns):
+        if not isinstance(f, NumericalFunction):
+            raise TypeError(f"generate_module: item {i} of the list is a {type(f).__name__}, not a NumericalFunction")
     natives = [f._native for f in fns]
-    hpp, cpp = _anvil.generate_module(module_name, natives, list(constants or ()), os.getcwd())
+    out = os.fspath(directory) if directory is not None else os.getcwd()
+    hpp, cpp = _anvil.generate_module(module_name, natives, list(constants or ()), out)
     if verbosity >= 1:
         print("Generating header file: " + os.path.basename(hpp))
         print("Generating source file: " + os.path.basename(cpp))
 
 
-def vmap(fn: NumericalFunction[Any, Any], batch_size: int, in_axes: int | None | Sequence[int | None] = 0) -> NumericalFunction[Any, Any]:
-    """Adds a batch axis of extent ``batch_size``: ``in_axes`` says where each input has it
-    (one value for all inputs, or one per input; ``None`` shares an input unbatched). Every
-    output gets a leading batch axis."""
-    n = len(fn.inputs)
-    axes = list(in_axes) if isinstance(in_axes, (tuple, list)) else [in_axes] * n
-    return NumericalFunction._from_native(_anvil.vmap(fn._native, batch_size, axes))
-
-
-from . import ad  # noqa: E402  (the submodule needs the classes above)
+from . import ad, language, transform  # noqa: E402  (the submodules need the classes above)
+from .transform import dvmap, svmap, vmap  # noqa: E402

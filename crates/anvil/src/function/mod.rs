@@ -6,6 +6,7 @@ mod module;
 mod names;
 mod numerical;
 mod outputs;
+mod serial;
 
 pub use arg::Arg;
 pub use codegen_constant::{CodegenIntConstant, IntType, Operand};
@@ -13,3 +14,4 @@ pub use module::{generate_module, generate_module_with_constants};
 pub use names::{check_identifier, MAX_NAME_LEN};
 pub use numerical::NumericalFunction;
 pub use outputs::IntoOutputs;
+pub use serial::{FORMAT_VERSION, FUNCTION_FORMAT, TENSOR_FORMAT};

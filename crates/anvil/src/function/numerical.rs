@@ -149,6 +149,37 @@ impl NumericalFunction {
         self
     }
 
+    /// The same function under another name (a derived function's default name, such as
+    /// `f_jac`, can then live next to another derivative of `f` in one module).
+    ///
+    /// ```
+    /// use anvil::{ad, Arg, NumericalFunction};
+    /// # fn main() -> anvil::Result<()> {
+    /// let f = NumericalFunction::new("f", |[x, p]| &x * &p, [Arg::new(2), Arg::new(2)])?;
+    /// let dx = ad::jacobian_wrt(&f, 0)?.renamed("f_dx")?;
+    /// let dp = ad::jacobian_wrt(&f, 1)?.renamed("f_dp")?;
+    /// assert_eq!((dx.name(), dp.name()), ("f_dx", "f_dp"));
+    /// # Ok(()) }
+    /// ```
+    pub fn renamed(&self, name: &str) -> Result<NumericalFunction> {
+        check_identifier(name, "function")?;
+        let program = OnceLock::new();
+        if let Some(p) = self.program.get() {
+            let _ = program.set(p.clone());
+        }
+        Ok(NumericalFunction {
+            name: name.into(),
+            inputs: self.inputs.clone(),
+            outputs: self.outputs.clone(),
+            output_nodes: self.output_nodes.clone(),
+            trace: self.trace,
+            sparsity: self.sparsity.clone(),
+            compiler: self.compiler.clone(),
+            program,
+            jit: Mutex::new(None),
+        })
+    }
+
     /// The same function, declared to return the non-zeros of a sparse matrix (CSC order).
     pub fn with_sparsity(mut self, pattern: SparsePattern) -> Self {
         self.sparsity = Some(pattern);

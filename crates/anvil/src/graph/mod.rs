@@ -5,7 +5,9 @@ mod eval;
 mod node;
 mod op;
 pub mod scalar;
+pub mod serial;
 mod simplify;
+pub mod verify;
 
 pub use eval::{clamp_index, eval, eval_nodes, reduce_identity};
 pub use node::{toposort, Node, NodeRef};

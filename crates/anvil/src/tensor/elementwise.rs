@@ -253,6 +253,11 @@ impl Tensor {
     pub fn clip(&self, lo: impl Into<Tensor>, hi: impl Into<Tensor>) -> Tensor {
         self.maximum(lo).minimum(hi)
     }
+    /// [`clip`](Self::clip) under tinygrad's name.
+    #[track_caller]
+    pub fn clamp(&self, lo: impl Into<Tensor>, hi: impl Into<Tensor>) -> Tensor {
+        self.clip(lo, hi)
+    }
     /// Integer division truncating toward zero (division by zero gives 0).
     #[track_caller]
     pub fn idiv(&self, other: impl Into<Tensor>) -> Tensor {

@@ -31,7 +31,8 @@ use std::collections::HashMap;
 
 pub use super::coloring::{column_coloring, is_column_coloring, star_coloring, Coloring};
 pub use super::sparse::{
-    sparse_numerical_function, sphessian, sphessian_wrt, spjacobian, spjacobian_wrt, CscMatrix, SparseNumericalFunction,
+    sparse_numerical_function, sphessian, sphessian_wrt, spjacobian, spjacobian_symmetric_wrt, spjacobian_wrt,
+    CscMatrix, SparseNumericalFunction,
 };
 pub use super::sparsity::{
     hessian_sparsity, hessian_sparsity_wrt, jacobian_sparsity, jacobian_sparsity_wrt, SparsityPattern,
@@ -261,6 +262,24 @@ pub(crate) fn reverse_directions(f: &NumericalFunction, y: &Tensor, x: &Tensor, 
 /// # Ok(()) }
 /// ```
 pub fn vmap(f: &NumericalFunction, batch: usize, in_axes: &[Option<usize>]) -> Result<NumericalFunction> {
+    vmap_out(f, batch, in_axes, 0)
+}
+
+/// [`vmap`] with the batch axis of every output at position `out_axis` (0: leading).
+///
+/// ```
+/// use anvil::{ad, Arg, NumericalFunction};
+/// # fn main() -> anvil::Result<()> {
+/// let f = NumericalFunction::new("f", |[x]| x.exp(), [Arg::new(3)])?;
+/// assert_eq!(ad::vmap_out(&f, 8, &[], 1)?.outputs()[0].shape, vec![3, 8]);
+/// # Ok(()) }
+/// ```
+pub fn vmap_out(
+    f: &NumericalFunction,
+    batch: usize,
+    in_axes: &[Option<usize>],
+    out_axis: usize,
+) -> Result<NumericalFunction> {
     let k = f.inputs().len();
     let in_axes: Vec<Option<usize>> = if in_axes.is_empty() { vec![Some(0); k] } else { in_axes.to_vec() };
     if in_axes.len() != k {
@@ -292,5 +311,16 @@ pub fn vmap(f: &NumericalFunction, batch: usize, in_axes: &[Option<usize>]) -> R
         Error::Transform { transform, message, .. } => transform_error(transform, f, message),
         other => other,
     })?;
-    NumericalFunction::from_tensors(&format!("{}_vmap", f.name()), args, &results)
+    let mut moved = Vec::with_capacity(results.len());
+    for (k, r) in results.into_iter().enumerate() {
+        let rank = r.ndim();
+        if out_axis >= rank {
+            let message = format!("out_axis {out_axis} is out of range for output {k}, of rank {} once batched", rank);
+            return Err(transform_error("vmap", f, message));
+        }
+        let mut perm: Vec<usize> = (1..rank).collect();
+        perm.insert(out_axis, 0);
+        moved.push(r.permute(perm));
+    }
+    NumericalFunction::from_tensors(&format!("{}_vmap", f.name()), args, &moved)
 }

@@ -37,6 +37,15 @@ impl SparseNumericalFunction {
         SparseNumericalFunction { function, pattern, colors }
     }
 
+    /// The same sparse function under another name.
+    pub fn renamed(&self, name: &str) -> Result<Self> {
+        Ok(SparseNumericalFunction {
+            function: self.function.renamed(name)?,
+            pattern: self.pattern.clone(),
+            colors: self.colors,
+        })
+    }
+
     /// `(rows, cols)` of the matrix.
     pub fn shape(&self) -> (usize, usize) {
         self.pattern.shape()
@@ -138,6 +147,17 @@ fn into_vector(a: ArrayD<f64>) -> Array1<f64> {
     a.into_shape_with_order(n).expect("the values are a vector")
 }
 
+impl std::fmt::Debug for SparseNumericalFunction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SparseNumericalFunction")
+            .field("function", &self.function)
+            .field("shape", &self.shape())
+            .field("nnz", &self.nnz())
+            .field("colors", &self.colors)
+            .finish()
+    }
+}
+
 impl Deref for SparseNumericalFunction {
     type Target = NumericalFunction;
     fn deref(&self) -> &NumericalFunction {
@@ -206,17 +226,55 @@ pub fn sphessian_wrt(f: &NumericalFunction, wrt: usize) -> Result<SparseNumerica
     let g = gradient_tensor(f, wrt)?;
     let x = input_tensors(f)[wrt].clone();
     let full = dependency_pattern(g.node()?, x.node()?)?.symmetrized();
-    let coloring = star_coloring(&full);
-    // compressed[k, i] = sum over j of colour k of H[i, j]
-    let compressed = forward_directions(f, &g, &x, &seed_directions(&coloring, x.shape())?)?;
+    let upper = full.upper_triangle();
+    let (values, colors) = star_compressed(f, &g, &x, &full, &upper)?;
+    let function = NumericalFunction::from_tensors(&format!("{}_sphess", f.name()), f.inputs().to_vec(), &[values])?;
+    Ok(SparseNumericalFunction::new(function, upper, colors))
+}
+
+/// The Jacobian of `f`'s first output with respect to input `wrt`, known to be symmetric
+/// (the Jacobian of a gradient, say): star colouring, which needs fewer directional
+/// derivatives than colouring columns, reads each entry once. The whole pattern is returned
+/// (both triangles). The output must have as many elements as the input; that the
+/// Jacobian is symmetric is the caller's promise (otherwise the values are wrong).
+pub fn spjacobian_symmetric_wrt(f: &NumericalFunction, wrt: usize) -> Result<SparseNumericalFunction> {
+    check_wrt("spjacobian", f, wrt)?;
+    let y = f.output_tensors()[0].clone();
+    let x = input_tensors(f)[wrt].clone();
+    if y.numel() != x.numel() {
+        let message = format!(
+            "a symmetric Jacobian is square, but output 0 has {} elements and input {wrt} has {}",
+            y.numel(),
+            x.numel()
+        );
+        return Err(Error::Transform { transform: "spjacobian", function: f.name().into(), message });
+    }
+    let full = dependency_pattern(y.node()?, x.node()?)?.symmetrized();
+    let (values, colors) = star_compressed(f, &y, &x, &full, &full)?;
+    let function = NumericalFunction::from_tensors(&format!("{}_spjac", f.name()), f.inputs().to_vec(), &[values])?;
+    Ok(SparseNumericalFunction::new(function, full, colors))
+}
+
+/// The entries `wanted` (in CSC order) of the symmetric Jacobian of `y` with respect to `x`,
+/// whose symmetric pattern is `full`: one batched directional derivative per star colour,
+/// then each entry read where its colour group has no other member. Returns the values and
+/// the number of colours.
+fn star_compressed(
+    f: &NumericalFunction,
+    y: &Tensor,
+    x: &Tensor,
+    full: &SparsityPattern,
+    wanted: &SparsityPattern,
+) -> Result<(Tensor, usize)> {
+    let coloring = star_coloring(full);
+    // compressed[k, i] = sum over j of colour k of J[i, j]
+    let compressed = forward_directions(f, y, x, &seed_directions(&coloring, x.shape())?)?;
     let n = x.numel();
     let color = &coloring.colors;
-    let upper = full.upper_triangle();
-    let positions: Vec<i64> = entries_csc(&upper)
+    let positions: Vec<i64> = entries_csc(wanted)
         .map(|(i, j)| {
-            // Read H[i, j] where its colour group has no other member: in row i if j's
-            // colour is unique among i's neighbours, else in row j (star colouring
-            // guarantees one of the two).
+            // In row i if j's colour is unique among i's neighbours, else in row j (star
+            // colouring guarantees one of the two).
             let unique_in_row_i = full.row(i).iter().filter(|&&k| k != j && color[k] == color[j]).count() == 0;
             if unique_in_row_i {
                 (color[j] * n + i) as i64
@@ -226,8 +284,7 @@ pub fn sphessian_wrt(f: &NumericalFunction, wrt: usize) -> Result<SparseNumerica
         })
         .collect();
     let values = compressed.flatten().take(&Tensor::from_array(&Array1::from(positions)));
-    let function = NumericalFunction::from_tensors(&format!("{}_sphess", f.name()), f.inputs().to_vec(), &[values])?;
-    Ok(SparseNumericalFunction::new(function, upper, coloring.count))
+    Ok((values, coloring.count))
 }
 
 /// The `(row, col)` entries in CSC order.
@@ -286,35 +343,77 @@ impl SparseNumericalFunction {
         indices: &[usize],
         indptr: &[usize],
     ) -> Result<Self> {
-        let name = function.name().to_string();
-        let bad = |message: String| Error::Transform {
-            transform: "sparse_numerical_function",
-            function: name.clone(),
-            message,
-        };
-        let (rows, cols) = shape;
-        if indptr.len() != cols + 1 || indptr.first() != Some(&0) || indptr.windows(2).any(|w| w[0] > w[1]) {
-            return Err(bad(format!("indptr must have cols + 1 = {} non-decreasing entries starting at 0", cols + 1)));
-        }
-        if indptr[cols] != indices.len() {
-            return Err(bad(format!("indptr ends at {} but {} row indices are given", indptr[cols], indices.len())));
-        }
-        let mut entries = Vec::with_capacity(indices.len());
-        for j in 0..cols {
-            let col = &indices[indptr[j]..indptr[j + 1]];
-            if col.windows(2).any(|w| w[0] >= w[1]) || col.iter().any(|&i| i >= rows) {
-                return Err(bad(format!("the row indices of column {j} must increase and be below {rows}")));
-            }
-            entries.extend(col.iter().map(|&i| (i, j)));
-        }
-        let nnz = indices.len();
-        let out = &function.outputs()[0];
-        if function.outputs().len() != 1 || out.shape != vec![nnz] {
-            let message =
-                format!("the function must return one vector of the {nnz} non-zeros, it returns {:?}", out.shape);
-            return Err(bad(message));
-        }
-        let pattern = SparsityPattern::new(rows, cols, entries).ok_or_else(|| bad("row index out of range".into()))?;
+        let pattern = checked_pattern(&function, shape, indices, indptr)?;
         Ok(SparseNumericalFunction::new(function, pattern, 0))
     }
+
+    /// The sparse function stored by [`NumericalFunction::save`] or
+    /// [`SparseNumericalFunction::save`] (its pattern is checked again).
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
+        let (function, colors) = NumericalFunction::from_bytes_with_colors(bytes)?;
+        let Some(p) = function.sparsity().cloned() else {
+            return Err(Error::Deserialize { message: format!("`{}` is not a sparse function", function.name()) });
+        };
+        let pattern = checked_pattern(&function, (p.rows, p.cols), &p.inner_indices, &p.outer_starts)?;
+        Ok(SparseNumericalFunction::new(function, pattern, colors))
+    }
+
+    /// The function in anvil's function format, pattern and colour count included.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        self.function.to_bytes_with_colors(self.colors)
+    }
+
+    /// Writes the function to `path` ([`to_bytes`](Self::to_bytes)).
+    pub fn save(&self, path: impl AsRef<std::path::Path>) -> Result<()> {
+        let path = path.as_ref();
+        std::fs::write(path, self.to_bytes()).map_err(|e| Error::io("write", path, e))
+    }
+
+    /// Reads a sparse function written by [`save`](Self::save).
+    pub fn load(path: impl AsRef<std::path::Path>) -> Result<Self> {
+        let path = path.as_ref();
+        let bytes = std::fs::read(path).map_err(|e| Error::io("read", path, e))?;
+        Self::from_bytes(&bytes)
+    }
+}
+
+/// The pattern of a `shape` matrix with row indices `indices` and column starts `indptr`
+/// (CSC), checked: `cols + 1` non-decreasing column starts from 0, increasing rows below
+/// `rows` within each column, and `function` returning exactly one vector of the `nnz`
+/// values.
+pub(crate) fn checked_pattern(
+    function: &NumericalFunction,
+    shape: (usize, usize),
+    indices: &[usize],
+    indptr: &[usize],
+) -> Result<SparsityPattern> {
+    let name = function.name().to_string();
+    let bad =
+        |message: String| Error::Transform { transform: "sparse_numerical_function", function: name.clone(), message };
+    let (rows, cols) = shape;
+    crate::array::check_alloc(|| format!("the row lists of a sparse pattern with {rows} rows"), rows, 24)?;
+    if indptr.len() != cols.saturating_add(1) || indptr.first() != Some(&0) || indptr.windows(2).any(|w| w[0] > w[1]) {
+        return Err(bad(format!(
+            "indptr must have cols + 1 = {} non-decreasing entries starting at 0",
+            cols.saturating_add(1)
+        )));
+    }
+    if indptr[cols] != indices.len() {
+        return Err(bad(format!("indptr ends at {} but {} row indices are given", indptr[cols], indices.len())));
+    }
+    let mut entries = Vec::with_capacity(indices.len());
+    for j in 0..cols {
+        let col = &indices[indptr[j]..indptr[j + 1]];
+        if col.windows(2).any(|w| w[0] >= w[1]) || col.iter().any(|&i| i >= rows) {
+            return Err(bad(format!("the row indices of column {j} must increase and be below {rows}")));
+        }
+        entries.extend(col.iter().map(|&i| (i, j)));
+    }
+    let nnz = indices.len();
+    let out = &function.outputs()[0];
+    if function.outputs().len() != 1 || out.shape != vec![nnz] {
+        let message = format!("the function must return one vector of the {nnz} non-zeros, it returns {:?}", out.shape);
+        return Err(bad(message));
+    }
+    SparsityPattern::new(rows, cols, entries).ok_or_else(|| bad("row index out of range".into()))
 }
