@@ -159,9 +159,43 @@ fn bench_first_call() {
     let _ = std::fs::remove_dir_all(cold);
 }
 
+/// `Tensor::cat` of k scalar pieces: generated code and compile time grow linearly in k.
+fn bench_concatenation() {
+    let cold = std::env::temp_dir().join(format!("anvil_bench_cat_cache_{}", std::process::id()));
+    for k in [1000usize, 4000, 20000] {
+        let start = Instant::now();
+        let f = NumericalFunction::new(
+            "bench_cat",
+            |[x]| {
+                let pieces: Vec<Tensor> =
+                    (0..k).map(|i| (x.get((i % 4) as isize) * (i as f64 + 1.0)).unsqueeze(0)).collect();
+                Tensor::cat(&pieces, 0)
+            },
+            [Arg::new(4)],
+        )
+        .unwrap()
+        .with_compiler(anvil::jit::CompilerOptions { cache_dir: Some(cold.clone()), ..Default::default() });
+        let chars = f.jit_source().len();
+        let built = start.elapsed();
+        let start = Instant::now();
+        f.compile().unwrap();
+        let compiled = start.elapsed();
+        let x: ArrayD<f64> = Array1::linspace(1.0, 4.0, 4).into_dyn();
+        assert_eq!(f.call(&[x.view()]).unwrap(), f.eval(&[x.view()]).unwrap());
+        println!(
+            "(e) cat of {k:>5} pieces: trace + lower + render {:>6.1} ms, {:>5} kB of C++, g++ -O3 {:.2} s",
+            built.as_secs_f64() * 1e3,
+            chars / 1024,
+            compiled.as_secs_f64()
+        );
+    }
+    let _ = std::fs::remove_dir_all(cold);
+}
+
 fn main() {
     bench_energy();
     bench_mlp();
     bench_large_graph();
     bench_first_call();
+    bench_concatenation();
 }
