@@ -11,6 +11,8 @@ def test_arg_shapes_must_be_integers():
     assert av.Arg(np.int64(3)).shape == 3
     assert av.Arg((np.int32(2), 3)).shape == (2, 3)
     assert av.Arg([2, 3]).shape == (2, 3)
+    assert av.Arg(np.array([2, 3])).shape == (2, 3)
+    assert av.Arg(np.array(4)).shape == 4
     assert av.Arg(0).ndim == 1
     for bad in ["12", (2.5,), 2.5, True, None, (1, "a")]:
         with pytest.raises(TypeError, match="Arg"):

@@ -38,6 +38,7 @@ def test_huge_shapes_are_value_errors_naming_the_op_and_shape():
 
 def test_huge_allocations_are_memory_errors():
     raises(MemoryError, lambda: av.Tensor.eye(1 << 23), "eye")
+    raises(MemoryError, lambda: av.Tensor.eye(1 << 40), "more than 2^64 bytes")
     raises(MemoryError, lambda: av.Tensor.arange(1e14), "arange")
     big = av.NumericalFunction("huge_out", lambda x: x.expand(2**40) * 2.0, (av.Arg(1),))
     raises(MemoryError, lambda: big.eval(np.ones(1)), "TiB")

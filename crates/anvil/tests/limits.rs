@@ -26,7 +26,6 @@ fn shape_arithmetic_that_would_overflow_is_an_error_naming_the_op_and_shape() {
         (Tensor::input(1, [1 << 30, 1], DType::F64) + Tensor::input(2, [1, 1 << 30], DType::F64), "add"),
         (Tensor::scatter_add(&x, &Tensor::full([3], 0.0, DType::I64), [1 << 40, 1 << 40]), "scatter_add"),
         (Tensor::cat(&[x.unsqueeze(0).expand([1 << 46, 3]), x.unsqueeze(0).expand([1 << 46, 3])], 0), "cat"),
-        (Tensor::eye(1 << 30), "eye"),
     ];
     for (t, want) in cases {
         let (op, message) = op_error(&t);
@@ -40,8 +39,10 @@ fn shape_arithmetic_that_would_overflow_is_an_error_naming_the_op_and_shape() {
 #[test]
 fn allocations_beyond_the_machines_memory_are_errors_before_allocating() {
     // 2^46 doubles: a valid shape, but 512 TiB.
-    let eye = Tensor::eye(1 << 23);
-    assert!(matches!(eye.check(), Err(Error::OutOfMemory { .. })), "{:?}", eye.check());
+    for n in [1 << 23, 1 << 40] {
+        let eye = Tensor::eye(n);
+        assert!(matches!(eye.check(), Err(Error::OutOfMemory { .. })), "{:?}", eye.check());
+    }
 
     let big = NumericalFunction::new("big", |[x]| x.expand([1 << 40]) * 2.0, [Arg::new(1)]).unwrap();
     let x = array![1.0].into_dyn();

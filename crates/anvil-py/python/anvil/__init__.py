@@ -84,8 +84,12 @@ def _checked_shape(shape: Any) -> int | tuple[int, ...]:
     """``shape`` as an int (1-D) or a tuple of ints, or a clear error."""
     if isinstance(shape, (str, bytes)):
         raise TypeError(f"Arg: a shape is an int or a tuple of ints, got the string {shape!r}")
-    if hasattr(shape, "__index__") and not isinstance(shape, (bool, np.bool_)):
-        return _extent(shape)
+    if isinstance(shape, (bool, np.bool_)):
+        return _extent(shape)  # raises, naming the bool
+    try:
+        return _extent(operator.index(shape))  # int, np.int64, a 0-d integer array
+    except TypeError:
+        pass
     try:
         items = list(shape)
     except TypeError:
