@@ -46,7 +46,7 @@ pub fn try_from_shape_fn<T>(
 
 /// An owned n-dimensional array of any supported dtype.
 ///
-/// This is what [`crate::NumericalFunction::call_dyn`] and [`crate::graph::eval`] take and
+/// This is what [`crate::NumericalFunction::call_dyn`] and [`crate::tensor::eval`] take and
 /// return; for `f64` data the typed [`crate::NumericalFunction::call`] is simpler.
 ///
 /// ```

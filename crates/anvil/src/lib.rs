@@ -32,6 +32,7 @@ pub mod function;
 pub mod graph;
 pub mod jit;
 pub mod lower;
+pub mod pattern;
 pub mod render;
 pub mod shape;
 pub mod tensor;
@@ -40,10 +41,11 @@ pub mod transform;
 pub use array::{Element, HostArray};
 pub use dtype::DType;
 pub use error::{ConstantError, Error, Result, SourceLocation};
+pub use function::ad;
+pub use function::ad::vmap;
 pub use function::{
     generate_module, generate_module_with_constants, Arg, CodegenIntConstant, IntoOutputs, NumericalFunction,
+    SparseNumericalFunction,
 };
 pub use ndarray;
 pub use tensor::Tensor;
-pub use transform::ad;
-pub use transform::ad::vmap;

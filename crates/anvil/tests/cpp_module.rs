@@ -1,7 +1,7 @@
 //! Generated modules compile warning-free under `-Wall -Wextra -Werror`, run clean under
 //! AddressSanitizer and UndefinedBehaviorSanitizer, and agree with the interpreter:
 //! a C++ harness calls every function (heap and caller-provided workspaces) and prints
-//! the outputs, which are compared with `graph::eval`.
+//! the outputs, which are compared with the interpreter.
 
 mod common;
 

@@ -1,5 +1,6 @@
 //! Functions: tracing, calling through the JIT, and writing C++ modules.
 
+pub mod ad;
 mod arg;
 mod codegen_constant;
 mod module;
@@ -7,6 +8,7 @@ mod names;
 mod numerical;
 mod outputs;
 mod serial;
+mod sparse;
 
 pub use arg::Arg;
 pub use codegen_constant::{CodegenIntConstant, IntType, Operand};
@@ -15,3 +17,4 @@ pub use names::{check_identifier, MAX_NAME_LEN};
 pub use numerical::NumericalFunction;
 pub use outputs::IntoOutputs;
 pub use serial::{FORMAT_VERSION, FUNCTION_FORMAT, TENSOR_FORMAT};
+pub use sparse::{sparse_numerical_function, SparseNumericalFunction};

@@ -8,7 +8,8 @@ use crate::error::{Error, Result};
 use crate::graph::{self, NodeRef, TraceId};
 use crate::jit::{self, CompilerOptions, JitFunction};
 use crate::lower::{self, Program};
-use crate::render::{self, FunctionSource, SparsePattern};
+use crate::pattern::SparsityPattern;
+use crate::render::{self, FunctionSource};
 use crate::tensor::Tensor;
 use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD};
 use std::ffi::c_void;
@@ -39,7 +40,7 @@ pub struct NumericalFunction {
     outputs: Vec<Arg>,
     output_nodes: Vec<NodeRef>,
     trace: TraceId,
-    sparsity: Option<SparsePattern>,
+    sparsity: Option<SparsityPattern>,
     compiler: CompilerOptions,
     program: OnceLock<Program>,
     jit: Mutex<Option<Arc<JitFunction>>>,
@@ -181,7 +182,7 @@ impl NumericalFunction {
     }
 
     /// The same function, declared to return the non-zeros of a sparse matrix (CSC order).
-    pub fn with_sparsity(mut self, pattern: SparsePattern) -> Self {
+    pub fn with_sparsity(mut self, pattern: SparsityPattern) -> Self {
         self.sparsity = Some(pattern);
         self
     }
@@ -232,13 +233,26 @@ impl NumericalFunction {
         }
         let mut replacements = std::collections::HashMap::new();
         for (i, a) in args.iter().enumerate() {
-            replacements.insert(self.input_tensor(i).node()?.id(), a.clone());
+            replacements.insert(self.input_tensor(i).node()?.id(), a.node()?.clone());
         }
-        crate::transform::substitute::substitute(&self.output_nodes, &replacements, crate::SourceLocation::caller())
+        match graph::substitute(&self.output_nodes, &replacements) {
+            Ok(nodes) => Ok(nodes.into_iter().map(Tensor::from_node).collect()),
+            Err((input, given)) => Err(Error::Op {
+                op: "apply",
+                message: format!(
+                    "an argument of shape {} ({}) replaces an input of shape {} ({})",
+                    crate::shape::fmt_shape(&given.shape),
+                    given.dtype,
+                    crate::shape::fmt_shape(&input.shape),
+                    input.dtype
+                ),
+                location: crate::error::SourceLocation::caller(),
+            }),
+        }
     }
 
     /// The sparsity pattern, for functions that return sparse non-zeros.
-    pub fn sparsity(&self) -> Option<&SparsePattern> {
+    pub fn sparsity(&self) -> Option<&SparsityPattern> {
         self.sparsity.as_ref()
     }
 
@@ -327,7 +341,10 @@ impl NumericalFunction {
             });
         }
         for (k, (out, spec)) in outputs.iter().zip(&self.outputs).enumerate() {
-            if spec.dtype != crate::DType::F64 || out.shape() != spec.shape.as_slice() || !out.is_standard_layout() {
+            if spec.dtype != crate::dtype::DType::F64
+                || out.shape() != spec.shape.as_slice()
+                || !out.is_standard_layout()
+            {
                 return Err(Error::InputMismatch {
                     function: format!("{} (outputs)", self.name),
                     index: k,
@@ -381,14 +398,14 @@ impl NumericalFunction {
         graph::eval_nodes(&self.output_nodes, inputs)
     }
 
-    fn check_inputs<'a>(&self, count: usize, spec: impl Fn(usize) -> (crate::DType, &'a [usize])) -> Result<()> {
+    fn check_inputs<'a>(&self, count: usize, spec: impl Fn(usize) -> (crate::dtype::DType, &'a [usize])) -> Result<()> {
         if count != self.inputs.len() {
             return Err(Error::ArgumentCount { function: self.name.clone(), expected: self.inputs.len(), got: count });
         }
         for (i, arg) in self.inputs.iter().enumerate() {
             let (dtype, shape) = spec(i);
             if dtype != arg.dtype || shape != arg.shape.as_slice() {
-                let hint = if dtype != arg.dtype && dtype == crate::DType::F64 {
+                let hint = if dtype != arg.dtype && dtype == crate::dtype::DType::F64 {
                     " (use `call_dyn` for other dtypes)"
                 } else {
                     ""

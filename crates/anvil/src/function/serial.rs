@@ -7,7 +7,7 @@ use super::numerical::NumericalFunction;
 use crate::error::{Error, Result};
 use crate::graph::serial::{self, invalid, GraphDoc};
 use crate::graph::TraceId;
-use crate::render::SparsePattern;
+use crate::pattern::SparsityPattern;
 use crate::tensor::Tensor;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -106,12 +106,9 @@ impl NumericalFunction {
                 .map(|a| ArgDoc { shape: a.shape.clone(), dtype: a.dtype.name().into() })
                 .collect(),
             graph,
-            sparsity: self.sparsity().map(|p| SparsityDoc {
-                rows: p.rows,
-                cols: p.cols,
-                indices: p.inner_indices.clone(),
-                indptr: p.outer_starts.clone(),
-                colors,
+            sparsity: self.sparsity().map(|p| {
+                let ((rows, cols), (indptr, indices)) = (p.shape(), p.csc());
+                SparsityDoc { rows, cols, indices, indptr, colors }
             }),
         };
         serde_json::to_vec(&doc).expect("a function document serialises")
@@ -143,18 +140,10 @@ impl NumericalFunction {
         match doc.sparsity {
             None => Ok((function, 0)),
             Some(s) => {
-                let checked =
-                    crate::transform::sparse::checked_pattern(&function, (s.rows, s.cols), &s.indices, &s.indptr)
-                        .map_err(|e| invalid(e.to_string()))?;
-                let (indptr, indices) = checked.csc();
-                let pattern = SparsePattern {
-                    rows: s.rows,
-                    cols: s.cols,
-                    nnz: indices.len(),
-                    inner_indices: indices,
-                    outer_starts: indptr,
-                };
-                Ok((function.with_sparsity(pattern), s.colors))
+                let pattern = SparsityPattern::from_csc(s.rows, s.cols, &s.indices, &s.indptr).map_err(invalid)?;
+                let sparse = super::sparse::SparseNumericalFunction::new(function, pattern, s.colors)
+                    .map_err(|e| invalid(e.to_string()))?;
+                Ok((sparse.into_function(), s.colors))
             }
         }
     }

@@ -9,25 +9,11 @@ use super::scalar;
 use crate::array::HostArray;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::tensor::Tensor;
 use ndarray::{ArrayD, Axis, IxDyn, Slice, Zip};
 use std::collections::HashMap;
 
-/// Evaluates `outputs` for the given values of the graph's inputs (`inputs[n]` is `Input(n)`).
-///
-/// ```
-/// use anvil::{Tensor, DType, HostArray, graph::eval, ndarray::arr1};
-/// let x = Tensor::input(0, [3], DType::F64);
-/// let y = (&x * 2.0).sum();
-/// let out = eval(&[y], &[HostArray::from(arr1(&[1.0, 2.0, 3.0]).into_dyn())]).unwrap();
-/// assert_eq!(out[0].to_f64_vec(), vec![12.0]);
-/// ```
-pub fn eval(outputs: &[Tensor], inputs: &[HostArray]) -> Result<Vec<HostArray>> {
-    let nodes = outputs.iter().map(|t| t.node().cloned()).collect::<Result<Vec<_>>>()?;
-    eval_nodes(&nodes, inputs)
-}
-
-/// [`eval`] on graph nodes.
+/// Evaluates `outputs` for the given values of the graph's inputs (`inputs[n]` is input
+/// `n`); [`crate::tensor::eval`] does the same for tensors.
 pub fn eval_nodes(outputs: &[NodeRef], inputs: &[HostArray]) -> Result<Vec<HostArray>> {
     let mut values: HashMap<u64, Value> = HashMap::new();
     for node in toposort(outputs) {

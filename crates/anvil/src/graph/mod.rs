@@ -7,9 +7,11 @@ mod op;
 pub mod scalar;
 pub mod serial;
 mod simplify;
+mod substitute;
 pub mod verify;
 
-pub use eval::{clamp_index, eval, eval_nodes, reduce_identity};
+pub use eval::{clamp_index, eval_nodes, reduce_identity};
 pub use node::{toposort, Node, NodeRef};
 pub use op::{BinaryOp, ConstArray, InputRef, Literal, Op, ReduceOp, TraceId, UnaryOp};
 pub use simplify::constant;
+pub use substitute::substitute;

@@ -6,6 +6,7 @@ use crate::array::HostArray;
 use crate::dtype::DType;
 use crate::graph::Literal;
 use crate::lower::{BufferKind, Program};
+use crate::pattern::SparsityPattern;
 use minijinja::{context, Environment};
 use serde::Serialize;
 use std::sync::OnceLock;
@@ -32,21 +33,6 @@ fn templates() -> &'static Environment<'static> {
 
 fn render(template: &str, ctx: minijinja::Value) -> String {
     templates().get_template(template).and_then(|t| t.render(ctx)).expect("anvil's own templates render")
-}
-
-/// A sparsity pattern shown in the header (CSC).
-#[derive(Clone, Debug, Serialize)]
-pub struct SparsePattern {
-    /// Rows of the matrix.
-    pub rows: usize,
-    /// Columns of the matrix.
-    pub cols: usize,
-    /// Stored entries.
-    pub nnz: usize,
-    /// Row index of each entry.
-    pub inner_indices: Vec<usize>,
-    /// Start of each column in the entries (`cols + 1` values).
-    pub outer_starts: Vec<usize>,
 }
 
 /// One function's part of an AOT module.
@@ -154,7 +140,7 @@ fn copies(program: &Program) -> Vec<Copy> {
 }
 
 /// The `.hpp` and `.cpp` parts of function `name`.
-pub fn render_function(name: &str, program: &Program, sparse: Option<&SparsePattern>) -> FunctionSource {
+pub fn render_function(name: &str, program: &Program, sparse: Option<&SparsityPattern>) -> FunctionSource {
     let mut args = Vec::new();
     let mut params = Vec::new();
     for (_, b) in program.inputs().chain(program.outputs()) {
@@ -179,10 +165,11 @@ pub fn render_function(name: &str, program: &Program, sparse: Option<&SparsePatt
         .collect();
     let sparse_ctx = sparse.map(|s| {
         let join = |v: &[usize]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ");
+        let ((rows, cols), (outer_starts, inner_indices)) = (s.shape(), s.csc());
         context! {
-            rows => s.rows, cols => s.cols, nnz => s.nnz,
-            inner_len => s.inner_indices.len().max(1), inner => join(&s.inner_indices),
-            outer_len => s.outer_starts.len(), outer => join(&s.outer_starts),
+            rows, cols, nnz => inner_indices.len(),
+            inner_len => inner_indices.len().max(1), inner => join(&inner_indices),
+            outer_len => outer_starts.len(), outer => join(&outer_starts),
         }
     });
     let signature = params.join(", ");

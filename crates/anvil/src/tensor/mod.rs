@@ -251,6 +251,20 @@ pub(crate) fn check_shape(loc: SourceLocation, op: &'static str, shape: &[usize]
     }
 }
 
+/// Evaluates `outputs` with the reference interpreter, for the given values of the graph's
+/// inputs (`inputs[n]` is input `n`).
+///
+/// ```
+/// use anvil::{Tensor, DType, HostArray, tensor::eval, ndarray::arr1};
+/// let x = Tensor::input(0, [3], DType::F64);
+/// let y = (&x * 2.0).sum();
+/// let out = eval(&[y], &[HostArray::from(arr1(&[1.0, 2.0, 3.0]).into_dyn())]).unwrap();
+/// assert_eq!(out[0].to_f64_vec(), vec![12.0]);
+/// ```
+pub fn eval(outputs: &[Tensor], inputs: &[HostArray]) -> Result<Vec<HostArray>> {
+    graph::eval_nodes(&nodes_of(outputs)?, inputs)
+}
+
 /// Checks every tensor and returns the nodes, or the first error.
 pub(crate) fn nodes_of(tensors: &[Tensor]) -> Result<Vec<NodeRef>> {
     tensors.iter().map(|t| t.node().cloned()).collect()

@@ -6,7 +6,7 @@
 //! and still lets every entry be read off directly. Both are greedy in natural order,
 //! which is optimal on banded patterns (tridiagonal: 3 colours, diagonal: 1).
 
-use super::sparsity::SparsityPattern;
+use crate::pattern::SparsityPattern;
 use std::collections::HashMap;
 
 /// A colour per column, and the number of colours.

@@ -154,7 +154,7 @@ pub(crate) fn product_of_others(x: &Tensor, axes: &[usize]) -> Tensor {
     flat_shape.push(n);
     let flat = x.permute(perm.clone()).reshape(flat_shape.clone());
     // others[..., i] = prod_j (i == j ? 1 : x[..., j])
-    let eye = Tensor::eye(n).cast(crate::DType::Bool);
+    let eye = Tensor::eye(n).cast(crate::dtype::DType::Bool);
     let rows = flat.unsqueeze(-2);
     let others = eye.where_(1.0, &rows).prod_axes(-1, false).cast(x.dtype());
     let mut inverse = vec![0; rank];

@@ -1,15 +1,14 @@
-//! Transforms: graph → graph rewrites whose results are ordinary functions.
+//! Transforms: graph → graph rewrites.
 //!
-//! [`jvp`] (forward mode) and [`vjp`] (reverse mode) hold one rule per primitive;
-//! [`vmap`] one batching rule per primitive; [`sparsity`] one dependency rule per
-//! primitive. [`ad`] composes them into derivatives of whole functions, [`coloring`] and
-//! [`sparse`] into sparse Jacobians and Hessians.
+//! [`jvp`] (forward mode) and [`vjp`] (reverse mode) hold one rule per primitive; [`vmap`]
+//! one batching rule per primitive; [`sparsity`] one dependency rule per primitive.
+//! [`derivatives`] composes them into gradients, Jacobians and Hessians (dense and sparse,
+//! with [`coloring`]) of one tensor with respect to another. The function-level API built
+//! on them is [`crate::ad`].
 
-pub mod ad;
 pub mod coloring;
+pub mod derivatives;
 pub mod jvp;
-pub mod sparse;
 pub mod sparsity;
-pub mod substitute;
 pub mod vjp;
 pub mod vmap;

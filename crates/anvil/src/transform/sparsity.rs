@@ -1,162 +1,14 @@
-//! Structural sparsity of Jacobians and Hessians: which output elements depend on which
-//! input elements, found by propagating dependency bit-sets (64 inputs per word) through
-//! the graph, one rule per primitive. No derivative is evaluated.
+//! Structural sparsity of Jacobians: which output elements depend on which input elements,
+//! found by propagating dependency bit-sets (64 inputs per word) through the graph, one rule
+//! per primitive. No derivative is evaluated.
 
-use super::ad::{check_wrt, gradient_tensor, input_tensors, transform_error};
+use crate::array::HostArray;
 use crate::dtype::DType;
 use crate::error::Result;
-use crate::function::NumericalFunction;
 use crate::graph::{eval_nodes, toposort, InputRef, Node, NodeRef, Op, TraceId, UnaryOp};
-use crate::HostArray;
+use crate::pattern::SparsityPattern;
 use ndarray::{ArrayD, IxDyn};
 use std::collections::HashMap;
-
-/// The positions of the structural non-zeros of a `rows × cols` matrix.
-///
-/// ```
-/// use anvil::ad::SparsityPattern;
-/// let p = SparsityPattern::new(3, 3, [(0, 0), (1, 1), (2, 1), (2, 2)]).unwrap();
-/// assert_eq!(p.nnz(), 4);
-/// let (indptr, indices) = p.csc();
-/// assert_eq!(indptr, vec![0, 1, 3, 4]);
-/// assert_eq!(indices, vec![0, 1, 2, 2]);
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SparsityPattern {
-    rows: usize,
-    cols: usize,
-    /// For each row, its non-zero columns in increasing order.
-    row_cols: Vec<Vec<usize>>,
-}
-
-impl SparsityPattern {
-    /// A pattern from `(row, col)` entries (duplicates are merged); `None` if one is out
-    /// of range.
-    pub fn new(rows: usize, cols: usize, entries: impl IntoIterator<Item = (usize, usize)>) -> Option<Self> {
-        let mut row_cols = vec![Vec::new(); rows];
-        for (i, j) in entries {
-            if i >= rows || j >= cols {
-                return None;
-            }
-            row_cols[i].push(j);
-        }
-        for r in &mut row_cols {
-            r.sort_unstable();
-            r.dedup();
-        }
-        Some(SparsityPattern { rows, cols, row_cols })
-    }
-
-    /// `(rows, cols)`.
-    pub fn shape(&self) -> (usize, usize) {
-        (self.rows, self.cols)
-    }
-
-    /// Number of structural non-zeros.
-    pub fn nnz(&self) -> usize {
-        self.row_cols.iter().map(Vec::len).sum()
-    }
-
-    /// The non-zero columns of row `i`, increasing.
-    pub fn row(&self, i: usize) -> &[usize] {
-        &self.row_cols[i]
-    }
-
-    /// True if `(i, j)` is a structural non-zero.
-    pub fn contains(&self, i: usize, j: usize) -> bool {
-        self.row_cols.get(i).is_some_and(|r| r.binary_search(&j).is_ok())
-    }
-
-    /// The non-zero rows of each column: `cols` lists of increasing rows.
-    pub fn columns(&self) -> Vec<Vec<usize>> {
-        let mut cols = vec![Vec::new(); self.cols];
-        for (i, r) in self.row_cols.iter().enumerate() {
-            for &j in r {
-                cols[j].push(i);
-            }
-        }
-        cols
-    }
-
-    /// Compressed sparse column form: `(indptr, indices)` (column starts, row indices).
-    pub fn csc(&self) -> (Vec<usize>, Vec<usize>) {
-        let mut indptr = vec![0];
-        let mut indices = Vec::with_capacity(self.nnz());
-        for col in self.columns() {
-            indices.extend(&col);
-            indptr.push(indices.len());
-        }
-        (indptr, indices)
-    }
-
-    /// The transposed pattern.
-    pub fn transpose(&self) -> Self {
-        let entries = self.row_cols.iter().enumerate().flat_map(|(i, r)| r.iter().map(move |&j| (j, i)));
-        SparsityPattern::new(self.cols, self.rows, entries).expect("a transpose fits the swapped shape")
-    }
-
-    /// The entries on and above the diagonal.
-    pub fn upper_triangle(&self) -> Self {
-        let row_cols =
-            self.row_cols.iter().enumerate().map(|(i, r)| r.iter().copied().filter(|&j| j >= i).collect()).collect();
-        SparsityPattern { rows: self.rows, cols: self.cols, row_cols }
-    }
-
-    /// The pattern together with its transpose (square patterns).
-    pub fn symmetrized(&self) -> Self {
-        let mut entries: Vec<(usize, usize)> = Vec::new();
-        for (i, r) in self.row_cols.iter().enumerate() {
-            for &j in r {
-                entries.push((i, j));
-                entries.push((j, i));
-            }
-        }
-        SparsityPattern::new(self.rows, self.cols, entries).expect("a square pattern's transpose fits")
-    }
-}
-
-/// The Jacobian sparsity of `f`'s first output with respect to its first input.
-///
-/// ```
-/// use anvil::{ad, Arg, NumericalFunction};
-/// # fn main() -> anvil::Result<()> {
-/// // r_i = x_{i-1} - 2 x_i + x_{i+1}: tridiagonal
-/// let f = NumericalFunction::new("lap", |[x]| {
-///     let padded = x.pad(&[(1, 1)]);
-///     padded.shrink(&[(0, 5)]) - &x * 2.0 + padded.shrink(&[(2, 7)])
-/// }, [Arg::new(5)])?;
-/// let p = ad::jacobian_sparsity(&f)?;
-/// assert_eq!(p.nnz(), 13);
-/// assert_eq!(p.row(2), &[1, 2, 3]);
-/// # Ok(()) }
-/// ```
-pub fn jacobian_sparsity(f: &NumericalFunction) -> Result<SparsityPattern> {
-    jacobian_sparsity_wrt(f, 0)
-}
-
-/// [`jacobian_sparsity`] with respect to input `wrt`.
-pub fn jacobian_sparsity_wrt(f: &NumericalFunction, wrt: usize) -> Result<SparsityPattern> {
-    check_wrt("jacobian_sparsity", f, wrt)?;
-    let y = f.output_tensors()[0].node()?.clone();
-    let x = input_tensors(f)[wrt].node()?.clone();
-    dependency_pattern(&y, &x)
-}
-
-/// The (symmetric) Hessian sparsity of `f`'s scalar first output with respect to its first
-/// input: the Jacobian sparsity of its gradient graph, symmetrized.
-pub fn hessian_sparsity(f: &NumericalFunction) -> Result<SparsityPattern> {
-    hessian_sparsity_wrt(f, 0)
-}
-
-/// [`hessian_sparsity`] with respect to input `wrt`.
-pub fn hessian_sparsity_wrt(f: &NumericalFunction, wrt: usize) -> Result<SparsityPattern> {
-    let g = gradient_tensor(f, wrt)?;
-    let x = input_tensors(f)[wrt].node()?.clone();
-    if g.node()?.numel() != x.numel() {
-        return Err(transform_error("hessian_sparsity", f, "gradient and input sizes differ"));
-    }
-    Ok(dependency_pattern(g.node()?, &x)?.symmetrized())
-}
 
 /// Per element of a node: the input elements it depends on (`None`: on nothing).
 type Deps = Option<Vec<BitSet>>;
@@ -193,7 +45,7 @@ impl BitSet {
 }
 
 /// The structural Jacobian pattern of `y` with respect to `x` (flattened, row-major).
-pub(crate) fn dependency_pattern(y: &NodeRef, x: &NodeRef) -> Result<SparsityPattern> {
+pub fn dependency_pattern(y: &NodeRef, x: &NodeRef) -> Result<SparsityPattern> {
     let words = x.numel().div_ceil(64).max(1);
     let order = toposort(std::slice::from_ref(y));
     let mut uses: HashMap<u64, usize> = HashMap::new();

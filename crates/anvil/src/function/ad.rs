@@ -1,6 +1,8 @@
 //! Derivatives of whole functions: `jvp`, `vjp`, `gradient`, `jacobian`, `hessian`, and
-//! their sparse versions. Each returns an ordinary [`NumericalFunction`]: call it through
-//! the JIT, evaluate it with the interpreter, differentiate it again, or emit it as C++.
+//! their sparse versions, and batching (`vmap`). Each returns an ordinary
+//! [`NumericalFunction`]: call it through the JIT, evaluate it with the interpreter,
+//! differentiate it again, or emit it as C++. (The graph rewrites behind them are in
+//! [`crate::transform`].)
 //!
 //! ```
 //! use anvil::{ad, Arg, NumericalFunction, ndarray::array};
@@ -19,49 +21,29 @@
 //! `maximum`/`minimum` (and so `clip`) split the derivative evenly between tied operands;
 //! `max`/`min` reductions share it evenly among tied extrema.
 
-use super::jvp::jvp_nodes;
-use super::vjp::vjp_nodes;
-use super::vmap::vmap_nodes;
-use crate::dtype::DType;
+use super::arg::Arg;
+use super::numerical::NumericalFunction;
 use crate::error::{Error, Result};
-use crate::function::{Arg, NumericalFunction};
 use crate::graph::NodeRef;
 use crate::tensor::Tensor;
+use crate::transform::derivatives::{self, float_of, zeros, SparseDerivative};
+use crate::transform::jvp::jvp_nodes;
+use crate::transform::sparsity::dependency_pattern;
+use crate::transform::vjp::vjp_nodes;
+use crate::transform::vmap::vmap_nodes;
 use std::collections::HashMap;
 
-pub use super::coloring::{column_coloring, is_column_coloring, star_coloring, Coloring};
-pub use super::sparse::{
-    sparse_numerical_function, sphessian, sphessian_wrt, spjacobian, spjacobian_symmetric_wrt, spjacobian_wrt,
-    CscMatrix, SparseNumericalFunction,
-};
-pub use super::sparsity::{
-    hessian_sparsity, hessian_sparsity_wrt, jacobian_sparsity, jacobian_sparsity_wrt, SparsityPattern,
-};
+pub use super::sparse::{sparse_numerical_function, SparseNumericalFunction};
+pub use crate::pattern::{CscMatrix, SparsityPattern};
+pub use crate::transform::coloring::{column_coloring, is_column_coloring, star_coloring, Coloring};
 
-/// The symbolic input tensors of `f`.
-pub(crate) fn input_tensors(f: &NumericalFunction) -> Vec<Tensor> {
-    (0..f.inputs().len()).map(|i| f.input_tensor(i)).collect()
-}
-
-/// The dtype a derivative with respect to (or of) a value of dtype `d` has.
-fn float_of(d: DType) -> DType {
-    if d.is_float() {
-        d
-    } else {
-        DType::F64
-    }
-}
-
-fn zeros(shape: &[usize], dtype: DType) -> Tensor {
-    Tensor::full(shape.to_vec(), 0.0, float_of(dtype))
-}
-
-pub(crate) fn transform_error(transform: &'static str, f: &NumericalFunction, message: impl Into<String>) -> Error {
+/// The error of `transform` applied to `f`.
+fn transform_error(transform: &'static str, f: &NumericalFunction, message: impl Into<String>) -> Error {
     Error::Transform { transform, function: f.name().to_string(), message: message.into() }
 }
 
 /// Checks that input `wrt` exists and is a float.
-pub(crate) fn check_wrt(transform: &'static str, f: &NumericalFunction, wrt: usize) -> Result<()> {
+fn check_wrt(transform: &'static str, f: &NumericalFunction, wrt: usize) -> Result<()> {
     match f.inputs().get(wrt) {
         None => Err(transform_error(transform, f, format!("there is no input {wrt} ({} inputs)", f.inputs().len()))),
         Some(a) if !a.dtype.is_float() => {
@@ -71,16 +53,42 @@ pub(crate) fn check_wrt(transform: &'static str, f: &NumericalFunction, wrt: usi
     }
 }
 
+/// The first output of `f` and its input `wrt`, for a derivative called `transform`.
+fn output_and_input(transform: &'static str, f: &NumericalFunction, wrt: usize) -> Result<(Tensor, Tensor)> {
+    check_wrt(transform, f, wrt)?;
+    Ok((f.output_tensors()[0].clone(), f.input_tensor(wrt)))
+}
+
+/// The first output of `f`, which must be a scalar, and its input `wrt`.
+fn scalar_output_and_input(transform: &'static str, f: &NumericalFunction, wrt: usize) -> Result<(Tensor, Tensor)> {
+    let (y, x) = output_and_input(transform, f, wrt)?;
+    if y.numel() != 1 {
+        let message = format!("output 0 has shape {:?}; {transform} needs a scalar output (use `jacobian`)", y.shape());
+        return Err(transform_error(transform, f, message));
+    }
+    Ok((y, x))
+}
+
+/// A function of `f`'s inputs computing `output`, named `<f>_<suffix>`.
+fn derived(f: &NumericalFunction, suffix: &str, output: Tensor) -> Result<NumericalFunction> {
+    NumericalFunction::from_tensors(&format!("{}_{suffix}", f.name()), f.inputs().to_vec(), &[output])
+}
+
+/// A sparse function of `f`'s inputs, named `<f>_<suffix>`.
+fn derived_sparse(f: &NumericalFunction, suffix: &str, d: SparseDerivative) -> Result<SparseNumericalFunction> {
+    SparseNumericalFunction::new(derived(f, suffix, d.values)?, d.pattern, d.colors)
+}
+
 /// Forward mode: a function of `(x1…xk, t1…tk)` returning `(y…, ẏ…)`, where `ẏ` is the
 /// derivative of `y` along the tangents `t` (integer inputs have no tangent; theirs are
 /// ignored).
 pub fn jvp(f: &NumericalFunction) -> Result<NumericalFunction> {
     let k = f.inputs().len();
-    let xs = input_tensors(f);
     let mut seeds = HashMap::new();
-    for (i, (x, a)) in xs.iter().zip(f.inputs()).enumerate() {
+    for (i, a) in f.inputs().iter().enumerate() {
         if a.dtype.is_float() {
-            seeds.insert(x.node()?.id(), Tensor::traced_input(f.trace_id(), k + i, a.shape.clone(), a.dtype));
+            let tangent = Tensor::traced_input(f.trace_id(), k + i, a.shape.clone(), a.dtype);
+            seeds.insert(f.input_tensor(i).node()?.id(), tangent);
         }
     }
     let outputs: Vec<NodeRef> = f.output_tensors().iter().map(|t| t.node().cloned()).collect::<Result<_>>()?;
@@ -98,7 +106,6 @@ pub fn jvp(f: &NumericalFunction) -> Result<NumericalFunction> {
 /// `(x̄1…x̄k)`, the cotangents of the inputs (zeros for integer inputs).
 pub fn vjp(f: &NumericalFunction) -> Result<NumericalFunction> {
     let k = f.inputs().len();
-    let xs = input_tensors(f);
     let outputs: Vec<NodeRef> = f.output_tensors().iter().map(|t| t.node().cloned()).collect::<Result<_>>()?;
     let cotangent_args: Vec<Arg> =
         f.outputs().iter().map(|o| Arg::with_dtype(o.shape.clone(), float_of(o.dtype))).collect();
@@ -107,7 +114,7 @@ pub fn vjp(f: &NumericalFunction) -> Result<NumericalFunction> {
         .enumerate()
         .map(|(j, a)| Tensor::traced_input(f.trace_id(), k + j, a.shape.clone(), a.dtype))
         .collect();
-    let wrt: Vec<NodeRef> = xs.iter().map(|x| x.node().cloned()).collect::<Result<_>>()?;
+    let wrt: Vec<NodeRef> = (0..k).map(|i| f.input_tensor(i).node().cloned()).collect::<Result<_>>()?;
     let bars = vjp_nodes(&outputs, &cotangents, &wrt)?;
     let results: Vec<Tensor> =
         bars.into_iter().zip(f.inputs()).map(|(b, a)| b.unwrap_or_else(|| zeros(&a.shape, a.dtype))).collect();
@@ -123,26 +130,13 @@ pub fn gradient(f: &NumericalFunction) -> Result<NumericalFunction> {
 
 /// The gradient of `f`'s first output (a scalar) with respect to input `wrt`.
 pub fn gradient_wrt(f: &NumericalFunction, wrt: usize) -> Result<NumericalFunction> {
-    let g = gradient_tensor(f, wrt)?;
-    NumericalFunction::from_tensors(&format!("{}_grad", f.name()), f.inputs().to_vec(), &[g])
-}
-
-/// The gradient graph of the first output with respect to input `wrt`.
-pub(crate) fn gradient_tensor(f: &NumericalFunction, wrt: usize) -> Result<Tensor> {
-    check_wrt("gradient", f, wrt)?;
-    let y = f.output_tensors()[0].node()?.clone();
-    if y.numel() != 1 {
-        let message = format!("output 0 has shape {:?}; a gradient needs a scalar output (use `jacobian`)", y.shape);
-        return Err(transform_error("gradient", f, message));
-    }
-    let x = input_tensors(f)[wrt].node()?.clone();
-    let seed = Tensor::full(y.shape.clone(), 1.0, float_of(y.dtype));
-    let g = vjp_nodes(&[y], &[seed], std::slice::from_ref(&x))?.remove(0);
-    Ok(g.unwrap_or_else(|| zeros(&x.shape, x.dtype)))
+    let (y, x) = scalar_output_and_input("gradient", f, wrt)?;
+    derived(f, "grad", derivatives::gradient(&y, &x)?)
 }
 
 /// The dense Jacobian of `f`'s first output with respect to its first input: an
-/// `(outputs × inputs)` matrix over the flattened (row-major) output and input.
+/// `(outputs × inputs)` matrix over the flattened (row-major) output and input, with exact
+/// zeros wherever the structure has them.
 pub fn jacobian(f: &NumericalFunction) -> Result<NumericalFunction> {
     jacobian_wrt(f, 0)
 }
@@ -151,26 +145,8 @@ pub fn jacobian(f: &NumericalFunction) -> Result<NumericalFunction> {
 /// derivative per input element) when the input is smaller than the output, reverse mode
 /// otherwise.
 pub fn jacobian_wrt(f: &NumericalFunction, wrt: usize) -> Result<NumericalFunction> {
-    check_wrt("jacobian", f, wrt)?;
-    let y = f.output_tensors()[0].clone();
-    let x = input_tensors(f)[wrt].clone();
-    let pattern = super::sparsity::dependency_pattern(y.node()?, x.node()?)?;
-    let j = structural_zeros(&pattern, dense_jacobian(f, &y, &x)?)?;
-    NumericalFunction::from_tensors(&format!("{}_jac", f.name()), f.inputs().to_vec(), &[j])
-}
-
-/// `dense` with exact zeros where `pattern` has none. A unit direction multiplies partial
-/// derivatives that are not structurally zero by 0, which gives NaN where such a partial
-/// is infinite (`sqrt` at 0); the sparse derivatives never form those products, and the
-/// dense ones must agree with them.
-fn structural_zeros(pattern: &SparsityPattern, dense: Tensor) -> Result<Tensor> {
-    let (rows, cols) = pattern.shape();
-    if pattern.nnz() == rows * cols {
-        return Ok(dense);
-    }
-    let what = || format!("the structural pattern of a {rows}×{cols} derivative");
-    let mask = crate::array::try_from_shape_fn(what, &[rows, cols], |p| pattern.contains(p[0], p[1]))?;
-    Ok(Tensor::from_array(&mask).where_(dense, 0.0))
+    let (y, x) = output_and_input("jacobian", f, wrt)?;
+    derived(f, "jac", derivatives::jacobian(&y, &x)?)
 }
 
 /// The dense Hessian of `f`'s first output (a scalar) with respect to its first input:
@@ -181,70 +157,107 @@ pub fn hessian(f: &NumericalFunction) -> Result<NumericalFunction> {
 
 /// [`hessian`] with respect to input `wrt`.
 pub fn hessian_wrt(f: &NumericalFunction, wrt: usize) -> Result<NumericalFunction> {
-    let g = gradient_tensor(f, wrt)?;
-    let x = input_tensors(f)[wrt].clone();
-    let pattern = super::sparsity::dependency_pattern(g.node()?, x.node()?)?.symmetrized();
-    let h = structural_zeros(&pattern, forward_jacobian(f, &g, &x)?)?;
-    NumericalFunction::from_tensors(&format!("{}_hess", f.name()), f.inputs().to_vec(), &[h])
+    let (y, x) = scalar_output_and_input("hessian", f, wrt)?;
+    derived(f, "hess", derivatives::hessian(&y, &x)?)
 }
 
-/// `d y / d x` as an `(numel y × numel x)` matrix, in the cheaper mode.
-fn dense_jacobian(f: &NumericalFunction, y: &Tensor, x: &Tensor) -> Result<Tensor> {
-    if x.numel() <= y.numel() {
-        forward_jacobian(f, y, x)
-    } else {
-        reverse_jacobian(f, y, x)
+/// The Jacobian of `f`'s first output with respect to its first input, as a sparse
+/// function: sparsity detection, colouring, one batched directional derivative per colour,
+/// and a gather of the non-zeros into CSC order. Columns are coloured (forward mode, JVPs)
+/// unless colouring the rows needs fewer colours (reverse mode, VJPs), as for a Jacobian
+/// with a dense row.
+///
+/// ```
+/// use anvil::{ad, Arg, NumericalFunction, ndarray::Array1};
+/// # fn main() -> anvil::Result<()> {
+/// let n = 100;
+/// let f = NumericalFunction::new("r", |[x]| {
+///     let p = x.pad(&[(1, 1)]);
+///     p.shrink(&[(0, n)]) - &x * 2.0 + p.shrink(&[(2, n + 2)]) + x.exp() * 1e-4
+/// }, [Arg::new(n)])?;
+/// let jac = ad::spjacobian(&f)?;
+/// assert_eq!((jac.nnz(), jac.colors()), (3 * n - 2, 3));
+/// let x = Array1::linspace(0.0, 1.0, n).into_dyn();
+/// let values = jac.eval(&[x.view()])?; // or `jac.call` through the JIT
+/// assert_eq!(values.len(), 3 * n - 2);
+/// # Ok(()) }
+/// ```
+pub fn spjacobian(f: &NumericalFunction) -> Result<SparseNumericalFunction> {
+    spjacobian_wrt(f, 0)
+}
+
+/// [`spjacobian`] with respect to input `wrt`.
+pub fn spjacobian_wrt(f: &NumericalFunction, wrt: usize) -> Result<SparseNumericalFunction> {
+    let (y, x) = output_and_input("spjacobian", f, wrt)?;
+    derived_sparse(f, "spjac", derivatives::sparse_jacobian(&y, &x)?)
+}
+
+/// The Jacobian of `f`'s first output with respect to input `wrt`, known to be symmetric
+/// (the Jacobian of a gradient, say): star colouring, which needs fewer directional
+/// derivatives than colouring columns, reads each entry once. The whole pattern is returned
+/// (both triangles). The output must have as many elements as the input; that the
+/// Jacobian is symmetric is the caller's promise (otherwise the values are wrong).
+pub fn spjacobian_symmetric_wrt(f: &NumericalFunction, wrt: usize) -> Result<SparseNumericalFunction> {
+    let (y, x) = output_and_input("spjacobian", f, wrt)?;
+    if y.numel() != x.numel() {
+        let message = format!(
+            "a symmetric Jacobian is square, but output 0 has {} elements and input {wrt} has {}",
+            y.numel(),
+            x.numel()
+        );
+        return Err(transform_error("spjacobian", f, message));
     }
+    derived_sparse(f, "spjac", derivatives::symmetric_jacobian(&y, &x)?)
 }
 
-/// A placeholder input beyond `f`'s inputs, replaced before any function is built.
-fn placeholder(f: &NumericalFunction, shape: &[usize], dtype: DType) -> Tensor {
-    Tensor::traced_input(f.trace_id(), f.inputs().len(), shape.to_vec(), dtype)
+/// The upper triangle of the Hessian of `f`'s scalar first output with respect to its
+/// first input, as a sparse function (star colouring, forward over reverse).
+pub fn sphessian(f: &NumericalFunction) -> Result<SparseNumericalFunction> {
+    sphessian_wrt(f, 0)
 }
 
-/// The identity as a batch of `n` unit tensors of shape `shape`.
-fn unit_batch(shape: &[usize], dtype: DType) -> Tensor {
-    let n: usize = shape.iter().product();
-    let mut batched = vec![n];
-    batched.extend_from_slice(shape);
-    Tensor::eye(n).cast(dtype).reshape(batched)
+/// [`sphessian`] with respect to input `wrt`.
+pub fn sphessian_wrt(f: &NumericalFunction, wrt: usize) -> Result<SparseNumericalFunction> {
+    let (y, x) = scalar_output_and_input("sphessian", f, wrt)?;
+    derived_sparse(f, "sphess", derivatives::sparse_hessian(&y, &x)?)
 }
 
-/// Forward mode, all directions at once: the JVP along a placeholder tangent, batched over
-/// the unit directions.
-pub(crate) fn forward_jacobian(f: &NumericalFunction, y: &Tensor, x: &Tensor) -> Result<Tensor> {
-    forward_directions(f, y, x, &unit_batch(x.shape(), float_of(x.dtype()))).map(|d| d.transpose())
+/// The Jacobian sparsity of `f`'s first output with respect to its first input.
+///
+/// ```
+/// use anvil::{ad, Arg, NumericalFunction};
+/// # fn main() -> anvil::Result<()> {
+/// // r_i = x_{i-1} - 2 x_i + x_{i+1}: tridiagonal
+/// let f = NumericalFunction::new("lap", |[x]| {
+///     let padded = x.pad(&[(1, 1)]);
+///     padded.shrink(&[(0, 5)]) - &x * 2.0 + padded.shrink(&[(2, 7)])
+/// }, [Arg::new(5)])?;
+/// let p = ad::jacobian_sparsity(&f)?;
+/// assert_eq!(p.nnz(), 13);
+/// assert_eq!(p.row(2), &[1, 2, 3]);
+/// # Ok(()) }
+/// ```
+pub fn jacobian_sparsity(f: &NumericalFunction) -> Result<SparsityPattern> {
+    jacobian_sparsity_wrt(f, 0)
 }
 
-/// The derivatives of `y` (flattened) along each direction in `directions` (shape
-/// `[c] + x.shape`): a `(c × numel y)` matrix, computed as one batched JVP.
-pub(crate) fn forward_directions(f: &NumericalFunction, y: &Tensor, x: &Tensor, directions: &Tensor) -> Result<Tensor> {
-    let (m, c) = (y.numel(), directions.check()?.shape()[0]);
-    let tangent = placeholder(f, x.shape(), float_of(x.dtype()));
-    let seeds = HashMap::from([(x.node()?.id(), tangent.clone())]);
-    let ty = jvp_nodes(&[y.node()?.clone()], &seeds)?.remove(0);
-    let Some(ty) = ty else { return Ok(Tensor::full([c, m], 0.0, float_of(y.dtype()))) };
-    let batched = HashMap::from([(tangent.node()?.id(), directions.clone())]);
-    let d = vmap_nodes(&[ty.node()?.clone()], &batched, c)?.remove(0);
-    Ok(d.reshape([c, m]))
+/// [`jacobian_sparsity`] with respect to input `wrt`.
+pub fn jacobian_sparsity_wrt(f: &NumericalFunction, wrt: usize) -> Result<SparsityPattern> {
+    let (y, x) = output_and_input("jacobian_sparsity", f, wrt)?;
+    dependency_pattern(y.node()?, x.node()?)
 }
 
-/// Reverse mode, all output elements at once: the VJP along a placeholder cotangent,
-/// batched over the unit cotangents.
-fn reverse_jacobian(f: &NumericalFunction, y: &Tensor, x: &Tensor) -> Result<Tensor> {
-    reverse_directions(f, y, x, &unit_batch(y.shape(), float_of(y.dtype())))
+/// The (symmetric) Hessian sparsity of `f`'s scalar first output with respect to its first
+/// input: the Jacobian sparsity of its gradient graph, symmetrized.
+pub fn hessian_sparsity(f: &NumericalFunction) -> Result<SparsityPattern> {
+    hessian_sparsity_wrt(f, 0)
 }
 
-/// The cotangents of `x` (flattened) for each cotangent of `y` in `directions` (shape
-/// `[c] + y.shape`): a `(c × numel x)` matrix, computed as one batched VJP.
-pub(crate) fn reverse_directions(f: &NumericalFunction, y: &Tensor, x: &Tensor, directions: &Tensor) -> Result<Tensor> {
-    let (n, c) = (x.numel(), directions.check()?.shape()[0]);
-    let cotangent = placeholder(f, y.shape(), float_of(y.dtype()));
-    let bar = vjp_nodes(&[y.node()?.clone()], std::slice::from_ref(&cotangent), &[x.node()?.clone()])?.remove(0);
-    let Some(bar) = bar else { return Ok(Tensor::full([c, n], 0.0, float_of(x.dtype()))) };
-    let batched = HashMap::from([(cotangent.node()?.id(), directions.clone())]);
-    let rows = vmap_nodes(&[bar.node()?.clone()], &batched, c)?.remove(0);
-    Ok(rows.reshape([c, n]))
+/// [`hessian_sparsity`] with respect to input `wrt`.
+pub fn hessian_sparsity_wrt(f: &NumericalFunction, wrt: usize) -> Result<SparsityPattern> {
+    let (y, x) = scalar_output_and_input("hessian_sparsity", f, wrt)?;
+    let g = derivatives::gradient(&y, &x)?;
+    Ok(dependency_pattern(g.node()?, x.node()?)?.symmetrized())
 }
 
 /// Adds a batch axis: a function of batched inputs (`in_axes[i]`: where input `i` gets

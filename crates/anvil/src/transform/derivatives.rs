@@ -1,0 +1,223 @@
+//! Derivatives as graphs: gradients, dense and sparse Jacobians and Hessians of one tensor
+//! with respect to another, composed from the [`super::jvp`], [`super::vjp`] and
+//! [`super::vmap`] rewrites. Graph → graph; the functions users call (names, checks) are in
+//! [`crate::ad`].
+
+use super::coloring::{column_coloring, star_coloring, Coloring};
+use super::jvp::jvp_nodes;
+use super::sparsity::dependency_pattern;
+use super::vjp::vjp_nodes;
+use super::vmap::vmap_nodes;
+use crate::dtype::DType;
+use crate::error::Result;
+use crate::graph::TraceId;
+use crate::pattern::SparsityPattern;
+use crate::tensor::Tensor;
+use ndarray::{Array1, IxDyn};
+use std::collections::HashMap;
+
+/// The dtype a derivative with respect to (or of) a value of dtype `d` has.
+pub fn float_of(d: DType) -> DType {
+    if d.is_float() {
+        d
+    } else {
+        DType::F64
+    }
+}
+
+/// Zeros of the derivative dtype of `dtype`.
+pub fn zeros(shape: &[usize], dtype: DType) -> Tensor {
+    Tensor::full(shape.to_vec(), 0.0, float_of(dtype))
+}
+
+/// The gradient of the scalar `y` with respect to `x` (zeros where `y` does not depend on
+/// `x`): reverse mode with cotangent 1.
+pub fn gradient(y: &Tensor, x: &Tensor) -> Result<Tensor> {
+    let seed = Tensor::full(y.shape().to_vec(), 1.0, float_of(y.dtype()));
+    let g = vjp_nodes(&[y.node()?.clone()], &[seed], &[x.node()?.clone()])?.remove(0);
+    Ok(g.unwrap_or_else(|| zeros(x.shape(), x.dtype())))
+}
+
+/// `d y / d x` as a dense `(numel y × numel x)` matrix in the cheaper mode, with exact zeros
+/// wherever the structure has them.
+pub fn jacobian(y: &Tensor, x: &Tensor) -> Result<Tensor> {
+    let pattern = dependency_pattern(y.node()?, x.node()?)?;
+    let dense = if x.numel() <= y.numel() { forward_jacobian(y, x)? } else { reverse_jacobian(y, x)? };
+    structural_zeros(&pattern, dense)
+}
+
+/// The dense Hessian of the scalar `y` with respect to `x`: forward over reverse, with
+/// exact zeros wherever the (symmetrized) structure has them.
+pub fn hessian(y: &Tensor, x: &Tensor) -> Result<Tensor> {
+    let g = gradient(y, x)?;
+    let pattern = dependency_pattern(g.node()?, x.node()?)?.symmetrized();
+    structural_zeros(&pattern, forward_jacobian(&g, x)?)
+}
+
+/// `dense` with exact zeros where `pattern` has none. A unit direction multiplies partial
+/// derivatives that are not structurally zero by 0, which gives NaN where such a partial
+/// is infinite (`sqrt` at 0); the sparse derivatives never form those products, and the
+/// dense ones must agree with them.
+fn structural_zeros(pattern: &SparsityPattern, dense: Tensor) -> Result<Tensor> {
+    let (rows, cols) = pattern.shape();
+    if pattern.nnz() == rows * cols {
+        return Ok(dense);
+    }
+    let what = || format!("the structural pattern of a {rows}×{cols} derivative");
+    let mask = crate::array::try_from_shape_fn(what, &[rows, cols], |p| pattern.contains(p[0], p[1]))?;
+    Ok(Tensor::from_array(&mask).where_(dense, 0.0))
+}
+
+/// The identity as a batch of `n` unit tensors of shape `shape`.
+fn unit_batch(shape: &[usize], dtype: DType) -> Tensor {
+    let n: usize = shape.iter().product();
+    let mut batched = vec![n];
+    batched.extend_from_slice(shape);
+    Tensor::eye(n).cast(dtype).reshape(batched)
+}
+
+/// A symbol that stands for a direction until batching replaces it: an input of a trace of
+/// its own, so it can never be taken for anything else.
+fn placeholder(shape: &[usize], dtype: DType) -> Tensor {
+    Tensor::traced_input(TraceId::fresh(), 0, shape.to_vec(), float_of(dtype))
+}
+
+/// Forward mode, all directions at once: `(numel y × numel x)`.
+pub fn forward_jacobian(y: &Tensor, x: &Tensor) -> Result<Tensor> {
+    forward_directions(y, x, &unit_batch(x.shape(), float_of(x.dtype()))).map(|d| d.transpose())
+}
+
+/// Reverse mode, all output elements at once: `(numel y × numel x)`.
+fn reverse_jacobian(y: &Tensor, x: &Tensor) -> Result<Tensor> {
+    reverse_directions(y, x, &unit_batch(y.shape(), float_of(y.dtype())))
+}
+
+/// The derivatives of `y` (flattened) along each direction in `directions` (shape
+/// `[c] + x.shape`): a `(c × numel y)` matrix, computed as one batched JVP.
+pub fn forward_directions(y: &Tensor, x: &Tensor, directions: &Tensor) -> Result<Tensor> {
+    let (m, c) = (y.numel(), directions.check()?.shape()[0]);
+    let tangent = placeholder(x.shape(), x.dtype());
+    let seeds = HashMap::from([(x.node()?.id(), tangent.clone())]);
+    let ty = jvp_nodes(&[y.node()?.clone()], &seeds)?.remove(0);
+    let Some(ty) = ty else { return Ok(Tensor::full([c, m], 0.0, float_of(y.dtype()))) };
+    let batched = HashMap::from([(tangent.node()?.id(), directions.clone())]);
+    let d = vmap_nodes(&[ty.node()?.clone()], &batched, c)?.remove(0);
+    Ok(d.reshape([c, m]))
+}
+
+/// The cotangents of `x` (flattened) for each cotangent of `y` in `directions` (shape
+/// `[c] + y.shape`): a `(c × numel x)` matrix, computed as one batched VJP.
+pub fn reverse_directions(y: &Tensor, x: &Tensor, directions: &Tensor) -> Result<Tensor> {
+    let (n, c) = (x.numel(), directions.check()?.shape()[0]);
+    let cotangent = placeholder(y.shape(), y.dtype());
+    let bar = vjp_nodes(&[y.node()?.clone()], std::slice::from_ref(&cotangent), &[x.node()?.clone()])?.remove(0);
+    let Some(bar) = bar else { return Ok(Tensor::full([c, n], 0.0, float_of(x.dtype()))) };
+    let batched = HashMap::from([(cotangent.node()?.id(), directions.clone())]);
+    let rows = vmap_nodes(&[bar.node()?.clone()], &batched, c)?.remove(0);
+    Ok(rows.reshape([c, n]))
+}
+
+/// A sparse derivative: its non-zeros (a vector, in the pattern's CSC order), its pattern,
+/// and how many directional derivatives (colours) compute it.
+#[derive(Clone, Debug)]
+pub struct SparseDerivative {
+    /// The non-zero values, in CSC order.
+    pub values: Tensor,
+    /// Where they are.
+    pub pattern: SparsityPattern,
+    /// Directional derivatives per evaluation.
+    pub colors: usize,
+}
+
+/// The Jacobian of `y` with respect to `x` as a sparse derivative: sparsity detection,
+/// colouring, one batched directional derivative per colour, and a gather of the non-zeros.
+/// Columns are coloured (forward mode) unless colouring the rows needs fewer colours
+/// (reverse mode), as for a Jacobian with a dense row.
+pub fn sparse_jacobian(y: &Tensor, x: &Tensor) -> Result<SparseDerivative> {
+    let pattern = dependency_pattern(y.node()?, x.node()?)?;
+    let columns = column_coloring(&pattern);
+    let rows = column_coloring(&pattern.transpose());
+    let (m, n) = (y.numel(), x.numel());
+    let entries = pattern.csc_entries();
+    let (compressed, positions, colors) = if rows.count < columns.count {
+        // Entry (i, j) is compressed[colour(i), j].
+        let compressed = reverse_directions(y, x, &seed_directions(&rows, y.shape())?)?;
+        (compressed, entries.iter().map(|&(i, j)| (rows.colors[i] * n + j) as i64).collect::<Vec<_>>(), rows.count)
+    } else {
+        // Entry (i, j) is compressed[colour(j), i].
+        let compressed = forward_directions(y, x, &seed_directions(&columns, x.shape())?)?;
+        (compressed, entries.iter().map(|&(i, j)| (columns.colors[j] * m + i) as i64).collect(), columns.count)
+    };
+    let values = compressed.flatten().take(&Tensor::from_array(&Array1::from(positions)));
+    Ok(SparseDerivative { values, pattern, colors })
+}
+
+/// The Jacobian of `y` with respect to `x`, known to be symmetric (the Jacobian of a
+/// gradient, say; `y` and `x` have as many elements): star colouring, which needs fewer
+/// directional derivatives than colouring columns, reads each entry once. The whole pattern
+/// (both triangles) is returned.
+pub fn symmetric_jacobian(y: &Tensor, x: &Tensor) -> Result<SparseDerivative> {
+    let full = dependency_pattern(y.node()?, x.node()?)?.symmetrized();
+    let (values, colors) = star_compressed(y, x, &full, &full)?;
+    Ok(SparseDerivative { values, pattern: full, colors })
+}
+
+/// The upper triangle of the Hessian of the scalar `y` with respect to `x`: star colouring,
+/// forward over reverse.
+pub fn sparse_hessian(y: &Tensor, x: &Tensor) -> Result<SparseDerivative> {
+    let g = gradient(y, x)?;
+    let full = dependency_pattern(g.node()?, x.node()?)?.symmetrized();
+    let upper = full.upper_triangle();
+    let (values, colors) = star_compressed(&g, x, &full, &upper)?;
+    Ok(SparseDerivative { values, pattern: upper, colors })
+}
+
+/// The entries `wanted` (in CSC order) of the symmetric Jacobian of `y` with respect to `x`,
+/// whose symmetric pattern is `full`: one batched directional derivative per star colour,
+/// then each entry read where its colour group has no other member. Returns the values and
+/// the number of colours.
+fn star_compressed(
+    y: &Tensor,
+    x: &Tensor,
+    full: &SparsityPattern,
+    wanted: &SparsityPattern,
+) -> Result<(Tensor, usize)> {
+    let coloring = star_coloring(full);
+    // compressed[k, i] = sum over j of colour k of J[i, j]
+    let compressed = forward_directions(y, x, &seed_directions(&coloring, x.shape())?)?;
+    let n = x.numel();
+    let color = &coloring.colors;
+    let positions: Vec<i64> = wanted
+        .csc_entries()
+        .into_iter()
+        .map(|(i, j)| {
+            // In row i if j's colour is unique among i's neighbours, else in row j (star
+            // colouring guarantees one of the two).
+            let unique_in_row_i = full.row(i).iter().filter(|&&k| k != j && color[k] == color[j]).count() == 0;
+            if unique_in_row_i {
+                (color[j] * n + i) as i64
+            } else {
+                (color[i] * n + j) as i64
+            }
+        })
+        .collect();
+    let values = compressed.flatten().take(&Tensor::from_array(&Array1::from(positions)));
+    Ok((values, coloring.count))
+}
+
+/// One seed direction per colour: the sum of the unit vectors of its columns, shaped
+/// `[colours] + input shape`.
+fn seed_directions(coloring: &Coloring, input_shape: &[usize]) -> Result<Tensor> {
+    let n: usize = input_shape.iter().product();
+    let mut shape = vec![coloring.count];
+    shape.extend_from_slice(input_shape);
+    let what = || format!("the seed matrix of {} colours × {n} inputs", coloring.count);
+    let flat = crate::array::try_from_shape_fn(what, &[coloring.count, n], |p| {
+        if coloring.colors[p[1]] == p[0] {
+            1.0
+        } else {
+            0.0
+        }
+    })?;
+    Ok(Tensor::from_array(&flat.into_shape_with_order(IxDyn(&shape)).expect("same element count")))
+}
