@@ -34,6 +34,14 @@ if ! clang_ready; then
   apt_install clang libclang-rt-dev || echo "setup: clang++ not installed; generated code is checked with g++ only" >&2
 fi
 
+# Generated SQP solvers (anvil.opti) call PIQP, a header-only QP solver over Eigen: Eigen
+# from the system packages, PIQP's sources from its PyPI source distribution (pinned
+# version and digest) into .deps/, where the library finds them.
+if [ ! -f /usr/include/eigen3/Eigen/Core ] && [ ! -f /usr/local/include/eigen3/Eigen/Core ]; then
+  apt_install libeigen3-dev
+fi
+python3 scripts/fetch_piqp.py >/dev/null
+
 for tool in rustfmt clippy; do
   if ! cargo "${tool/rustfmt/fmt}" --version >/dev/null 2>&1; then
     rustup component add "$tool"

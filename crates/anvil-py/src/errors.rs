@@ -18,7 +18,8 @@ pub fn to_py(e: anvil::Error) -> PyErr {
         | E::InvalidName { .. }
         | E::Transform { .. }
         | E::LeakedTensor { .. }
-        | E::Deserialize { .. } => PyValueError::new_err(e.to_string()),
+        | E::Deserialize { .. }
+        | E::Problem { .. } => PyValueError::new_err(e.to_string()),
         E::Constant { kind: anvil::ConstantError::DivisionByZero, .. } => PyZeroDivisionError::new_err(e.to_string()),
         E::Constant { kind: anvil::ConstantError::Overflow, .. } => PyOverflowError::new_err(e.to_string()),
         E::Constant { .. } => PyValueError::new_err(e.to_string()),
@@ -26,9 +27,11 @@ pub fn to_py(e: anvil::Error) -> PyErr {
         E::OutOfMemory { .. } => PyMemoryError::new_err(e.to_string()),
         E::CompileTimeout { .. } => PyTimeoutError::new_err(e.to_string()),
         E::UntrustedCache { .. } => PyOSError::new_err(e.to_string()),
-        E::CompilerNotFound { .. } | E::InvalidCompiler { .. } | E::Compile { .. } | E::Load { .. } => {
-            PyRuntimeError::new_err(e.to_string())
-        }
+        E::CompilerNotFound { .. }
+        | E::InvalidCompiler { .. }
+        | E::Compile { .. }
+        | E::Load { .. }
+        | E::MissingDependency { .. } => PyRuntimeError::new_err(e.to_string()),
     }
 }
 

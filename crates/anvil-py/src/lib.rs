@@ -100,7 +100,7 @@ fn generate_module(
     constants: Vec<constant::PyConstant>,
     directory: std::path::PathBuf,
 ) -> PyResult<(String, String)> {
-    let functions: Vec<&anvil::NumericalFunction> = fns.iter().map(|f| f.0.function()).collect();
+    let functions: Vec<&dyn anvil::ModuleItem> = fns.iter().map(|f| f.0.function() as &dyn anvil::ModuleItem).collect();
     let constants: Vec<anvil::CodegenIntConstant> = constants.into_iter().map(|c| c.0).collect();
     let (h, c) = anvil::generate_module_with_constants(module_name, &functions, &constants, directory).py()?;
     Ok((h.display().to_string(), c.display().to_string()))

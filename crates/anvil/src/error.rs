@@ -185,6 +185,26 @@ pub enum Error {
         /// The machine's RAM and swap, in bytes.
         available: u64,
     },
+    /// A third-party library that generated code needs (PIQP, Eigen) is not installed.
+    #[error("{what} not found (looked in {looked}); {fix}")]
+    MissingDependency {
+        /// The library, with its version.
+        what: String,
+        /// Where anvil looked.
+        looked: String,
+        /// How to install it or tell anvil where it is.
+        fix: String,
+    },
+    /// An optimisation problem or solver that cannot be built as given (shapes, bounds).
+    #[error("{what} `{name}`: {message}")]
+    Problem {
+        /// `problem`, `solver`, or `solve`.
+        what: &'static str,
+        /// The solver's (or problem's cost function's) name.
+        name: String,
+        /// What is wrong and how to fix it.
+        message: String,
+    },
     /// A compiled library could not be loaded or lacks an entry point.
     #[error("loading `{path}`: {message}")]
     Load {

@@ -32,6 +32,7 @@ pub mod function;
 pub mod graph;
 pub mod jit;
 pub mod lower;
+pub mod opti;
 pub mod pattern;
 pub mod render;
 pub mod shape;
@@ -44,8 +45,8 @@ pub use error::{ConstantError, Error, Result, SourceLocation};
 pub use function::ad;
 pub use function::ad::vmap;
 pub use function::{
-    generate_module, generate_module_with_constants, Arg, CodegenIntConstant, IntoOutputs, NumericalFunction,
-    SparseNumericalFunction,
+    generate_module, generate_module_with_constants, Arg, CodegenIntConstant, IntoOutputs, ModuleItem,
+    NumericalFunction, SparseNumericalFunction,
 };
 pub use ndarray;
 pub use tensor::Tensor;

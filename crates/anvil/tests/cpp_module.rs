@@ -6,7 +6,9 @@
 mod common;
 
 use anvil::ndarray::Array2;
-use anvil::{generate_module_with_constants, Arg, CodegenIntConstant, DType, HostArray, NumericalFunction, Tensor};
+use anvil::{
+    generate_module_with_constants, Arg, CodegenIntConstant, DType, HostArray, ModuleItem, NumericalFunction, Tensor,
+};
 use common::{assert_close, random, rng};
 use std::fmt::Write;
 use std::path::Path;
@@ -166,7 +168,7 @@ fn generated_module_compiles_cleanly_runs_under_sanitizers_and_matches_the_oracl
     let n = CodegenIntConstant::new("HORIZON", 20).unwrap();
     let nx = CodegenIntConstant::new("NX", 4).unwrap();
     let total = CodegenIntConstant::from_expr("NZ", &(&n * &nx + 2)).unwrap();
-    let refs: Vec<&NumericalFunction> = fns.iter().collect();
+    let refs: Vec<&dyn ModuleItem> = fns.iter().map(|f| f as &dyn ModuleItem).collect();
     let (hpp, _) = generate_module_with_constants("testmod", &refs, &[total], &dir).unwrap();
     let header = std::fs::read_to_string(hpp).unwrap();
     let (a, b, c) = (header.find("HORIZON =").unwrap(), header.find("NX =").unwrap(), header.find("NZ =").unwrap());

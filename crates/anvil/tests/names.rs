@@ -3,7 +3,7 @@
 //! when the function is defined, with the reason.
 
 use anvil::function::check_identifier;
-use anvil::{generate_module_with_constants, Arg, CodegenIntConstant, Error, NumericalFunction};
+use anvil::{generate_module_with_constants, Arg, CodegenIntConstant, Error, ModuleItem, NumericalFunction};
 use std::process::Command;
 
 const HEADERS: &str =
@@ -50,7 +50,7 @@ fn accepted_names_that_resemble_library_names_compile() {
         .iter()
         .map(|n| NumericalFunction::new(n, |[x]| (x.square() + 1.0).sum(), [Arg::new(3)]).unwrap())
         .collect();
-    let refs: Vec<&NumericalFunction> = fns.iter().collect();
+    let refs: Vec<&dyn ModuleItem> = fns.iter().map(|f| f as &dyn ModuleItem).collect();
     let horizon = CodegenIntConstant::new("horizon", 20).unwrap();
     let dir = std::env::temp_dir().join(format!("anvil_names_{}", std::process::id()));
     let (_, cpp) = generate_module_with_constants("names", &refs, &[horizon], &dir).unwrap();

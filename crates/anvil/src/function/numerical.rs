@@ -9,7 +9,7 @@ use crate::graph::{self, NodeRef, TraceId};
 use crate::jit::{self, CompilerOptions, JitFunction};
 use crate::lower::{self, Program};
 use crate::pattern::SparsityPattern;
-use crate::render::{self, FunctionSource};
+use crate::render::{self, ItemSource};
 use crate::tensor::Tensor;
 use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD};
 use std::ffi::c_void;
@@ -270,7 +270,7 @@ impl NumericalFunction {
     }
 
     /// This function's part of a C++ module.
-    pub fn module_source(&self) -> FunctionSource {
+    pub fn module_source(&self) -> ItemSource {
         render::render_function(&self.name, self.program(), self.sparsity.as_ref())
     }
 

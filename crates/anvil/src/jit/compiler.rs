@@ -159,28 +159,52 @@ impl Compiler {
         libs: &[String],
         timeout: Duration,
     ) -> Result<()> {
-        let mut cmd = Command::new(&self.command[0]);
-        cmd.args(&self.command[1..]).args(["-std=c++17", "-shared", "-fPIC"]).args(flags);
-        cmd.arg(source).arg("-o").arg(output).args(libs);
-        let shown = format!("{cmd:?}").replace('"', "");
-        let compile_error =
-            |message: String| Error::Compile { source_path: source.to_path_buf(), command: shown.clone(), message };
-        let result = match run(cmd, timeout) {
-            Ok(out) => out,
-            Err(Run::Spawn(e)) => return Err(compile_error(e.to_string())),
-            Err(Run::TimedOut) => {
-                return Err(Error::CompileTimeout {
-                    source_path: source.to_path_buf(),
-                    command: shown,
-                    seconds: timeout.as_secs_f64(),
-                })
-            }
-        };
-        if !result.status.success() {
-            return Err(compile_error(String::from_utf8_lossy(&result.stderr).into_owned()));
-        }
-        Ok(())
+        self.compile(&["-shared", "-fPIC"], source, output, flags, libs, timeout)
     }
+
+    /// Compiles `source` into the object file `output` (position-independent, so that it can
+    /// be linked into shared libraries); as [`compile_shared`](Self::compile_shared) otherwise.
+    pub fn compile_object(&self, source: &Path, output: &Path, flags: &[String], timeout: Duration) -> Result<()> {
+        self.compile(&["-c", "-fPIC"], source, output, flags, &[], timeout)
+    }
+
+    fn compile(
+        &self,
+        mode: &[&str],
+        source: &Path,
+        output: &Path,
+        flags: &[String],
+        after: &[String],
+        timeout: Duration,
+    ) -> Result<()> {
+        let mut cmd = Command::new(&self.command[0]);
+        cmd.args(&self.command[1..]).arg("-std=c++17").args(mode).args(flags);
+        cmd.arg(source).arg("-o").arg(output).args(after);
+        run_tool(cmd, source, timeout)
+    }
+}
+
+/// Runs a compiler or archiver on `source`; a failure carries its message, a run longer than
+/// `timeout` is stopped.
+pub(crate) fn run_tool(cmd: Command, source: &Path, timeout: Duration) -> Result<()> {
+    let shown = format!("{cmd:?}").replace('"', "");
+    let compile_error =
+        |message: String| Error::Compile { source_path: source.to_path_buf(), command: shown.clone(), message };
+    let result = match run(cmd, timeout) {
+        Ok(out) => out,
+        Err(Run::Spawn(e)) => return Err(compile_error(e.to_string())),
+        Err(Run::TimedOut) => {
+            return Err(Error::CompileTimeout {
+                source_path: source.to_path_buf(),
+                command: shown,
+                seconds: timeout.as_secs_f64(),
+            })
+        }
+    };
+    if !result.status.success() {
+        return Err(compile_error(String::from_utf8_lossy(&result.stderr).into_owned()));
+    }
+    Ok(())
 }
 
 /// Splits a command line into words: whitespace separates, single and double quotes group

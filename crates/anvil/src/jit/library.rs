@@ -1,4 +1,5 @@
-//! A loaded JIT library and its entry points, with a pool of workspaces.
+//! Loaded JIT libraries: any library's entry points ([`Library`]), and a function's, with a
+//! pool of workspaces ([`JitFunction`]).
 
 use crate::error::{Error, Result};
 use std::ffi::c_void;
@@ -8,6 +9,46 @@ use std::sync::Mutex;
 type InitWs = unsafe extern "C" fn() -> *mut c_void;
 type FreeWs = unsafe extern "C" fn(*mut c_void);
 type Call = unsafe extern "C" fn(*const *mut c_void, *const *mut c_void, *mut c_void);
+
+/// A shared library the JIT built, loaded.
+pub struct Library {
+    path: PathBuf,
+    library: libloading::Library,
+}
+
+impl Library {
+    /// Loads the library at `path`.
+    pub fn load(path: &Path) -> Result<Library> {
+        // SAFETY: the library is one anvil generated; loading runs no initialisers beyond
+        // the C++ runtime's (and those of the static libraries it links, PIQP's).
+        let library = unsafe { libloading::Library::new(path) }
+            .map_err(|e| Error::Load { path: path.to_path_buf(), message: e.to_string() })?;
+        Ok(Library { path: path.to_path_buf(), library })
+    }
+
+    /// The entry point `name`.
+    ///
+    /// # Safety
+    /// `T` must be the function pointer type the symbol has in the generated source, and the
+    /// pointer must not be used after the library is dropped.
+    pub unsafe fn symbol<T: Copy>(&self, name: &str) -> Result<T> {
+        self.library
+            .get::<T>(name.as_bytes())
+            .map(|s| *s)
+            .map_err(|e| Error::Load { path: self.path.clone(), message: e.to_string() })
+    }
+
+    /// The library's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl std::fmt::Debug for Library {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Library").field("path", &self.path).finish_non_exhaustive()
+    }
+}
 
 /// A workspace allocated by the library (constants copied in).
 pub struct Workspace(*mut c_void);
@@ -25,28 +66,21 @@ pub struct JitFunction {
     workspace_bytes: usize,
     path: PathBuf,
     // Declared last: dropped after the workspaces are freed through `free_ws`.
-    _library: libloading::Library,
+    _library: Library,
 }
 
 impl JitFunction {
     /// Loads the library at `path` and looks up `jit_<name>_{init_ws,free_ws,call}`; its
     /// workspaces take `workspace_bytes` each.
     pub fn load(path: &Path, name: &str, workspace_bytes: usize) -> Result<Self> {
-        let err = |message: String| Error::Load { path: path.to_path_buf(), message };
-        // SAFETY: the library is one anvil generated; loading runs no initialisers beyond
-        // the C++ runtime's.
-        let library = unsafe { libloading::Library::new(path) }.map_err(|e| err(e.to_string()))?;
-        // SAFETY: the symbols have exactly these signatures in the generated source.
+        let library = Library::load(path)?;
+        // SAFETY: the symbols have exactly these signatures in the generated source; they
+        // live as long as `library`, which is dropped last.
         unsafe {
-            let init_ws =
-                *library.get::<InitWs>(format!("jit_{name}_init_ws").as_bytes()).map_err(|e| err(e.to_string()))?;
-            let free_ws =
-                *library.get::<FreeWs>(format!("jit_{name}_free_ws").as_bytes()).map_err(|e| err(e.to_string()))?;
-            let call = *library.get::<Call>(format!("jit_{name}_call").as_bytes()).map_err(|e| err(e.to_string()))?;
             Ok(JitFunction {
-                init_ws,
-                free_ws,
-                call,
+                init_ws: library.symbol(&format!("jit_{name}_init_ws"))?,
+                free_ws: library.symbol(&format!("jit_{name}_free_ws"))?,
+                call: library.symbol(&format!("jit_{name}_call"))?,
                 pool: Mutex::new(Vec::new()),
                 workspace_bytes,
                 path: path.to_path_buf(),

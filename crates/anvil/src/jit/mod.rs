@@ -15,7 +15,7 @@ mod library;
 
 pub use cache::cache_dir;
 pub use compiler::{split_command, Compiler, CompilerOptions};
-pub use library::{JitFunction, Workspace};
+pub use library::{JitFunction, Library, Workspace};
 
 use crate::error::{Error, Result};
 use sha2::{Digest, Sha256};
@@ -110,40 +110,207 @@ fn digest(parts: &[&str]) -> String {
 
 /// Compiles `source` (unless the cache holds a trusted copy) and returns the library's path.
 pub fn compile_cached(name: &str, source: &str, options: &CompilerOptions) -> Result<PathBuf> {
+    compile_unit(&Unit::new(name, source), options)
+}
+
+/// A translation unit for the JIT: generated source, the headers it includes from outside
+/// (include directories, macros) and what it links (static libraries, objects).
+///
+/// A function's unit includes no header at all (it compiles fastest that way); a solver's
+/// includes PIQP and Eigen and links PIQP's template-instantiation library.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Unit {
+    /// Names the library in the cache (with a hash of everything else).
+    pub name: String,
+    /// The C++ source.
+    pub source: String,
+    /// Directories of third-party headers (passed as `-isystem`: their warnings are theirs).
+    pub include_dirs: Vec<PathBuf>,
+    /// Macros, as `NAME` or `NAME=VALUE`.
+    pub defines: Vec<String>,
+    /// Static libraries and objects to link.
+    pub link: Vec<PathBuf>,
+    /// What else the result depends on (versions of the included headers): part of the key.
+    pub fingerprint: String,
+}
+
+impl Unit {
+    /// A unit of `source` with no outside headers or libraries.
+    pub fn new(name: &str, source: &str) -> Unit {
+        Unit { name: name.into(), source: source.into(), ..Unit::default() }
+    }
+
+    fn header_flags(&self) -> Vec<String> {
+        let mut flags = Vec::new();
+        for dir in &self.include_dirs {
+            flags.extend(["-isystem".to_string(), dir.display().to_string()]);
+        }
+        flags.extend(self.defines.iter().map(|d| format!("-D{d}")));
+        flags
+    }
+}
+
+/// Compiles `unit` into a shared library (unless the cache holds a trusted copy) and returns
+/// the library's path.
+pub fn compile_unit(unit: &Unit, options: &CompilerOptions) -> Result<PathBuf> {
     let compiler = Compiler::find(options)?;
     let root = options.cache_dir.clone().unwrap_or_else(cache_dir);
     let dir = cache::private_dir(&root)?;
-    let (flags, libs) = effective_flags(&compiler, options, &dir);
+    let (mut flags, mut libs) = effective_flags(&compiler, options, &dir);
+    flags.extend(unit.header_flags());
+    libs.splice(0..0, unit.link.iter().map(|p| p.display().to_string()));
     // The CPU is part of the key: `-march=native` code from a shared cache must not run on
     // a machine without the same instructions.
-    let hash =
-        digest(&[source, &compiler.command_line(), &compiler.version, &flags.join(" "), &libs.join(" "), &host_cpu()]);
+    let hash = digest(&[
+        &unit.source,
+        &compiler.command_line(),
+        &compiler.version,
+        &flags.join(" "),
+        &libs.join(" "),
+        &unit.fingerprint,
+        &host_cpu(),
+    ]);
+    let name = &unit.name;
     let stem = format!("{name}-{hash}");
     let library = dir.join(format!("lib{stem}.so"));
-    if cache::is_trusted(&library) {
+    if cache::is_trusted(&library) && unit.link.iter().all(|l| cache::is_trusted(l)) {
         return Ok(library);
     }
     let unique = format!("{}-{}", std::process::id(), unique_suffix());
     let source_path = dir.join(format!("{stem}.cpp"));
-    write_atomically(&source_path, source)?;
+    write_atomically(&source_path, &unit.source)?;
     let library_tmp = dir.join(format!("lib{stem}.{unique}.so.tmp"));
     let guard = TemporaryFiles(vec![library_tmp.clone()]);
-    let verbose = std::env::var_os("ANVIL_VERBOSE").is_some_and(|v| !v.is_empty() && v != "0");
     let start = std::time::Instant::now();
-    if verbose {
-        eprintln!("anvil: compiling `{name}` ({} kB of C++) with {}", source.len() / 1024, compiler.command_line());
+    if verbose() {
+        eprintln!(
+            "anvil: compiling `{name}` ({} kB of C++) with {}",
+            unit.source.len() / 1024,
+            compiler.command_line()
+        );
     }
     compiler.compile_shared(&source_path, &library_tmp, &flags, &libs, options.timeout)?;
-    if verbose {
+    if verbose() {
         eprintln!("anvil: compiled `{name}` in {:.2} s -> {}", start.elapsed().as_secs_f64(), library.display());
     }
-    // Record the digest first: a reader never finds a new library with no digest (at worst
-    // a mismatch, after which it compiles again).
-    let digest = cache::file_digest(&library_tmp).map_err(|e| Error::io("read", &library_tmp, e))?;
-    write_atomically(&cache::digest_path(&library), &digest)?;
-    std::fs::rename(&library_tmp, &library).map_err(|e| Error::io("rename into", &library, e))?;
+    install(&library_tmp, &library)?;
     drop(guard);
     Ok(library)
+}
+
+/// Moves a freshly built file into the cache, its digest recorded first: a reader never
+/// finds a new file with no digest (at worst a mismatch, after which it builds again).
+fn install(built: &Path, destination: &Path) -> Result<()> {
+    let digest = cache::file_digest(built).map_err(|e| Error::io("read", built, e))?;
+    write_atomically(&cache::digest_path(destination), &digest)?;
+    std::fs::rename(built, destination).map_err(|e| Error::io("rename into", destination, e))
+}
+
+fn verbose() -> bool {
+    std::env::var_os("ANVIL_VERBOSE").is_some_and(|v| !v.is_empty() && v != "0")
+}
+
+/// A static library built from C++ sources once per compiler, flags and CPU, and kept in the
+/// cache (for PIQP's template instantiations: every solver links them instead of compiling
+/// them again).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StaticLibrary {
+    /// Names the archive in the cache (with a hash of everything else).
+    pub name: String,
+    /// The source files.
+    pub sources: Vec<PathBuf>,
+    /// Directories of the headers they include.
+    pub include_dirs: Vec<PathBuf>,
+    /// Macros, as `NAME` or `NAME=VALUE`.
+    pub defines: Vec<String>,
+    /// What else the result depends on (versions of the included headers): part of the key.
+    pub fingerprint: String,
+}
+
+/// Builds `library` (unless the cache holds a trusted copy; sources compile in parallel) and
+/// returns the archive's path. Building says so on stderr: it can take tens of seconds.
+pub fn build_static_library(library: &StaticLibrary, options: &CompilerOptions) -> Result<PathBuf> {
+    let compiler = Compiler::find(options)?;
+    let root = options.cache_dir.clone().unwrap_or_else(cache_dir);
+    let dir = cache::private_dir(&root)?;
+    let header_flags =
+        Unit { include_dirs: library.include_dirs.clone(), defines: library.defines.clone(), ..Unit::default() }
+            .header_flags();
+    let mut flags = options.flags.clone();
+    flags.extend(header_flags);
+    let mut contents = Vec::new();
+    for source in &library.sources {
+        contents.push(cache::file_digest(source).map_err(|e| Error::io("read", source, e))?);
+    }
+    let hash = digest(&[
+        &contents.join(" "),
+        &compiler.command_line(),
+        &compiler.version,
+        &flags.join(" "),
+        &library.fingerprint,
+        &host_cpu(),
+    ]);
+    let archive = dir.join(format!("lib{}-{hash}.a", library.name));
+    if cache::is_trusted(&archive) {
+        return Ok(archive);
+    }
+    let unique = format!("{}-{}", std::process::id(), unique_suffix());
+    let objects: Vec<PathBuf> =
+        (0..library.sources.len()).map(|i| dir.join(format!("{}-{hash}.{unique}.{i}.o", library.name))).collect();
+    let archive_tmp = dir.join(format!("lib{}-{hash}.{unique}.a.tmp", library.name));
+    let _guard = TemporaryFiles(objects.iter().cloned().chain([archive_tmp.clone()]).collect());
+    let start = std::time::Instant::now();
+    eprintln!(
+        "anvil: building the {} library with {} (once per compiler and flags; {} files)...",
+        library.name,
+        compiler.command_line(),
+        library.sources.len()
+    );
+    compile_in_parallel(&compiler, &library.sources, &objects, &flags, options)?;
+    archive_objects(&archive_tmp, &objects, options)?;
+    eprintln!("anvil: built the {} library in {:.1} s", library.name, start.elapsed().as_secs_f64());
+    install(&archive_tmp, &archive)?;
+    Ok(archive)
+}
+
+/// Compiles `sources[i]` into `objects[i]`, as many at once as there are cores.
+fn compile_in_parallel(
+    compiler: &Compiler,
+    sources: &[PathBuf],
+    objects: &[PathBuf],
+    flags: &[String],
+    options: &CompilerOptions,
+) -> Result<()> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(sources.len()).max(1);
+    let results: Vec<Result<()>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                scope.spawn(|| loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if i >= sources.len() {
+                        return Ok(());
+                    }
+                    compiler.compile_object(&sources[i], &objects[i], flags, options.timeout)?;
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
+    });
+    results.into_iter().collect()
+}
+
+/// `ar rcs archive objects...` (`$AR` names another archiver).
+fn archive_objects(archive: &Path, objects: &[PathBuf], options: &CompilerOptions) -> Result<()> {
+    let ar = std::env::var("AR").ok().filter(|a| !a.trim().is_empty()).unwrap_or_else(|| "ar".into());
+    let words = split_command(&ar).ok().filter(|w| !w.is_empty()).ok_or_else(|| Error::InvalidCompiler {
+        command: ar.clone(),
+        origin: "$AR".into(),
+        message: "it is not a command line".into(),
+    })?;
+    let mut cmd = std::process::Command::new(&words[0]);
+    cmd.args(&words[1..]).arg("rcs").arg(archive).args(objects);
+    compiler::run_tool(cmd, archive, options.timeout)
 }
 
 /// Writes `text` to `path` through a unique temporary file and a rename.

@@ -3,4 +3,4 @@
 pub mod kernel;
 pub mod module;
 
-pub use module::{render_function, render_jit, render_module, ConstantDecl, FunctionSource};
+pub use module::{render_function, render_jit, render_module, ConstantDecl, ItemSource, ModuleText};

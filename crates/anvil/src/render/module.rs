@@ -35,12 +35,35 @@ fn render(template: &str, ctx: minijinja::Value) -> String {
     templates().get_template(template).and_then(|t| t.render(ctx)).expect("anvil's own templates render")
 }
 
-/// One function's part of an AOT module.
-pub struct FunctionSource {
+/// One item's part of a C++ module (a function's, a solver's).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ItemSource {
     /// Declarations for the `.hpp`.
     pub header: String,
     /// Definitions for the `.cpp`.
     pub source: String,
+}
+
+/// A whole module's text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModuleText {
+    /// The module's name (its files are `<name>.hpp` and `<name>.cpp`).
+    pub name: String,
+    /// The `.hpp`.
+    pub header: String,
+    /// The `.cpp`.
+    pub source: String,
+}
+
+impl ModuleText {
+    /// The module as one translation unit (the header's text where the `.cpp` includes
+    /// it), followed by `extra`: what the JIT compiles.
+    pub fn single_unit(&self, extra: &str) -> String {
+        let include = format!("#include \"{}.hpp\"\n", self.name);
+        let header = self.header.replacen("#pragma once\n", "", 1);
+        let body = self.source.replacen(&include, &header, 1);
+        format!("{body}\n{extra}")
+    }
 }
 
 #[derive(Serialize)]
@@ -140,7 +163,7 @@ fn copies(program: &Program) -> Vec<Copy> {
 }
 
 /// The `.hpp` and `.cpp` parts of function `name`.
-pub fn render_function(name: &str, program: &Program, sparse: Option<&SparsityPattern>) -> FunctionSource {
+pub fn render_function(name: &str, program: &Program, sparse: Option<&SparsityPattern>) -> ItemSource {
     let mut args = Vec::new();
     let mut params = Vec::new();
     for (_, b) in program.inputs().chain(program.outputs()) {
@@ -181,7 +204,7 @@ pub fn render_function(name: &str, program: &Program, sparse: Option<&SparsityPa
         "function_source.j2",
         context! { name, body => body(program), copies => copies(program), calls => used, unused, signature },
     );
-    FunctionSource { header, source }
+    ItemSource { header, source }
 }
 
 /// A codegen integer constant as the header declares it.
@@ -195,13 +218,26 @@ pub struct ConstantDecl {
     pub expr: String,
 }
 
-/// The module's `.hpp` and `.cpp` text.
-pub fn render_module(module_name: &str, functions: &[FunctionSource], constants: &[ConstantDecl]) -> (String, String) {
-    let headers: Vec<&str> = functions.iter().map(|f| f.header.as_str()).collect();
-    let sources: Vec<&str> = functions.iter().map(|f| f.source.as_str()).collect();
-    let hpp = render("module_header.j2", context! { module_name, constants, functions => headers });
-    let cpp = render("module_source.j2", context! { module_name, prelude => PRELUDE, functions => sources });
-    (hpp, cpp)
+/// The module's `.hpp` and `.cpp` text: `items` in order, `constants` declared in the
+/// header, `header_includes` in the header and `source_includes` in the source.
+pub fn render_module(
+    module_name: &str,
+    items: &[ItemSource],
+    constants: &[ConstantDecl],
+    header_includes: &[String],
+    source_includes: &[String],
+) -> ModuleText {
+    let headers: Vec<&str> = items.iter().map(|f| f.header.as_str()).collect();
+    let sources: Vec<&str> = items.iter().map(|f| f.source.as_str()).collect();
+    let header = render(
+        "module_header.j2",
+        context! { module_name, constants, functions => headers, includes => header_includes },
+    );
+    let source = render(
+        "module_source.j2",
+        context! { module_name, prelude => PRELUDE, functions => sources, includes => source_includes },
+    );
+    ModuleText { name: module_name.into(), header, source }
 }
 
 /// The JIT translation unit of function `name`: the same kernels behind `extern "C"`

@@ -92,6 +92,13 @@ fn reverse_jacobian(y: &Tensor, x: &Tensor) -> Result<Tensor> {
     reverse_directions(y, x, &unit_batch(y.shape(), float_of(y.dtype())))
 }
 
+/// The derivative of `y` along `v` (a tensor of `x`'s shape): `J v`, one JVP.
+pub fn jvp(y: &Tensor, x: &Tensor, v: &Tensor) -> Result<Tensor> {
+    let seeds = HashMap::from([(x.node()?.id(), v.clone())]);
+    let ty = jvp_nodes(&[y.node()?.clone()], &seeds)?.remove(0);
+    Ok(ty.unwrap_or_else(|| zeros(y.shape(), y.dtype())))
+}
+
 /// The derivatives of `y` (flattened) along each direction in `directions` (shape
 /// `[c] + x.shape`): a `(c × numel y)` matrix, computed as one batched JVP.
 pub fn forward_directions(y: &Tensor, x: &Tensor, directions: &Tensor) -> Result<Tensor> {
@@ -170,6 +177,26 @@ pub fn sparse_hessian(y: &Tensor, x: &Tensor) -> Result<SparseDerivative> {
     let upper = full.upper_triangle();
     let (values, colors) = star_compressed(&g, x, &full, &upper)?;
     Ok(SparseDerivative { values, pattern: upper, colors })
+}
+
+/// The upper triangle of `JᵀJ`, `J` the Jacobian of `r` with respect to `x` (the
+/// Gauss-Newton Hessian of `½‖r‖²`): the sparse Hessian of `½‖J d‖²` in a direction `d`,
+/// which is `JᵀJ` whatever `d` is (so `d` is set to zero afterwards).
+pub fn sparse_gauss_newton(r: &Tensor, x: &Tensor) -> Result<SparseDerivative> {
+    let d = placeholder(x.shape(), x.dtype());
+    let jd = jvp(r, x, &d)?;
+    let half_square = (&jd * &jd).sum() * 0.5;
+    let h = sparse_hessian(&half_square, &d)?;
+    let zero = zeros(x.shape(), x.dtype());
+    let replacements = HashMap::from([(d.node()?.id(), zero.node()?.clone())]);
+    let values = crate::graph::substitute(&[h.values.node()?.clone()], &replacements)
+        .map_err(|_| crate::error::Error::Transform {
+            transform: "sparse_gauss_newton",
+            function: String::new(),
+            message: "the direction does not match the variable".into(),
+        })?
+        .remove(0);
+    Ok(SparseDerivative { values: Tensor::from_node(values), ..h })
 }
 
 /// The entries `wanted` (in CSC order) of the symmetric Jacobian of `y` with respect to `x`,

@@ -1,0 +1,186 @@
+//! The solver's C++: declarations, the SQP loop with its QP glue, and the JIT shim, from the
+//! templates in `templates/`.
+
+use super::derive::{Derived, Matrix, Storage};
+use super::settings::{SqpSettings, Status, MAX_MERIT_MEMORY};
+use crate::render::ItemSource;
+use minijinja::{context, Environment, Value};
+use serde::Serialize;
+use std::sync::OnceLock;
+
+fn templates() -> &'static Environment<'static> {
+    static ENV: OnceLock<Environment<'static>> = OnceLock::new();
+    ENV.get_or_init(|| {
+        let mut env = Environment::new();
+        env.set_trim_blocks(true);
+        env.set_lstrip_blocks(true);
+        env.set_keep_trailing_newline(true);
+        for (name, text) in [
+            ("sqp_header.j2", include_str!("templates/sqp_header.j2")),
+            ("sqp_source.j2", include_str!("templates/sqp_source.j2")),
+            ("sqp_support.j2", include_str!("templates/sqp_support.j2")),
+            ("convexify.j2", include_str!("templates/convexify.j2")),
+            ("qp_piqp.j2", include_str!("templates/qp_piqp.j2")),
+            ("sqp_jit.j2", include_str!("templates/sqp_jit.j2")),
+        ] {
+            env.add_template(name, text).expect("anvil's own templates parse");
+        }
+        env
+    })
+}
+
+fn render(template: &str, ctx: Value) -> String {
+    templates().get_template(template).and_then(|t| t.render(ctx)).expect("anvil's own templates render")
+}
+
+/// What the templates need to know about a solver.
+pub(crate) struct SolverLayout<'a> {
+    pub name: &'a str,
+    pub storage: Storage,
+    pub settings: &'a SqpSettings,
+    pub derived: &'a Derived,
+    pub nx: usize,
+    pub neq: usize,
+    pub nineq: usize,
+    pub np: usize,
+    pub x_lb: &'a [f64],
+    pub x_ub: &'a [f64],
+    /// Bounds of the QP's inequality rows (`derived.q_rows`).
+    pub q_lb: Vec<f64>,
+    pub q_ub: Vec<f64>,
+}
+
+/// A double as a C++ literal that reads back exactly (`kInf` for infinity).
+fn cpp_f64(v: f64) -> String {
+    if v == f64::INFINITY {
+        "kInf".into()
+    } else if v == f64::NEG_INFINITY {
+        "-kInf".into()
+    } else {
+        format!("{v:e}")
+    }
+}
+
+fn join<T: ToString>(items: impl IntoIterator<Item = T>) -> String {
+    items.into_iter().map(|v| v.to_string()).collect::<Vec<_>>().join(", ")
+}
+
+#[derive(Serialize)]
+struct MatrixContext {
+    id: &'static str,
+    what: &'static str,
+    sparse: bool,
+    rows: usize,
+    cols: usize,
+    nnz: usize,
+    outer: String,
+    inner: String,
+}
+
+fn matrix_context(id: &'static str, what: &'static str, m: &Matrix) -> MatrixContext {
+    match m {
+        Matrix::Dense { rows, cols } => MatrixContext {
+            id,
+            what,
+            sparse: false,
+            rows: *rows,
+            cols: *cols,
+            nnz: rows * cols,
+            outer: String::new(),
+            inner: String::new(),
+        },
+        Matrix::Sparse(p) => {
+            let ((rows, cols), (outer, inner)) = (p.shape(), p.csc());
+            MatrixContext { id, what, sparse: true, rows, cols, nnz: p.nnz(), outer: join(outer), inner: join(inner) }
+        }
+    }
+}
+
+/// The positions of the diagonal entries among a square pattern's stored values.
+fn diagonal_positions(m: &Matrix) -> String {
+    match m {
+        Matrix::Sparse(p) => {
+            let entries = p.csc_entries();
+            join(entries.iter().enumerate().filter(|(_, (i, j))| i == j).map(|(k, _)| k))
+        }
+        Matrix::Dense { .. } => String::new(),
+    }
+}
+
+#[derive(Serialize)]
+struct StatusContext {
+    name: &'static str,
+    code: i32,
+}
+
+fn settings_context(s: &SqpSettings) -> Value {
+    context! {
+        max_iter => s.max_iter,
+        tol_stat => cpp_f64(s.tol_stat),
+        tol_eq => cpp_f64(s.tol_eq),
+        tol_ineq => cpp_f64(s.tol_ineq),
+        tol_comp => cpp_f64(s.tol_comp),
+        hessian_regularization => cpp_f64(s.hessian_regularization),
+        line_search => if s.line_search { "true" } else { "false" },
+        armijo => cpp_f64(s.armijo),
+        backtrack => cpp_f64(s.backtrack),
+        max_line_search_steps => s.max_line_search_steps,
+        merit_memory => s.merit_memory,
+        qp_eps_abs => cpp_f64(s.qp_eps_abs),
+        qp_eps_rel => cpp_f64(s.qp_eps_rel),
+        qp_max_iter => s.qp_max_iter,
+        verbose => s.verbose,
+    }
+}
+
+fn layout_context(l: &SolverLayout) -> Value {
+    let d = l.derived;
+    let matrices = [
+        matrix_context("JacEq", "Jacobian of the equality constraints", &d.jac_eq),
+        matrix_context("JacQ", "Jacobian of the QP's inequality rows", &d.jac_q),
+        matrix_context("Hess", "Hessian (upper triangle, with its diagonal)", &d.hess),
+    ];
+    let statuses: Vec<StatusContext> =
+        Status::ALL.iter().map(|s| StatusContext { name: s.cpp_name(), code: *s as i32 }).collect();
+    let sparse = l.storage == Storage::Sparse;
+    context! {
+        name => l.name,
+        sparse,
+        qp_label => if sparse { "PIQP sparse" } else { "PIQP dense" },
+        nx => l.nx, neq => l.neq, nineq => l.nineq, np => l.np,
+        nq => d.q_rows.len(),
+        q_rows => join(&d.q_rows),
+        q_lb => join(l.q_lb.iter().map(|&v| cpp_f64(v))),
+        q_ub => join(l.q_ub.iter().map(|&v| cpp_f64(v))),
+        x_lb => join(l.x_lb.iter().map(|&v| cpp_f64(v))),
+        x_ub => join(l.x_ub.iter().map(|&v| cpp_f64(v))),
+        matrices,
+        hess_diag => diagonal_positions(&d.hess),
+        values_fn => d.values.name(),
+        linearize_fn => d.linearize.name(),
+        hessian_fn => d.hessian.name(),
+        s => settings_context(l.settings),
+        max_merit_memory => MAX_MERIT_MEMORY,
+        statuses,
+    }
+}
+
+/// The solver's part of a module.
+pub(crate) fn render_solver(layout: &SolverLayout) -> ItemSource {
+    let ctx = layout_context(layout);
+    ItemSource { header: render("sqp_header.j2", ctx.clone()), source: render("sqp_source.j2", ctx) }
+}
+
+/// The `extern "C"` entry points the JIT loads.
+pub(crate) fn render_jit_shim(name: &str) -> String {
+    render("sqp_jit.j2", context! { name })
+}
+
+/// Headers the solver's definitions include.
+pub(crate) fn source_includes(storage: Storage) -> Vec<String> {
+    let mut includes: Vec<String> = ["cmath", "cstdio", "limits", "piqp/piqp.hpp"].map(String::from).to_vec();
+    if storage == Storage::Sparse {
+        includes.push("piqp/sparse/ldlt.hpp".into());
+    }
+    includes
+}

@@ -1,0 +1,146 @@
+//! Where the headers a generated solver includes are (PIQP, Eigen), and PIQP's
+//! template-instantiation library, built once per compiler and flags into the JIT cache.
+//!
+//! PIQP is found in `$ANVIL_PIQP_DIR`, else in the directory a package bundled it in
+//! ([`set_bundled_dirs`]: the Python wheel carries it), else in this source tree's `.deps/`
+//! (where `scripts/setup.sh` puts it). Eigen is found in `$ANVIL_EIGEN_DIR`, else in the
+//! bundled directory (the `cmeel-eigen` package, for Python), else in the system's
+//! `/usr/include/eigen3` or `/usr/local/include/eigen3`.
+
+use crate::error::{Error, Result};
+use crate::jit::{self, CompilerOptions, StaticLibrary};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// The PIQP release anvil's solvers are written against.
+pub const PIQP_VERSION: &str = "0.7.0";
+
+/// The macro under which PIQP's headers declare its templates as instantiated elsewhere.
+pub(crate) const PIQP_INSTANTIATION_DEFINE: &str = "PIQP_WITH_TEMPLATE_INSTANTIATION";
+
+static BUNDLED: Mutex<(Option<PathBuf>, Option<PathBuf>)> = Mutex::new((None, None));
+
+/// Tells anvil where a package bundled PIQP's sources (the directory holding `include/` and
+/// `src/`) and Eigen's headers (the directory holding `Eigen/`): searched after the
+/// environment variables and before the system. The Python package calls this on import.
+pub fn set_bundled_dirs(piqp: Option<PathBuf>, eigen: Option<PathBuf>) {
+    *BUNDLED.lock().unwrap_or_else(|e| e.into_inner()) = (piqp, eigen);
+}
+
+/// The include directories a generated solver module needs, PIQP's then Eigen's: compile a
+/// module holding a solver with `-I` (or `-isystem`) for each.
+///
+/// ```no_run
+/// let dirs = anvil::opti::include_dirs()?;
+/// let flags: Vec<String> = dirs.iter().map(|d| format!("-isystem{}", d.display())).collect();
+/// println!("g++ -std=c++17 -O2 {} -c solver.cpp", flags.join(" "));
+/// # Ok::<(), anvil::Error>(())
+/// ```
+pub fn include_dirs() -> Result<Vec<PathBuf>> {
+    Ok(vec![piqp_dir()?.join("include"), eigen_dir()?])
+}
+
+/// The directory holding PIQP's `include/` and `src/`.
+pub(crate) fn piqp_dir() -> Result<PathBuf> {
+    let bundled = BUNDLED.lock().unwrap_or_else(|e| e.into_inner()).0.clone();
+    let in_tree = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../.deps/piqp-{PIQP_VERSION}"));
+    find(
+        "ANVIL_PIQP_DIR",
+        bundled.into_iter().chain([in_tree]),
+        |d| d.join("include/piqp/piqp.hpp").is_file(),
+        &format!("PIQP {PIQP_VERSION} (its include/piqp/piqp.hpp)"),
+        &format!(
+            "run `scripts/setup.sh` in anvil's source tree, or `python3 scripts/fetch_piqp.py DIR` \
+             and set ANVIL_PIQP_DIR=DIR/piqp-{PIQP_VERSION} (the Python package carries PIQP)"
+        ),
+    )
+}
+
+/// The directory holding Eigen's `Eigen/`.
+pub(crate) fn eigen_dir() -> Result<PathBuf> {
+    let bundled = BUNDLED.lock().unwrap_or_else(|e| e.into_inner()).1.clone();
+    let system =
+        ["/usr/include/eigen3", "/usr/local/include/eigen3", "/opt/homebrew/include/eigen3"].map(PathBuf::from);
+    find(
+        "ANVIL_EIGEN_DIR",
+        bundled.into_iter().chain(system),
+        |d| d.join("Eigen/Core").is_file(),
+        "Eigen 3.4 (its Eigen/Core)",
+        "install it (`apt install libeigen3-dev`, `brew install eigen` or `pip install cmeel-eigen`) \
+         or set ANVIL_EIGEN_DIR to the directory holding Eigen/",
+    )
+}
+
+/// The first directory that `is_valid`: `$variable` if set (then it must be valid), else
+/// the first of `candidates`.
+fn find(
+    variable: &str,
+    candidates: impl IntoIterator<Item = PathBuf>,
+    is_valid: impl Fn(&Path) -> bool,
+    what: &str,
+    fix: &str,
+) -> Result<PathBuf> {
+    if let Some(dir) = std::env::var_os(variable).filter(|v| !v.is_empty()).map(PathBuf::from) {
+        if is_valid(&dir) {
+            return Ok(dir);
+        }
+        return Err(Error::MissingDependency {
+            what: what.into(),
+            looked: format!("${variable} = {}", dir.display()),
+            fix: format!("point ${variable} at the right directory, or unset it; {fix}"),
+        });
+    }
+    let mut looked = vec![format!("${variable} (unset)")];
+    for dir in candidates {
+        if is_valid(&dir) {
+            return Ok(dir);
+        }
+        looked.push(dir.display().to_string());
+    }
+    Err(Error::MissingDependency { what: what.into(), looked: looked.join(", "), fix: fix.into() })
+}
+
+/// What the compiled solver depends on besides its own source: PIQP's and Eigen's versions
+/// and places (part of the JIT cache key).
+pub(crate) fn fingerprint() -> Result<String> {
+    let piqp = piqp_dir()?;
+    let eigen = eigen_dir()?;
+    let stamp = std::fs::read_to_string(piqp.join(".complete")).unwrap_or_default();
+    let macros = std::fs::read_to_string(eigen.join("Eigen/src/Core/util/Macros.h")).unwrap_or_default();
+    let eigen_version: Vec<&str> =
+        macros.lines().filter(|l| l.contains("#define EIGEN_") && l.contains("_VERSION")).collect();
+    Ok(format!(
+        "piqp {PIQP_VERSION} {} {} eigen {} {}",
+        piqp.display(),
+        stamp.trim(),
+        eigen.display(),
+        eigen_version.join(";")
+    ))
+}
+
+/// PIQP's template-instantiation library for these compiler options (built on first use,
+/// then cached): linking it spares every solver compiling PIQP's templates again.
+pub(crate) fn piqp_library(options: &CompilerOptions) -> Result<PathBuf> {
+    let src = piqp_dir()?.join("src");
+    // The multistage KKT solvers need BLASFEO, which anvil does not use.
+    let sources = [
+        "solver.cpp",
+        "kkt_system.cpp",
+        "typedefs.cpp",
+        "dense/data.cpp",
+        "dense/kkt.cpp",
+        "dense/preconditioner.cpp",
+        "sparse/data.cpp",
+        "sparse/kkt.cpp",
+        "sparse/ldlt.cpp",
+        "sparse/preconditioner.cpp",
+    ];
+    let library = StaticLibrary {
+        name: format!("piqp-{PIQP_VERSION}"),
+        sources: sources.iter().map(|s| src.join(s)).collect(),
+        include_dirs: include_dirs()?,
+        defines: vec![PIQP_INSTANTIATION_DEFINE.into()],
+        fingerprint: fingerprint()?,
+    };
+    jit::build_static_library(&library, options)
+}

@@ -1,0 +1,295 @@
+//! Solver settings, statuses and per-solve information.
+
+use crate::error::{Error, Result};
+
+/// How the SQP method models the curvature of the problem.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum HessianApproximation {
+    /// The exact Hessian of the Lagrangian, convexified where it is not positive definite
+    /// (eigenvalues clipped with the dense backend, a diagonal shift with the sparse one).
+    #[default]
+    Exact,
+    /// `JᵀJ` of the residual `r` of a least-squares cost `½‖r‖²` (the cost function returns
+    /// the vector `r`): positive semi-definite by construction, no second derivatives.
+    GaussNewton,
+}
+
+impl HessianApproximation {
+    /// The name the Python API uses (`EXACT`, `GAUSS_NEWTON`).
+    pub fn python_name(self) -> &'static str {
+        match self {
+            HessianApproximation::Exact => "EXACT",
+            HessianApproximation::GaussNewton => "GAUSS_NEWTON",
+        }
+    }
+}
+
+/// Settings of an SQP solver. All but [`hessian_approximation`](Self::hessian_approximation)
+/// can change from one solve to the next; the values a solver is built with are also the
+/// defaults of its generated C++ `Settings` struct.
+///
+/// The residuals compared with the tolerances are unscaled ∞-norms: stationarity
+/// `‖∇f + J_eqᵀλ_eq + J_ineqᵀλ_ineq + λ_box‖∞`, equality violation `‖g_eq − eq_rhs‖∞`,
+/// inequality violation (of the constraint and variable bounds), and complementarity
+/// (each multiplier times the distance to the bound its sign says is active).
+///
+/// ```
+/// use anvil::opti::SqpSettings;
+/// let settings = SqpSettings { max_iter: 50, verbose: 1, ..SqpSettings::default() };
+/// assert_eq!(settings.tol_stat, 1e-8);
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct SqpSettings {
+    /// Most SQP iterations (QP solves).
+    pub max_iter: usize,
+    /// Tolerance on the stationarity residual.
+    pub tol_stat: f64,
+    /// Tolerance on the equality violation.
+    pub tol_eq: f64,
+    /// Tolerance on the inequality and bound violation.
+    pub tol_ineq: f64,
+    /// Tolerance on complementarity.
+    pub tol_comp: f64,
+    /// Curvature model; fixed when the solver is built.
+    pub hessian_approximation: HessianApproximation,
+    /// The smallest eigenvalue the convexified Hessian may have (a margin that keeps each QP
+    /// strictly convex).
+    pub hessian_regularization: f64,
+    /// Backtracking line search on the ℓ1 merit function (`false`: full steps).
+    pub line_search: bool,
+    /// Sufficient-decrease (Armijo) constant of the line search, in (0, 1).
+    pub armijo: f64,
+    /// Step reduction per backtracking step, in (0, 1).
+    pub backtrack: f64,
+    /// Most backtracking steps per iteration.
+    pub max_line_search_steps: usize,
+    /// Merit values remembered by the non-monotone line search (1: monotone). A step is
+    /// accepted against the largest of them, which lets full steps through near the solution.
+    pub merit_memory: usize,
+    /// The QP solver's absolute tolerance.
+    pub qp_eps_abs: f64,
+    /// The QP solver's relative tolerance.
+    pub qp_eps_rel: f64,
+    /// The QP solver's iteration limit.
+    pub qp_max_iter: usize,
+    /// 0: silent; 1: one line per iteration on stdout.
+    pub verbose: u32,
+}
+
+impl Default for SqpSettings {
+    fn default() -> Self {
+        SqpSettings {
+            max_iter: 100,
+            tol_stat: 1e-8,
+            tol_eq: 1e-8,
+            tol_ineq: 1e-8,
+            tol_comp: 1e-8,
+            hessian_approximation: HessianApproximation::Exact,
+            hessian_regularization: 1e-8,
+            line_search: true,
+            armijo: 1e-4,
+            backtrack: 0.5,
+            max_line_search_steps: 30,
+            merit_memory: 4,
+            qp_eps_abs: 1e-10,
+            qp_eps_rel: 1e-10,
+            qp_max_iter: 250,
+            verbose: 0,
+        }
+    }
+}
+
+/// The most iterations of any kind a setting may ask for (the generated code counts in `int`).
+const MAX_COUNT: usize = i32::MAX as usize;
+
+impl SqpSettings {
+    /// Checks every value; the error names the setting and what it must be.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |setting: &str, must: &str, value: String| {
+            Err(Error::Problem {
+                what: "settings",
+                name: setting.into(),
+                message: format!("must be {must}, got {value}"),
+            })
+        };
+        for (name, value) in [
+            ("tol_stat", self.tol_stat),
+            ("tol_eq", self.tol_eq),
+            ("tol_ineq", self.tol_ineq),
+            ("tol_comp", self.tol_comp),
+            ("qp_eps_abs", self.qp_eps_abs),
+        ] {
+            if !(value.is_finite() && value > 0.0) {
+                return bad(name, "a positive finite number", value.to_string());
+            }
+        }
+        for (name, value) in [("hessian_regularization", self.hessian_regularization), ("qp_eps_rel", self.qp_eps_rel)]
+        {
+            if !(value.is_finite() && value >= 0.0) {
+                return bad(name, "a finite number ≥ 0", value.to_string());
+            }
+        }
+        for (name, value) in [("armijo", self.armijo), ("backtrack", self.backtrack)] {
+            if !(value > 0.0 && value < 1.0) {
+                return bad(name, "in (0, 1)", value.to_string());
+            }
+        }
+        for (name, value, least) in [
+            ("max_iter", self.max_iter, 0),
+            ("max_line_search_steps", self.max_line_search_steps, 1),
+            ("merit_memory", self.merit_memory, 1),
+            ("qp_max_iter", self.qp_max_iter, 1),
+        ] {
+            if value < least || value > MAX_COUNT {
+                return bad(name, &format!("an integer in [{least}, {MAX_COUNT}]"), value.to_string());
+            }
+        }
+        if self.merit_memory > MAX_MERIT_MEMORY {
+            return bad("merit_memory", &format!("at most {MAX_MERIT_MEMORY}"), self.merit_memory.to_string());
+        }
+        Ok(())
+    }
+
+    /// The runtime settings as the generated code's flat array of doubles (the JIT passes
+    /// settings to native code as plain scalars, in this order).
+    pub(crate) fn to_scalars(&self) -> [f64; SETTINGS_LEN] {
+        [
+            self.max_iter as f64,
+            self.tol_stat,
+            self.tol_eq,
+            self.tol_ineq,
+            self.tol_comp,
+            self.hessian_regularization,
+            f64::from(u8::from(self.line_search)),
+            self.armijo,
+            self.backtrack,
+            self.max_line_search_steps as f64,
+            self.merit_memory as f64,
+            self.qp_eps_abs,
+            self.qp_eps_rel,
+            self.qp_max_iter as f64,
+            f64::from(self.verbose),
+        ]
+    }
+}
+
+/// The generated code keeps this many merit values (the array is sized at compile time).
+pub(crate) const MAX_MERIT_MEMORY: usize = 16;
+
+/// Number of runtime settings passed to native code.
+pub(crate) const SETTINGS_LEN: usize = 15;
+
+/// How a solve ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(i32)]
+pub enum Status {
+    /// Every residual is within its tolerance.
+    Solved = 0,
+    /// `max_iter` iterations without convergence.
+    MaxIter = 1,
+    /// The QP solver failed (iteration limit, numerical trouble).
+    QpFailed = 2,
+    /// No step length gave enough decrease of the merit function.
+    LineSearchFailed = 3,
+    /// A callback returned NaN or infinity at an accepted iterate.
+    NanDetected = 4,
+    /// The linearised constraints have no solution (the QP is infeasible).
+    Infeasible = 5,
+    /// An input (initial guess, parameter, multiplier, setting) is not finite or not valid.
+    InvalidInput = 6,
+}
+
+impl Status {
+    /// Every status, in code order.
+    pub const ALL: [Status; 7] = [
+        Status::Solved,
+        Status::MaxIter,
+        Status::QpFailed,
+        Status::LineSearchFailed,
+        Status::NanDetected,
+        Status::Infeasible,
+        Status::InvalidInput,
+    ];
+
+    /// The status with code `code` (as the generated code returns it).
+    pub fn from_code(code: i32) -> Option<Status> {
+        Status::ALL.into_iter().find(|s| *s as i32 == code)
+    }
+
+    /// The name the Python API uses (`SOLVED`, `MAX_ITER`, ...).
+    pub fn python_name(self) -> &'static str {
+        match self {
+            Status::Solved => "SOLVED",
+            Status::MaxIter => "MAX_ITER",
+            Status::QpFailed => "QP_FAILED",
+            Status::LineSearchFailed => "LINESEARCH_FAILED",
+            Status::NanDetected => "NAN_DETECTED",
+            Status::Infeasible => "INFEASIBLE",
+            Status::InvalidInput => "INVALID_INPUT",
+        }
+    }
+
+    /// The enumerator's name in the generated C++ (`Solved`, `MaxIter`, ...).
+    pub(crate) fn cpp_name(self) -> &'static str {
+        match self {
+            Status::Solved => "Solved",
+            Status::MaxIter => "MaxIter",
+            Status::QpFailed => "QpFailed",
+            Status::LineSearchFailed => "LineSearchFailed",
+            Status::NanDetected => "NanDetected",
+            Status::Infeasible => "Infeasible",
+            Status::InvalidInput => "InvalidInput",
+        }
+    }
+}
+
+/// What a solve reports besides the solution.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Info {
+    /// How it ended.
+    pub status: Status,
+    /// SQP iterations (QPs solved).
+    pub iterations: usize,
+    /// QP solver iterations, summed over the SQP iterations.
+    pub qp_iterations: usize,
+    /// The cost at the returned point.
+    pub objective: f64,
+    /// Stationarity residual at the returned point.
+    pub stat_res: f64,
+    /// Equality violation.
+    pub eq_res: f64,
+    /// Inequality and bound violation.
+    pub ineq_res: f64,
+    /// Complementarity residual.
+    pub comp_res: f64,
+    /// Wall-clock time of the native solve, in seconds.
+    pub solve_time: f64,
+}
+
+/// Number of doubles the generated code reports per solve (status and counts as doubles).
+pub(crate) const INFO_LEN: usize = 8;
+
+impl Info {
+    /// The report of a solve that has not run.
+    pub(crate) fn unsolved() -> Info {
+        Info::from_scalars(
+            &[Status::InvalidInput as i32 as f64, 0.0, 0.0, f64::NAN, f64::NAN, f64::NAN, f64::NAN, f64::NAN],
+            0.0,
+        )
+    }
+
+    /// From the generated code's flat report.
+    pub(crate) fn from_scalars(values: &[f64; INFO_LEN], solve_time: f64) -> Info {
+        Info {
+            status: Status::from_code(values[0] as i32).unwrap_or(Status::InvalidInput),
+            iterations: values[1] as usize,
+            qp_iterations: values[2] as usize,
+            objective: values[3],
+            stat_res: values[4],
+            eq_res: values[5],
+            ineq_res: values[6],
+            comp_res: values[7],
+            solve_time,
+        }
+    }
+}

@@ -1,0 +1,505 @@
+//! `SqpFunction`: a generated SQP solver, callable through the JIT and emittable as C++.
+
+use super::codegen::{self, SolverLayout};
+use super::deps;
+use super::derive::{Derived, Storage};
+use super::problem::Problem;
+use super::settings::{Info, SqpSettings, INFO_LEN, SETTINGS_LEN};
+use crate::error::{Error, Result};
+use crate::function::{check_identifier, module_text, Arg, Includes, ModuleItem, NumericalFunction, MAX_NAME_LEN};
+use crate::jit::{self, CompilerOptions, Library, Unit};
+use crate::render::ItemSource;
+use std::ffi::c_void;
+use std::sync::{Arc, Mutex};
+
+/// The QP solver a generated SQP solver calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum QpBackend {
+    /// PIQP's dense backend: dense derivatives, for small problems with dense structure.
+    PiqpDense,
+    /// PIQP's sparse backend: sparse derivatives on fixed patterns (coloured, as
+    /// [`crate::ad::spjacobian`]), for larger problems.
+    PiqpSparse,
+}
+
+/// An SQP solver for a [`Problem`], generated as allocation-free C++: the loop (function and
+/// derivative evaluation, convexification, QP solve, line search, multiplier update) runs in
+/// native code. [`solve`](Self::solve) runs it through the JIT; [`crate::generate_module`]
+/// writes it (with the functions it calls) into a C++ module.
+///
+/// ```no_run
+/// use anvil::{Arg, NumericalFunction, opti::{Problem, SqpFunction, SqpSettings, Status, WarmStart}};
+/// # fn main() -> anvil::Result<()> {
+/// let args = || [Arg::new(2), Arg::new(0)];
+/// let f = NumericalFunction::new("rosen", |[x, _p]| {
+///     let (a, b) = (x.get(0), x.get(1));
+///     (1.0 - &a).square() + (&b - a.square()).square() * 100.0
+/// }, args())?;
+/// let problem = Problem::new(&f)?.bounds(-2.0, 0.5)?;
+/// let solver = SqpFunction::dense("rosen_sqp", &problem, SqpSettings::default())?;
+/// let solution = solver.solve(&[-1.0, 1.0], &[], &WarmStart::default())?;
+/// assert_eq!(solution.info.status, Status::Solved);
+/// # Ok(()) }
+/// ```
+pub struct SqpFunction {
+    name: String,
+    backend: QpBackend,
+    settings: SqpSettings,
+    derived: Derived,
+    dims: Dims,
+    x_lb: Vec<f64>,
+    x_ub: Vec<f64>,
+    q_lb: Vec<f64>,
+    q_ub: Vec<f64>,
+    compiler: CompilerOptions,
+    jit: Mutex<Option<Arc<JitSolver>>>,
+}
+
+/// Problem sizes.
+#[derive(Clone, Debug)]
+struct Dims {
+    nx: usize,
+    neq: usize,
+    nineq: usize,
+    param: Arg,
+}
+
+/// Initial multipliers (`None`: zeros).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WarmStart<'a> {
+    /// One per equality constraint.
+    pub lam_eq: Option<&'a [f64]>,
+    /// One per inequality constraint.
+    pub lam_ineq: Option<&'a [f64]>,
+    /// One per variable.
+    pub lam_box: Option<&'a [f64]>,
+}
+
+/// A solve's result: the last iterate, its multipliers, and what happened.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Solution {
+    /// The variables.
+    pub x: Vec<f64>,
+    /// Multipliers of the equality constraints.
+    pub lam_eq: Vec<f64>,
+    /// Multipliers of the inequality constraints (positive: upper bound active).
+    pub lam_ineq: Vec<f64>,
+    /// Multipliers of the variable bounds (positive: upper bound active).
+    pub lam_box: Vec<f64>,
+    /// Status, iteration counts, residuals, time.
+    pub info: Info,
+}
+
+/// Where [`SqpFunction::solve_into`] writes (each of exactly the problem's size).
+#[derive(Debug)]
+pub struct SolutionMut<'a> {
+    /// The variables.
+    pub x: &'a mut [f64],
+    /// Multipliers of the equality constraints.
+    pub lam_eq: &'a mut [f64],
+    /// Multipliers of the inequality constraints.
+    pub lam_ineq: &'a mut [f64],
+    /// Multipliers of the variable bounds.
+    pub lam_box: &'a mut [f64],
+}
+
+/// Room the derived functions' names need after the solver's (`_linearize`).
+const SUFFIX_ROOM: usize = 10;
+
+impl SqpFunction {
+    /// A solver with PIQP's dense backend.
+    pub fn dense(name: &str, problem: &Problem, settings: SqpSettings) -> Result<Self> {
+        SqpFunction::new(name, problem, settings, QpBackend::PiqpDense)
+    }
+
+    /// A solver with PIQP's sparse backend.
+    pub fn sparse(name: &str, problem: &Problem, settings: SqpSettings) -> Result<Self> {
+        SqpFunction::new(name, problem, settings, QpBackend::PiqpSparse)
+    }
+
+    /// A solver for `problem` named `name` (its C++ namespace; the functions it derives are
+    /// named `<name>_values`, `<name>_linearize` and `<name>_hessian`).
+    pub fn new(name: &str, problem: &Problem, settings: SqpSettings, backend: QpBackend) -> Result<Self> {
+        check_identifier(name, "solver")?;
+        if name.len() + SUFFIX_ROOM > MAX_NAME_LEN {
+            return Err(Error::InvalidName {
+                name: name.into(),
+                reason: format!(
+                    "a solver's name may have at most {} characters (its functions add suffixes)",
+                    MAX_NAME_LEN - SUFFIX_ROOM
+                ),
+            });
+        }
+        settings.validate()?;
+        let storage = match backend {
+            QpBackend::PiqpDense => Storage::Dense,
+            QpBackend::PiqpSparse => Storage::Sparse,
+        };
+        let derived = Derived::new(name, problem, settings.hessian_approximation, storage)?;
+        let (q_lb, q_ub) =
+            derived.q_rows.iter().map(|&i| (problem.ineq_lb[i], problem.ineq_ub[i])).unzip::<_, _, Vec<_>, Vec<_>>();
+        Ok(SqpFunction {
+            name: name.into(),
+            backend,
+            settings,
+            dims: Dims { nx: problem.nx(), neq: problem.neq(), nineq: problem.nineq(), param: problem.param().clone() },
+            x_lb: problem.x_lb.clone(),
+            x_ub: problem.x_ub.clone(),
+            q_lb,
+            q_ub,
+            derived,
+            compiler: CompilerOptions::default(),
+            jit: Mutex::new(None),
+        })
+    }
+
+    /// The solver's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The QP backend.
+    pub fn backend(&self) -> QpBackend {
+        self.backend
+    }
+
+    /// The settings solves use (and the generated `Settings` struct's defaults).
+    pub fn settings(&self) -> &SqpSettings {
+        &self.settings
+    }
+
+    /// Changes the settings of later solves. The Hessian approximation is part of the
+    /// generated code: changing it is an error (build another solver).
+    pub fn set_settings(&mut self, settings: SqpSettings) -> Result<()> {
+        settings.validate()?;
+        if settings.hessian_approximation != self.settings.hessian_approximation {
+            return Err(Error::Problem {
+                what: "solver",
+                name: self.name.clone(),
+                message: format!(
+                    "the Hessian approximation is fixed when a solver is built ({:?}); build a new solver for {:?}",
+                    self.settings.hessian_approximation, settings.hessian_approximation
+                ),
+            });
+        }
+        self.settings = settings;
+        Ok(())
+    }
+
+    /// The same solver with other JIT compiler options (before the first solve).
+    pub fn with_compiler(mut self, options: CompilerOptions) -> Self {
+        self.compiler = options;
+        self.jit = Mutex::new(None);
+        self
+    }
+
+    /// Number of variables.
+    pub fn nx(&self) -> usize {
+        self.dims.nx
+    }
+
+    /// Number of equality constraints.
+    pub fn neq(&self) -> usize {
+        self.dims.neq
+    }
+
+    /// Number of inequality constraints.
+    pub fn nineq(&self) -> usize {
+        self.dims.nineq
+    }
+
+    /// The parameter's shape and dtype.
+    pub fn param(&self) -> &Arg {
+        &self.dims.param
+    }
+
+    /// The functions the solver calls: values at a trial point, the linearisation, the Hessian.
+    pub fn functions(&self) -> [&NumericalFunction; 3] {
+        [&self.derived.values, &self.derived.linearize, &self.derived.hessian]
+    }
+
+    fn layout(&self) -> SolverLayout<'_> {
+        SolverLayout {
+            name: &self.name,
+            storage: self.storage(),
+            settings: &self.settings,
+            derived: &self.derived,
+            nx: self.dims.nx,
+            neq: self.dims.neq,
+            nineq: self.dims.nineq,
+            np: self.dims.param.numel(),
+            x_lb: &self.x_lb,
+            x_ub: &self.x_ub,
+            q_lb: self.q_lb.clone(),
+            q_ub: self.q_ub.clone(),
+        }
+    }
+
+    fn storage(&self) -> Storage {
+        match self.backend {
+            QpBackend::PiqpDense => Storage::Dense,
+            QpBackend::PiqpSparse => Storage::Sparse,
+        }
+    }
+
+    /// The translation unit the JIT compiles: the solver's module and its entry points.
+    pub fn jit_source(&self) -> Result<String> {
+        let text = module_text(&self.name, &[self as &dyn ModuleItem], &[])?;
+        Ok(text.single_unit(&codegen::render_jit_shim(&self.name)))
+    }
+
+    /// Compiles (or finds in the cache) and loads the native solver; `solve` does this on
+    /// first use. The first solver on a machine also builds PIQP's template library (once
+    /// per compiler and flags).
+    pub fn compile(&self) -> Result<Arc<JitSolver>> {
+        let mut slot = self.jit.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(jit) = slot.as_ref() {
+            return Ok(jit.clone());
+        }
+        let piqp = deps::piqp_library(&self.compiler)?;
+        let unit = Unit {
+            name: self.name.clone(),
+            source: self.jit_source()?,
+            include_dirs: deps::include_dirs()?,
+            defines: vec![deps::PIQP_INSTANTIATION_DEFINE.into()],
+            link: vec![piqp],
+            fingerprint: deps::fingerprint()?,
+        };
+        let path = jit::compile_unit(&unit, &self.compiler)?;
+        let jit = Arc::new(JitSolver::load(&path, &self.name, self.dims.clone())?);
+        *slot = Some(jit.clone());
+        Ok(jit)
+    }
+
+    /// Solves from `x0` with parameter `p` (`&[]` when the problem has none; any shape, in
+    /// row-major order) and the multipliers of `warm`.
+    pub fn solve(&self, x0: &[f64], p: &[f64], warm: &WarmStart) -> Result<Solution> {
+        let d = &self.dims;
+        let mut solution = Solution {
+            x: vec![0.0; d.nx],
+            lam_eq: vec![0.0; d.neq],
+            lam_ineq: vec![0.0; d.nineq],
+            lam_box: vec![0.0; d.nx],
+            info: Info::unsolved(),
+        };
+        let out = SolutionMut {
+            x: &mut solution.x,
+            lam_eq: &mut solution.lam_eq,
+            lam_ineq: &mut solution.lam_ineq,
+            lam_box: &mut solution.lam_box,
+        };
+        solution.info = self.solve_into(x0, p, warm, out, &self.settings)?;
+        Ok(solution)
+    }
+
+    /// [`solve`](Self::solve) into caller-provided storage, with `settings`: no allocation
+    /// once the solver is compiled and a workspace is free (each concurrent solve needs one).
+    pub fn solve_into(
+        &self,
+        x0: &[f64],
+        p: &[f64],
+        warm: &WarmStart,
+        out: SolutionMut,
+        settings: &SqpSettings,
+    ) -> Result<Info> {
+        let d = &self.dims;
+        let np = d.param.numel();
+        self.check_len("x0", x0.len(), d.nx)?;
+        self.check_len("p", p.len(), np)?;
+        for (what, value, n) in
+            [("lam_eq0", warm.lam_eq, d.neq), ("lam_ineq0", warm.lam_ineq, d.nineq), ("lam_box0", warm.lam_box, d.nx)]
+        {
+            if let Some(v) = value {
+                self.check_len(what, v.len(), n)?;
+            }
+        }
+        for (what, len, n) in [
+            ("x", out.x.len(), d.nx),
+            ("lam_eq", out.lam_eq.len(), d.neq),
+            ("lam_ineq", out.lam_ineq.len(), d.nineq),
+            ("lam_box", out.lam_box.len(), d.nx),
+        ] {
+            self.check_len(what, len, n)?;
+        }
+        if settings.hessian_approximation != self.settings.hessian_approximation {
+            return Err(Error::Problem {
+                what: "solve",
+                name: self.name.clone(),
+                message: "the settings ask for another Hessian approximation than the solver was built with".into(),
+            });
+        }
+        settings.validate()?;
+        let jit = self.compile()?;
+        jit.solve(x0, p, warm, out, settings)
+    }
+
+    fn check_len(&self, what: &str, got: usize, expected: usize) -> Result<()> {
+        if got == expected {
+            return Ok(());
+        }
+        Err(Error::Problem {
+            what: "solve",
+            name: self.name.clone(),
+            message: format!("`{what}` has {got} entries, expected {expected}"),
+        })
+    }
+}
+
+impl ModuleItem for SqpFunction {
+    fn item_name(&self) -> &str {
+        &self.name
+    }
+
+    fn dependencies(&self) -> Vec<&dyn ModuleItem> {
+        self.functions().into_iter().map(|f| f as &dyn ModuleItem).collect()
+    }
+
+    fn includes(&self) -> Includes {
+        Includes { header: Vec::new(), source: codegen::source_includes(self.storage()) }
+    }
+
+    fn source(&self) -> Result<ItemSource> {
+        Ok(codegen::render_solver(&self.layout()))
+    }
+}
+
+impl std::fmt::Debug for SqpFunction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqpFunction")
+            .field("name", &self.name)
+            .field("backend", &self.backend)
+            .field("nx", &self.dims.nx)
+            .field("neq", &self.dims.neq)
+            .field("nineq", &self.dims.nineq)
+            .finish_non_exhaustive()
+    }
+}
+
+type InitWs = unsafe extern "C" fn() -> *mut c_void;
+type FreeWs = unsafe extern "C" fn(*mut c_void);
+type Call =
+    unsafe extern "C" fn(*mut c_void, *const f64, *const f64, *const f64, *const f64, *const f64, *const f64, *mut f64);
+type Get = unsafe extern "C" fn(*mut c_void, *mut f64);
+
+/// A workspace of the native solver.
+struct SolverWorkspace(*mut c_void);
+
+// Plain memory owned by whoever holds it, used by one solve at a time.
+unsafe impl Send for SolverWorkspace {}
+
+/// A loaded native solver: its entry points and a pool of workspaces.
+pub struct JitSolver {
+    init_ws: InitWs,
+    free_ws: FreeWs,
+    call: Call,
+    get_x: Get,
+    get_lam_eq: Get,
+    get_lam_ineq: Get,
+    get_lam_box: Get,
+    dims: Dims,
+    pool: Mutex<Vec<SolverWorkspace>>,
+    // Dropped last: the entry points live in it.
+    library: Library,
+}
+
+impl JitSolver {
+    fn load(path: &std::path::Path, name: &str, dims: Dims) -> Result<JitSolver> {
+        let library = Library::load(path)?;
+        let symbol = |what: &str| format!("jit_{name}_{what}");
+        // SAFETY: the generated shim defines these symbols with exactly these signatures;
+        // they are used only while `library` is alive (it is dropped last).
+        unsafe {
+            Ok(JitSolver {
+                init_ws: library.symbol(&symbol("init_ws"))?,
+                free_ws: library.symbol(&symbol("deinit_ws"))?,
+                call: library.symbol(&symbol("call"))?,
+                get_x: library.symbol(&symbol("get_x"))?,
+                get_lam_eq: library.symbol(&symbol("get_lam_eq"))?,
+                get_lam_ineq: library.symbol(&symbol("get_lam_ineq"))?,
+                get_lam_box: library.symbol(&symbol("get_lam_box"))?,
+                dims,
+                pool: Mutex::new(Vec::new()),
+                library,
+            })
+        }
+    }
+
+    /// The library's path.
+    pub fn path(&self) -> &std::path::Path {
+        self.library.path()
+    }
+
+    fn take_workspace(&self) -> Result<SolverWorkspace> {
+        if let Some(ws) = self.pool.lock().unwrap_or_else(|e| e.into_inner()).pop() {
+            return Ok(ws);
+        }
+        // SAFETY: init_ws takes no arguments and returns a fresh workspace or null.
+        let ptr = unsafe { (self.init_ws)() };
+        if ptr.is_null() {
+            return Err(Error::OutOfMemory {
+                what: format!("a workspace of the solver in `{}`", self.path().display()),
+                bytes: None,
+                available: crate::array::memory_limit(),
+            });
+        }
+        Ok(SolverWorkspace(ptr))
+    }
+
+    /// Runs a solve; lengths were checked by the caller.
+    fn solve(&self, x0: &[f64], p: &[f64], warm: &WarmStart, out: SolutionMut, settings: &SqpSettings) -> Result<Info> {
+        let ws = self.take_workspace()?;
+        let scalars: [f64; SETTINGS_LEN] = settings.to_scalars();
+        let mut info = [0.0; INFO_LEN];
+        let ptr = |v: Option<&[f64]>| v.map_or(std::ptr::null(), |s| s.as_ptr());
+        let p_ptr = if p.is_empty() { std::ptr::null() } else { p.as_ptr() };
+        let start = std::time::Instant::now();
+        // SAFETY: every pointer is null (allowed where a size is zero or a warm start is
+        // absent) or points to a slice of the size the solver was generated for (checked by
+        // `SqpFunction::solve_into`); the workspace is this call's alone.
+        unsafe {
+            (self.call)(
+                ws.0,
+                x0.as_ptr(),
+                p_ptr,
+                ptr(warm.lam_eq),
+                ptr(warm.lam_ineq),
+                ptr(warm.lam_box),
+                scalars.as_ptr(),
+                info.as_mut_ptr(),
+            );
+        }
+        let elapsed = start.elapsed().as_secs_f64();
+        // SAFETY: each output slice has the length of what the getter writes.
+        unsafe {
+            (self.get_x)(ws.0, out.x.as_mut_ptr());
+            (self.get_lam_eq)(ws.0, out.lam_eq.as_mut_ptr());
+            (self.get_lam_ineq)(ws.0, out.lam_ineq.as_mut_ptr());
+            (self.get_lam_box)(ws.0, out.lam_box.as_mut_ptr());
+        }
+        debug_assert_eq!(out.x.len(), self.dims.nx);
+        self.pool.lock().unwrap_or_else(|e| e.into_inner()).push(ws);
+        Ok(Info::from_scalars(&info, elapsed))
+    }
+}
+
+impl std::fmt::Debug for JitSolver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JitSolver").field("path", &self.path()).finish_non_exhaustive()
+    }
+}
+
+impl Drop for JitSolver {
+    fn drop(&mut self) {
+        let pool = std::mem::take(self.pool.get_mut().unwrap_or_else(|e| e.into_inner()));
+        for ws in pool {
+            // SAFETY: each workspace came from this library's init_ws and is not in use.
+            unsafe { (self.free_ws)(ws.0) };
+        }
+    }
+}
+
+/// Solvers are called from several threads at once.
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<SqpFunction>()
+};
