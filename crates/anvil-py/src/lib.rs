@@ -7,6 +7,7 @@ mod convert;
 mod dtype;
 mod errors;
 mod function;
+mod opti;
 mod tensor;
 
 use crate::errors::IntoPyResult;
@@ -92,18 +93,52 @@ fn check_name(name: &str) -> PyResult<()> {
     anvil::function::check_identifier(name, "function").py()
 }
 
-/// Writes `<module_name>.hpp` and `.cpp` into `directory`; returns their paths.
+/// Writes `<module_name>.hpp` and `.cpp` into `directory`; returns their paths. `items`
+/// are native functions and solvers.
 #[pyfunction]
 fn generate_module(
     module_name: &str,
-    fns: Vec<PyRef<'_, PyFunction>>,
+    items: Vec<Bound<'_, PyAny>>,
     constants: Vec<constant::PyConstant>,
     directory: std::path::PathBuf,
 ) -> PyResult<(String, String)> {
-    let functions: Vec<&dyn anvil::ModuleItem> = fns.iter().map(|f| f.0.function() as &dyn anvil::ModuleItem).collect();
+    let mut functions = Vec::new();
+    let mut solvers = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        if let Ok(f) = item.cast::<PyFunction>() {
+            functions.push((i, f.get().0.clone()));
+        } else if let Ok(s) = item.cast::<opti::PySqpSolver>() {
+            solvers.push((i, s.get().solver.clone()));
+        } else {
+            return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                "generate_module: item {i} is not a function or solver"
+            )));
+        }
+    }
+    let mut ordered: Vec<(usize, &dyn anvil::ModuleItem)> = functions
+        .iter()
+        .map(|(i, f)| (*i, f.function() as &dyn anvil::ModuleItem))
+        .chain(solvers.iter().map(|(i, s)| (*i, &**s as &dyn anvil::ModuleItem)))
+        .collect();
+    ordered.sort_by_key(|(i, _)| *i);
+    let refs: Vec<&dyn anvil::ModuleItem> = ordered.into_iter().map(|(_, item)| item).collect();
     let constants: Vec<anvil::CodegenIntConstant> = constants.into_iter().map(|c| c.0).collect();
-    let (h, c) = anvil::generate_module_with_constants(module_name, &functions, &constants, directory).py()?;
+    let (h, c) = anvil::generate_module_with_constants(module_name, &refs, &constants, directory).py()?;
     Ok((h.display().to_string(), c.display().to_string()))
+}
+
+/// The include directories a solver module needs (PIQP's, Eigen's).
+#[pyfunction]
+fn opti_include_dirs() -> PyResult<Vec<String>> {
+    Ok(anvil::opti::include_dirs().py()?.iter().map(|d| d.display().to_string()).collect())
+}
+
+/// Where the Python package found PIQP's sources and Eigen's headers (searched after
+/// `$ANVIL_PIQP_DIR` / `$ANVIL_EIGEN_DIR`).
+#[pyfunction]
+#[pyo3(signature = (piqp, eigen))]
+fn opti_set_bundled_dirs(piqp: Option<std::path::PathBuf>, eigen: Option<std::path::PathBuf>) {
+    anvil::opti::set_bundled_dirs(piqp, eigen);
 }
 
 #[pymodule]
@@ -112,6 +147,10 @@ fn _anvil(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tensor::PyTensor>()?;
     m.add_class::<PyFunction>()?;
     m.add_class::<constant::PyConstant>()?;
+    m.add_class::<opti::PySqpSolver>()?;
+    m.add_function(wrap_pyfunction!(opti::sqp_solver, m)?)?;
+    m.add_function(wrap_pyfunction!(opti_include_dirs, m)?)?;
+    m.add_function(wrap_pyfunction!(opti_set_bundled_dirs, m)?)?;
     m.add_function(wrap_pyfunction!(function::trace, m)?)?;
     m.add_function(wrap_pyfunction!(dtype::as_dtype, m)?)?;
     m.add_function(wrap_pyfunction!(function::function_from_bytes, m)?)?;

@@ -413,7 +413,7 @@ def sparse_numerical_function(name: str, inputs: Any, shape: tuple[int, int], nn
 
 def generate_module(
     module_name: str,
-    fns: Sequence[NumericalFunction[Any, Any]],
+    fns: Sequence[Any],
     constants: set[CodegenIntConstant] | Sequence[CodegenIntConstant] | None = None,
     verbosity: int = 0,
     directory: str | os.PathLike[str] | None = None,
@@ -422,18 +422,23 @@ def generate_module(
 
     Args:
       module_name: base name of the files (a C++ identifier).
-      fns: the functions (names unique).
+      fns: the functions and SQP solvers (names unique); a solver brings the functions it
+        calls, and compiles against PIQP and Eigen (``anvil.opti.include_dirs()``).
       constants: CodegenIntConstants to declare besides those the functions use.
       verbosity: if >= 1, print the file names.
       directory: where to write them (created if needed); default: the current directory.
     """
-    if isinstance(fns, (NumericalFunction, str, bytes)) or not isinstance(fns, Sequence):
+    from .opti import _SQPFunction
+
+    if isinstance(fns, (NumericalFunction, _SQPFunction, str, bytes)) or not isinstance(fns, Sequence):
         raise TypeError(f"generate_module takes a list of NumericalFunctions, got {type(fns).__name__}")
     if not fns:
         raise ValueError("generate_module needs at least one function")
     for i, f in enumerate(fns):
-        if not isinstance(f, NumericalFunction):
-            raise TypeError(f"generate_module: item {i} of the list is a {type(f).__name__}, not a NumericalFunction")
+        if not isinstance(f, (NumericalFunction, _SQPFunction)):
+            raise TypeError(
+                f"generate_module: item {i} of the list is a {type(f).__name__}, not a NumericalFunction or SQP solver"
+            )
     natives = [f._native for f in fns]
     out = os.fspath(directory) if directory is not None else os.getcwd()
     hpp, cpp = _anvil.generate_module(module_name, natives, list(constants or ()), out)
@@ -442,5 +447,5 @@ def generate_module(
         print("Generating source file: " + os.path.basename(cpp))
 
 
-from . import ad, language, transform  # noqa: E402  (the submodules need the classes above)
+from . import ad, language, opti, transform  # noqa: E402  (the submodules need the classes above)
 from .transform import dvmap, svmap, vmap  # noqa: E402

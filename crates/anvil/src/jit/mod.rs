@@ -219,6 +219,8 @@ pub struct StaticLibrary {
     pub name: String,
     /// The source files.
     pub sources: Vec<PathBuf>,
+    /// Sources given as text, `(name, text)`: written into the cache and compiled with the others.
+    pub texts: Vec<(String, String)>,
     /// Directories of the headers they include.
     pub include_dirs: Vec<PathBuf>,
     /// Macros, as `NAME` or `NAME=VALUE`.
@@ -242,6 +244,13 @@ pub fn build_static_library(library: &StaticLibrary, options: &CompilerOptions) 
     for source in &library.sources {
         contents.push(cache::file_digest(source).map_err(|e| Error::io("read", source, e))?);
     }
+    let mut sources = library.sources.clone();
+    for (name, text) in &library.texts {
+        let path = dir.join(format!("{name}-{}.cpp", digest(&[text])));
+        write_atomically(&path, text)?;
+        contents.push(digest(&[text]));
+        sources.push(path);
+    }
     let hash = digest(&[
         &contents.join(" "),
         &compiler.command_line(),
@@ -256,7 +265,7 @@ pub fn build_static_library(library: &StaticLibrary, options: &CompilerOptions) 
     }
     let unique = format!("{}-{}", std::process::id(), unique_suffix());
     let objects: Vec<PathBuf> =
-        (0..library.sources.len()).map(|i| dir.join(format!("{}-{hash}.{unique}.{i}.o", library.name))).collect();
+        (0..sources.len()).map(|i| dir.join(format!("{}-{hash}.{unique}.{i}.o", library.name))).collect();
     let archive_tmp = dir.join(format!("lib{}-{hash}.{unique}.a.tmp", library.name));
     let _guard = TemporaryFiles(objects.iter().cloned().chain([archive_tmp.clone()]).collect());
     let start = std::time::Instant::now();
@@ -264,9 +273,9 @@ pub fn build_static_library(library: &StaticLibrary, options: &CompilerOptions) 
         "anvil: building the {} library with {} (once per compiler and flags; {} files)...",
         library.name,
         compiler.command_line(),
-        library.sources.len()
+        sources.len()
     );
-    compile_in_parallel(&compiler, &library.sources, &objects, &flags, options)?;
+    compile_in_parallel(&compiler, &sources, &objects, &flags, options)?;
     archive_objects(&archive_tmp, &objects, options)?;
     eprintln!("anvil: built the {} library in {:.1} s", library.name, start.elapsed().as_secs_f64());
     install(&archive_tmp, &archive)?;

@@ -2,6 +2,7 @@
 //! templates in `templates/`.
 
 use super::derive::{Derived, Matrix, Storage};
+use super::layout::{Gathered, Layout};
 use super::settings::{SqpSettings, Status, MAX_MERIT_MEMORY};
 use crate::render::ItemSource;
 use minijinja::{context, Environment, Value};
@@ -21,6 +22,7 @@ fn templates() -> &'static Environment<'static> {
             ("sqp_support.j2", include_str!("templates/sqp_support.j2")),
             ("convexify.j2", include_str!("templates/convexify.j2")),
             ("qp_piqp.j2", include_str!("templates/qp_piqp.j2")),
+            ("elastic.j2", include_str!("templates/elastic.j2")),
             ("sqp_jit.j2", include_str!("templates/sqp_jit.j2")),
         ] {
             env.add_template(name, text).expect("anvil's own templates parse");
@@ -108,6 +110,31 @@ fn diagonal_positions(m: &Matrix) -> String {
 }
 
 #[derive(Serialize)]
+struct GatheredContext {
+    id: &'static str,
+    what: &'static str,
+    rows: usize,
+    cols: usize,
+    nnz: usize,
+    outer: String,
+    inner: String,
+    source: String,
+}
+
+fn gathered_context(id: &'static str, what: &'static str, g: &Gathered) -> GatheredContext {
+    GatheredContext {
+        id,
+        what,
+        rows: g.rows,
+        cols: g.cols,
+        nnz: g.nnz(),
+        outer: join(&g.outer),
+        inner: join(&g.inner),
+        source: join(&g.source),
+    }
+}
+
+#[derive(Serialize)]
 struct StatusContext {
     name: &'static str,
     code: i32,
@@ -143,7 +170,20 @@ fn layout_context(l: &SolverLayout) -> Value {
     let statuses: Vec<StatusContext> =
         Status::ALL.iter().map(|s| StatusContext { name: s.cpp_name(), code: *s as i32 }).collect();
     let sparse = l.storage == Storage::Sparse;
+    let layout = Layout::new(l.nx, &d.jac_eq, &d.jac_q, &d.hess);
+    let gathered = [
+        gathered_context("Kkt", "KKT matrix of the convexity test (upper triangle)", &layout.kkt),
+        gathered_context("ElasticP", "the elastic QP's Hessian (upper triangle)", &layout.elastic_p),
+        gathered_context("ElasticA", "the elastic QP's equality rows", &layout.elastic_a),
+        gathered_context("ElasticG", "the elastic QP's inequality rows", &layout.elastic_g),
+    ];
+    let src = layout.sources;
+    let sources = context! {
+        jac_eq => src.jac_eq, jac_q => src.jac_q, diagonal => src.diagonal,
+        minus_one => src.minus_one, plus_one => src.plus_one, len => src.len,
+    };
     context! {
+        sources, gathered,
         name => l.name,
         sparse,
         qp_label => if sparse { "PIQP sparse" } else { "PIQP dense" },
@@ -177,10 +217,6 @@ pub(crate) fn render_jit_shim(name: &str) -> String {
 }
 
 /// Headers the solver's definitions include.
-pub(crate) fn source_includes(storage: Storage) -> Vec<String> {
-    let mut includes: Vec<String> = ["cmath", "cstdio", "limits", "piqp/piqp.hpp"].map(String::from).to_vec();
-    if storage == Storage::Sparse {
-        includes.push("piqp/sparse/ldlt.hpp".into());
-    }
-    includes
+pub(crate) fn source_includes() -> Vec<String> {
+    ["cmath", "cstdio", "limits"].map(String::from).to_vec()
 }

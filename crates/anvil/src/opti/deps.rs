@@ -118,9 +118,10 @@ pub(crate) fn fingerprint() -> Result<String> {
     ))
 }
 
-/// PIQP's template-instantiation library for these compiler options (built on first use,
-/// then cached): linking it spares every solver compiling PIQP's templates again.
-pub(crate) fn piqp_library(options: &CompilerOptions) -> Result<PathBuf> {
+/// The library a JIT-compiled solver links: anvil's optimisation runtime and PIQP's template
+/// instantiations, for these compiler options (built on first use, then cached), so that no
+/// solver compiles PIQP or Eigen again.
+pub(crate) fn runtime_library(options: &CompilerOptions) -> Result<PathBuf> {
     let src = piqp_dir()?.join("src");
     // The multistage KKT solvers need BLASFEO, which anvil does not use.
     let sources = [
@@ -136,8 +137,9 @@ pub(crate) fn piqp_library(options: &CompilerOptions) -> Result<PathBuf> {
         "sparse/preconditioner.cpp",
     ];
     let library = StaticLibrary {
-        name: format!("piqp-{PIQP_VERSION}"),
+        name: format!("anvil-opti-piqp-{PIQP_VERSION}"),
         sources: sources.iter().map(|s| src.join(s)).collect(),
+        texts: vec![("anvil-opti-runtime".into(), super::runtime::library_source())],
         include_dirs: include_dirs()?,
         defines: vec![PIQP_INSTANTIATION_DEFINE.into()],
         fingerprint: fingerprint()?,

@@ -14,7 +14,9 @@
 mod codegen;
 mod deps;
 mod derive;
+mod layout;
 mod problem;
+mod runtime;
 mod settings;
 mod solver;
 

@@ -4,6 +4,7 @@ use super::codegen::{self, SolverLayout};
 use super::deps;
 use super::derive::{Derived, Storage};
 use super::problem::Problem;
+use super::runtime::{self, Runtime};
 use super::settings::{Info, SqpSettings, INFO_LEN, SETTINGS_LEN};
 use crate::error::{Error, Result};
 use crate::function::{check_identifier, module_text, Arg, Includes, ModuleItem, NumericalFunction, MAX_NAME_LEN};
@@ -256,13 +257,13 @@ impl SqpFunction {
         if let Some(jit) = slot.as_ref() {
             return Ok(jit.clone());
         }
-        let piqp = deps::piqp_library(&self.compiler)?;
+        let runtime = deps::runtime_library(&self.compiler)?;
         let unit = Unit {
             name: self.name.clone(),
             source: self.jit_source()?,
-            include_dirs: deps::include_dirs()?,
-            defines: vec![deps::PIQP_INSTANTIATION_DEFINE.into()],
-            link: vec![piqp],
+            include_dirs: Vec::new(),
+            defines: vec![runtime::EXTERN_DEFINE.into()],
+            link: vec![runtime],
             fingerprint: deps::fingerprint()?,
         };
         let path = jit::compile_unit(&unit, &self.compiler)?;
@@ -274,6 +275,11 @@ impl SqpFunction {
     /// Solves from `x0` with parameter `p` (`&[]` when the problem has none; any shape, in
     /// row-major order) and the multipliers of `warm`.
     pub fn solve(&self, x0: &[f64], p: &[f64], warm: &WarmStart) -> Result<Solution> {
+        self.solve_with(x0, p, warm, &self.settings)
+    }
+
+    /// [`solve`](Self::solve) with other settings (of the same Hessian approximation).
+    pub fn solve_with(&self, x0: &[f64], p: &[f64], warm: &WarmStart, settings: &SqpSettings) -> Result<Solution> {
         let d = &self.dims;
         let mut solution = Solution {
             x: vec![0.0; d.nx],
@@ -288,7 +294,7 @@ impl SqpFunction {
             lam_ineq: &mut solution.lam_ineq,
             lam_box: &mut solution.lam_box,
         };
-        solution.info = self.solve_into(x0, p, warm, out, &self.settings)?;
+        solution.info = self.solve_into(x0, p, warm, out, settings)?;
         Ok(solution)
     }
 
@@ -351,11 +357,13 @@ impl ModuleItem for SqpFunction {
     }
 
     fn dependencies(&self) -> Vec<&dyn ModuleItem> {
-        self.functions().into_iter().map(|f| f as &dyn ModuleItem).collect()
+        let mut items: Vec<&dyn ModuleItem> = vec![&Runtime];
+        items.extend(self.functions().into_iter().map(|f| f as &dyn ModuleItem));
+        items
     }
 
     fn includes(&self) -> Includes {
-        Includes { header: Vec::new(), source: codegen::source_includes(self.storage()) }
+        Includes { header: Vec::new(), source: codegen::source_includes() }
     }
 
     fn source(&self) -> Result<ItemSource> {
