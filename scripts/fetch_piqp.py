@@ -14,7 +14,12 @@ a matching stamp is left alone. Offline: set ANVIL_PIQP_SDIST to the path of the
 its digest is checked all the same. ANVIL_PYPI_SIMPLE names another package index
 (default https://pypi.org/simple). Standard library only.
 
-Usage: fetch_piqp.py [DEST]     prints the unpacked directory
+The Python package carries a copy in its wheel and sdist: `--into DIR` puts the files in DIR
+itself (no version directory), copied from the unpacked copy in `.deps` (fetched first if
+need be); `scripts/setup.sh` does this for `crates/anvil-py/python/anvil/_vendor/piqp`.
+
+Usage: fetch_piqp.py [DEST]         prints the unpacked directory
+       fetch_piqp.py --into DIR     prints DIR
 """
 
 import hashlib
@@ -92,6 +97,30 @@ def fetch(dest: Path) -> Path:
     return target
 
 
+def copy_into(source: Path, target: Path) -> Path:
+    """Mirrors the unpacked `source` (stamp included) into `target`, unless it already
+    holds a copy with the same stamp."""
+    stamp = target / ".complete"
+    if stamp.is_file() and stamp.read_text() == (source / ".complete").read_text():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+        staging = Path(tmp) / target.name
+        # The stamp goes last, so that an interrupted copy is never taken for a complete one.
+        shutil.copytree(source, staging, ignore=shutil.ignore_patterns(".complete"))
+        shutil.copy2(source / ".complete", staging / ".complete")
+        if target.exists():
+            shutil.rmtree(target)
+        staging.rename(target)
+    return target
+
+
 if __name__ == "__main__":
     default = Path(__file__).resolve().parent.parent / ".deps"
-    print(fetch(Path(sys.argv[1]) if len(sys.argv) > 1 else default))
+    args = sys.argv[1:]
+    if len(args) == 2 and args[0] == "--into":
+        print(copy_into(fetch(default), Path(args[1])))
+    elif len(args) <= 1 and not (args and args[0].startswith("-")):
+        print(fetch(Path(args[0]) if args else default))
+    else:
+        sys.exit(__doc__)

@@ -36,11 +36,14 @@ fi
 
 # Generated SQP solvers (anvil.opti) call PIQP, a header-only QP solver over Eigen: Eigen
 # from the system packages, PIQP's sources from its PyPI source distribution (pinned
-# version and digest) into .deps/, where the library finds them.
+# version and digest) into .deps/, where the library finds them. The Python package carries
+# a copy of PIQP's (python/anvil/_vendor/piqp, put in its wheel and sdist) and gets Eigen from
+# the cmeel-eigen package.
 if [ ! -f /usr/include/eigen3/Eigen/Core ] && [ ! -f /usr/local/include/eigen3/Eigen/Core ]; then
   apt_install libeigen3-dev
 fi
 python3 scripts/fetch_piqp.py >/dev/null
+python3 scripts/fetch_piqp.py --into crates/anvil-py/python/anvil/_vendor/piqp >/dev/null
 
 for tool in rustfmt clippy; do
   if ! cargo "${tool/rustfmt/fmt}" --version >/dev/null 2>&1; then

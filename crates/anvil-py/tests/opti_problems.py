@@ -320,7 +320,7 @@ PROBLEMS: list[Spec] = [
     Spec(
         name="rosen_cubic_line",
         n=2,
-        x0=[-1.0, 2.0],
+        x0=[0.5, 1.0],
         cost=_rosen,
         ineq=lambda x, m: m.vec([(x[0] - 1) ** 3 - x[1] + 1, x[0] + x[1] - 2]),
         ineq_lb=-INF,

@@ -1,44 +1,379 @@
-//! SQP solvers (anvil::opti): results against known optima, statuses, bad input.
+//! SQP solvers (anvil::opti): known optima and multipliers, dense against sparse, JIT
+//! against the standalone module (compiled with `-Wall -Wextra -Werror`, run under ASan and
+//! UBSan, and with `malloc` interposed to show that `solve` never allocates), and the errors
+//! bad problems, settings and arguments get. (The Python tests compare a collection of
+//! problems with Ipopt.)
 
-use anvil::opti::{Problem, SqpFunction, SqpSettings, Status, WarmStart};
-use anvil::{Arg, NumericalFunction, Tensor};
+use anvil::opti::{Problem, SolutionMut, SqpFunction, SqpSettings, Status, WarmStart};
+use anvil::{generate_module, Arg, Error, ModuleItem, NumericalFunction, Tensor};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::fmt::Write;
+use std::path::Path;
+use std::process::Command;
 
-fn args(n: usize) -> [Arg; 2] {
-    [Arg::new(n), Arg::new(0)]
+/// Counts this thread's Rust heap allocations (tests run on several threads).
+struct CountingAllocator;
+
+thread_local! {
+    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
 }
+
+unsafe impl GlobalAlloc for CountingAllocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: CountingAllocator = CountingAllocator;
 
 fn el(x: &Tensor, i: usize) -> Tensor {
     x.get(i as isize)
 }
 
-/// The original's guide example: x ∈ R⁴, cost (x1 − 2)² − x2 + x3, x0² + x1 = 1.
+/// The original's guide example: x ∈ R⁴, cost (x1 − 2)² − x2 + x3, x0² + x1 = 1, bounds.
+/// Optimum x = (0, 1, 1, −1), f = −1, λ_eq = 2, λ_box = (0, 0, 1, −1).
 fn guide_problem() -> Problem {
-    let f = NumericalFunction::new("guide_f", |[x, _p]| (el(&x, 1) - 2.0).square() - el(&x, 2) + el(&x, 3), args(4))
-        .unwrap();
-    let g = NumericalFunction::new("guide_g", |[x, _p]| (el(&x, 0).square() + el(&x, 1) - 1.0).reshape([1]), args(4))
-        .unwrap();
+    let args = [Arg::new(4), Arg::new(0)];
+    let f =
+        NumericalFunction::new("guide_f", |[x, _p]| (el(&x, 1) - 2.0).square() - el(&x, 2) + el(&x, 3), args.clone())
+            .unwrap();
+    let g =
+        NumericalFunction::new("guide_g", |[x, _p]| (el(&x, 0).square() + el(&x, 1) - 1.0).reshape([1]), args).unwrap();
     Problem::new(&f)
         .unwrap()
         .eq_constraints(&g, 0.0)
         .unwrap()
-        .bounds([-1.0, -1e6, -1.0, -1.0], [1.0, 1e6, 1.0, 1.0])
+        .bounds([-1.0, -1e20, -1.0, -1.0], [1.0, f64::INFINITY, 1.0, 1.0])
         .unwrap()
 }
 
+/// Hock-Schittkowski 71 with the product's bound as a parameter p = [25]:
+/// min x0 x3 (x0 + x1 + x2) + x2  s.t.  Σ x² = 40,  x0 x1 x2 x3 − p ≥ 0,  1 ≤ x ≤ 5.
+fn hs071() -> Problem {
+    let args = [Arg::new(4), Arg::new(1)];
+    let f = NumericalFunction::new(
+        "hs071_f",
+        |[x, _p]| el(&x, 0) * el(&x, 3) * (el(&x, 0) + el(&x, 1) + el(&x, 2)) + el(&x, 2),
+        args.clone(),
+    )
+    .unwrap();
+    let g = NumericalFunction::new("hs071_g", |[x, _p]| x.square().sum().reshape([1]), args.clone()).unwrap();
+    let h = NumericalFunction::new(
+        "hs071_h",
+        |[x, p]| (el(&x, 0) * el(&x, 1) * el(&x, 2) * el(&x, 3) - el(&p, 0)).reshape([1]),
+        args,
+    )
+    .unwrap();
+    Problem::new(&f)
+        .unwrap()
+        .eq_constraints(&g, 40.0)
+        .unwrap()
+        .ineq_constraints(&h, 0.0, f64::INFINITY)
+        .unwrap()
+        .bounds(1.0, 5.0)
+        .unwrap()
+}
+
+const HS071_X0: [f64; 4] = [1.0, 5.0, 5.0, 1.0];
+const HS071_X: [f64; 4] = [1.0, 4.742_999_637_6, 3.821_149_979_9, 1.379_408_293_0];
+
+fn assert_close(what: &str, got: &[f64], want: &[f64], tol: f64) {
+    assert_eq!(got.len(), want.len(), "{what}");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!((g - w).abs() <= tol * (1.0 + w.abs()), "{what}[{i}]: {g} vs {w}");
+    }
+}
+
 #[test]
-fn guide_example_dense_and_sparse() {
-    for dense in [true, false] {
-        let settings = SqpSettings { verbose: 1, ..SqpSettings::default() };
-        let name = if dense { "guide_dense" } else { "guide_sparse" };
-        let solver = if dense {
-            SqpFunction::dense(name, &guide_problem(), settings)
-        } else {
-            SqpFunction::sparse(name, &guide_problem(), settings)
-        }
-        .unwrap();
+fn guide_example_has_the_known_optimum_and_signed_multipliers() {
+    for solver in [
+        SqpFunction::dense("guide_dense", &guide_problem(), SqpSettings::default()).unwrap(),
+        SqpFunction::sparse("guide_sparse", &guide_problem(), SqpSettings::default()).unwrap(),
+    ] {
         let sol = solver.solve(&[0.5, 0.5, 0.0, 0.0], &[], &WarmStart::default()).unwrap();
-        println!("{sol:?}");
-        assert_eq!(sol.info.status, Status::Solved);
+        assert_eq!(sol.info.status, Status::Solved, "{}: {sol:?}", solver.name());
+        assert_close("x", &sol.x, &[0.0, 1.0, 1.0, -1.0], 1e-8);
+        assert_close("lam_eq", &sol.lam_eq, &[2.0], 1e-8);
+        assert_close("lam_box", &sol.lam_box, &[0.0, 0.0, 1.0, -1.0], 1e-8);
         assert!((sol.info.objective + 1.0).abs() < 1e-8);
+        assert!(sol.info.stat_res <= 1e-8 && sol.info.eq_res <= 1e-8 && sol.info.iterations >= 1);
+    }
+}
+
+#[test]
+fn hs071_dense_and_sparse_agree_with_the_literature_and_each_other() {
+    let dense = SqpFunction::dense("hs071_dense", &hs071(), SqpSettings::default()).unwrap();
+    let sparse = SqpFunction::sparse("hs071_sparse", &hs071(), SqpSettings::default()).unwrap();
+    let a = dense.solve(&HS071_X0, &[25.0], &WarmStart::default()).unwrap();
+    let b = sparse.solve(&HS071_X0, &[25.0], &WarmStart::default()).unwrap();
+    for sol in [&a, &b] {
+        assert_eq!(sol.info.status, Status::Solved, "{sol:?}");
+        assert_close("x", &sol.x, &HS071_X, 1e-8);
+        assert!((sol.info.objective - 17.014_017_29).abs() < 1e-7);
+        // The product constraint is active at its lower bound: a negative multiplier.
+        assert!(sol.lam_ineq[0] < 0.0 && sol.lam_box[0] < 0.0);
+    }
+    assert_close("lam_eq", &a.lam_eq, &b.lam_eq, 1e-7);
+    assert_close("lam_ineq", &a.lam_ineq, &b.lam_ineq, 1e-7);
+    assert_close("lam_box", &a.lam_box, &b.lam_box, 1e-7);
+    // The parameter moves the optimum: a larger product needs a larger cost.
+    let c = dense.solve(&HS071_X0, &[30.0], &WarmStart::default()).unwrap();
+    assert_eq!(c.info.status, Status::Solved);
+    assert!(c.info.objective > a.info.objective + 1e-3);
+    // From the solution and its multipliers, it is solved at once.
+    let warm = WarmStart { lam_eq: Some(&a.lam_eq), lam_ineq: Some(&a.lam_ineq), lam_box: Some(&a.lam_box) };
+    let d = dense.solve(&a.x, &[25.0], &warm).unwrap();
+    assert_eq!((d.info.status, d.info.iterations), (Status::Solved, 0));
+}
+
+#[test]
+fn solve_into_does_not_allocate() {
+    let solver = SqpFunction::dense("no_alloc", &hs071(), SqpSettings::default()).unwrap();
+    let settings = SqpSettings::default();
+    let (mut x, mut lam_eq, mut lam_ineq, mut lam_box) = ([0.0; 4], [0.0; 1], [0.0; 1], [0.0; 4]);
+    let mut solve = || {
+        let out = SolutionMut { x: &mut x, lam_eq: &mut lam_eq, lam_ineq: &mut lam_ineq, lam_box: &mut lam_box };
+        solver.solve_into(&HS071_X0, &[25.0], &WarmStart::default(), out, &settings).unwrap()
+    };
+    // The first solve compiles the solver and makes a workspace.
+    assert_eq!(solve().status, Status::Solved);
+    let before = ALLOCATIONS.with(Cell::get);
+    let info = solve();
+    assert_eq!(ALLOCATIONS.with(Cell::get) - before, 0, "solve_into allocated");
+    assert_eq!(info.status, Status::Solved);
+    assert_close("x", &x, &HS071_X, 1e-8);
+}
+
+#[test]
+fn statuses_end_with_the_last_iterate() {
+    let solver =
+        SqpFunction::dense("statuses", &hs071(), SqpSettings { max_iter: 1, ..SqpSettings::default() }).unwrap();
+    let sol = solver.solve(&HS071_X0, &[25.0], &WarmStart::default()).unwrap();
+    assert_eq!((sol.info.status, sol.info.iterations), (Status::MaxIter, 1));
+    assert!(sol.x.iter().all(|v| v.is_finite()) && sol.x != HS071_X0);
+    // Non-finite input is the solver's own verdict (the C++ API checks it too).
+    let sol = solver.solve(&[f64::NAN, 1.0, 1.0, 1.0], &[25.0], &WarmStart::default()).unwrap();
+    assert_eq!((sol.info.status, sol.info.iterations), (Status::InvalidInput, 0));
+    let sol = solver
+        .solve(&HS071_X0, &[25.0], &WarmStart { lam_eq: Some(&[f64::INFINITY]), ..WarmStart::default() })
+        .unwrap();
+    assert_eq!(sol.info.status, Status::InvalidInput);
+    // A cost that is NaN where the solve starts.
+    let args = [Arg::new(1), Arg::new(0)];
+    let f =
+        NumericalFunction::new("log_cost", |[x, _p]| (el(&x, 0) + 1.0).log().sum() + x.square().sum(), args).unwrap();
+    let nan = SqpFunction::dense("nan_cost", &Problem::new(&f).unwrap(), SqpSettings::default()).unwrap();
+    let sol = nan.solve(&[-3.0], &[], &WarmStart::default()).unwrap();
+    assert_eq!(sol.info.status, Status::NanDetected);
+    assert_eq!(sol.x, vec![-3.0]);
+}
+
+fn problem_message(e: Error) -> String {
+    match e {
+        Error::Problem { .. } => e.to_string(),
+        other => panic!("expected a problem error, got {other:?}"),
+    }
+}
+
+#[test]
+fn bad_problems_are_errors_that_say_what_is_wrong() {
+    let args = [Arg::new(2), Arg::new(0)];
+    let f = NumericalFunction::new("bp_f", |[x, _p]| x.square().sum(), args.clone()).unwrap();
+    let v = NumericalFunction::new("bp_v", |[x, _p]| x * 2.0, args.clone()).unwrap();
+    let other_x = NumericalFunction::new("bp_x3", |[x, _p]| x.sum().reshape([1]), [Arg::new(3), Arg::new(0)]).unwrap();
+    let matrix_x = NumericalFunction::new("bp_m", |[x, _p]| x.sum(), [Arg::new([2, 2]), Arg::new(0)]).unwrap();
+    let one_input = NumericalFunction::new("bp_1", |[x]| x.sum(), [Arg::new(2)]).unwrap();
+    let p = || Problem::new(&f).unwrap();
+    let cases: Vec<(Result<Problem, Error>, &str)> = vec![
+        (p().bounds([0.0, 0.0, 0.0], 1.0), "x_lb"),
+        (p().bounds(2.0, 1.0), "x_lb"),
+        (p().bounds(f64::NAN, 1.0), "NaN"),
+        (p().ineq_constraints(&v, [0.0], 1.0), "ineq_lb"),
+        (p().eq_constraints(&v, [0.0, 1.0, 2.0]), "eq_rhs"),
+        (p().eq_constraints(&other_x, 0.0), "bp_x3"),
+        (Problem::new(&matrix_x), "non-empty f64 vector"),
+        (Problem::new(&one_input), "(x, p)"),
+    ];
+    for (result, needle) in cases {
+        let message = problem_message(result.expect_err(needle));
+        assert!(message.contains(needle), "`{needle}` not in: {message}");
+    }
+    // A vector cost is a Gauss-Newton residual, not an exact-Hessian cost.
+    let message = problem_message(
+        SqpFunction::dense("vec_cost", &Problem::new(&v).unwrap(), SqpSettings::default()).unwrap_err(),
+    );
+    assert!(message.contains("scalar"), "{message}");
+    let e = SqpFunction::dense("not a name", &p(), SqpSettings::default()).unwrap_err();
+    assert!(matches!(e, Error::InvalidName { .. }), "{e:?}");
+}
+
+#[test]
+fn bad_settings_and_arguments_are_errors() {
+    let mut solver = SqpFunction::dense("bad_args", &hs071(), SqpSettings::default()).unwrap();
+    for (settings, needle) in [
+        (SqpSettings { tol_stat: 0.0, ..SqpSettings::default() }, "tol_stat"),
+        (SqpSettings { backtrack: 1.0, ..SqpSettings::default() }, "backtrack"),
+        (SqpSettings { merit_memory: 17, ..SqpSettings::default() }, "merit_memory"),
+        (SqpSettings { qp_eps_abs: f64::NAN, ..SqpSettings::default() }, "qp_eps_abs"),
+        (
+            SqpSettings {
+                hessian_approximation: anvil::opti::HessianApproximation::GaussNewton,
+                ..SqpSettings::default()
+            },
+            "Hessian",
+        ),
+    ] {
+        let message = problem_message(solver.set_settings(settings).unwrap_err());
+        assert!(message.contains(needle), "`{needle}` not in: {message}");
+    }
+    assert_eq!(solver.settings(), &SqpSettings::default(), "a rejected setting changes nothing");
+    let w = WarmStart::default();
+    for (result, needle) in [
+        (solver.solve(&[1.0; 3], &[25.0], &w), "`x0` has 3 entries, expected 4"),
+        (solver.solve(&HS071_X0, &[], &w), "`p` has 0 entries, expected 1"),
+        (solver.solve(&HS071_X0, &[25.0], &WarmStart { lam_box: Some(&[0.0]), ..w }), "`lam_box0` has 1"),
+    ] {
+        let message = problem_message(result.unwrap_err());
+        assert!(message.contains(needle), "`{needle}` not in: {message}");
+    }
+}
+
+/// A `main` that solves with each solver of the module and prints
+/// `name status iterations allocations x...`; with COUNT_MALLOC, `malloc` and its kin are
+/// interposed and counted while `solve` runs.
+fn harness(module: &str, runs: &[(&SqpFunction, &[f64], &[f64])]) -> String {
+    let mut s = format!(
+        r#"#include "{module}.hpp"
+#include <cstdio>
+#include <cstdlib>
+static long g_allocations = 0;
+#ifdef COUNT_MALLOC
+extern "C" void* __libc_malloc(std::size_t);
+extern "C" void* __libc_calloc(std::size_t, std::size_t);
+extern "C" void* __libc_realloc(void*, std::size_t);
+extern "C" void* __libc_memalign(std::size_t, std::size_t);
+extern "C" void* malloc(std::size_t n) noexcept {{ ++g_allocations; return __libc_malloc(n); }}
+extern "C" void* calloc(std::size_t n, std::size_t m) noexcept {{ ++g_allocations; return __libc_calloc(n, m); }}
+extern "C" void* realloc(void* p, std::size_t n) noexcept {{ ++g_allocations; return __libc_realloc(p, n); }}
+extern "C" void* aligned_alloc(std::size_t a, std::size_t n) noexcept {{ ++g_allocations; return __libc_memalign(a, n); }}
+extern "C" int posix_memalign(void** p, std::size_t a, std::size_t n) noexcept {{
+  ++g_allocations;
+  *p = __libc_memalign(a, n);
+  return *p != nullptr ? 0 : 12;
+}}
+#endif
+
+int main() {{
+"#
+    );
+    for (solver, x0, p) in runs {
+        let n = solver.name();
+        let list = |v: &[f64]| v.iter().map(|x| format!("{x:?}")).collect::<Vec<_>>().join(", ");
+        let p_arg = if p.is_empty() { "nullptr".to_string() } else { "p".to_string() };
+        let _ = write!(
+            s,
+            r#"  {{
+    const double x0[] = {{{x0}}};
+    const double p[] = {{{p}}};
+    (void)p;
+    double x[{n}::NX], lam_eq[{n}::NEQ + 1], lam_ineq[{n}::NINEQ + 1], lam_box[{n}::NX];
+    {n}::WS_t ws = {n}::init_ws();
+    if (ws == nullptr) return 2;
+    const {n}::Settings settings;
+    for (int k = 0; k < 2; ++k) {{
+      const long before = g_allocations;
+      const {n}::Info info = {n}::solve(x0, {p_arg}, nullptr, nullptr, nullptr, x, lam_eq, lam_ineq, lam_box, settings, ws);
+      const long allocations = g_allocations - before;
+      std::printf("{n} %d %d %ld", static_cast<int>(info.status), info.iterations, allocations);
+      for (int j = 0; j < {n}::NX; ++j) std::printf(" %.17g", x[j]);
+      std::printf("\n");
+    }}
+    {n}::free_ws(ws);
+  }}
+"#,
+            x0 = list(x0),
+            p = if p.is_empty() { "0.0".to_string() } else { list(p) },
+        );
+    }
+    s + "  return 0;\n}\n"
+}
+
+fn build_and_run(compiler: &str, flags: &[&str], dir: &Path, module: &str, exe: &str) -> String {
+    let mut cmd = Command::new(compiler);
+    cmd.args(["-std=c++17", "-Wall", "-Wextra", "-Werror"]).args(flags);
+    for d in anvil::opti::include_dirs().unwrap() {
+        cmd.arg(format!("-isystem{}", d.display()));
+    }
+    let out = cmd
+        .arg(dir.join("main.cpp"))
+        .arg(dir.join(format!("{module}.cpp")))
+        .arg("-o")
+        .arg(dir.join(exe))
+        .output()
+        .expect("run the C++ compiler");
+    assert!(out.status.success(), "{compiler} rejected the module:\n{}", String::from_utf8_lossy(&out.stderr));
+    let run = Command::new(dir.join(exe)).env("ASAN_OPTIONS", "detect_leaks=1").output().expect("run the harness");
+    assert!(run.status.success(), "{exe} failed:\n{}", String::from_utf8_lossy(&run.stderr));
+    String::from_utf8(run.stdout).unwrap()
+}
+
+#[test]
+fn generated_module_compiles_cleanly_runs_under_sanitizers_and_never_allocates_in_solve() {
+    let guide = SqpFunction::dense("aot_guide", &guide_problem(), SqpSettings::default()).unwrap();
+    let hs = SqpFunction::sparse("aot_hs071", &hs071(), SqpSettings::default()).unwrap();
+    let hs_dense = SqpFunction::dense("aot_hs071_dense", &hs071(), SqpSettings::default()).unwrap();
+    let plain = NumericalFunction::new("plain", |[x]| x.sin(), [Arg::new(3)]).unwrap();
+    let runs: Vec<(&SqpFunction, &[f64], &[f64])> =
+        vec![(&guide, &[0.5, 0.5, 0.0, 0.0], &[]), (&hs, &HS071_X0, &[25.0]), (&hs_dense, &HS071_X0, &[25.0])];
+    let dir = std::env::temp_dir().join(format!("anvil_opti_module_{}", std::process::id()));
+    let items: Vec<&dyn ModuleItem> = vec![&guide, &hs, &hs_dense, &plain];
+    let (hpp, cpp) = generate_module("sqpmod", &items, &dir).unwrap();
+    let header = std::fs::read_to_string(hpp).unwrap();
+    let source = std::fs::read_to_string(cpp).unwrap();
+    // The runtime (PIQP's glue) is emitted once for all solvers.
+    assert_eq!(source.matches("#ifndef ANVIL_OPTI_RUNTIME_EXTERN").count(), 1, "the runtime is emitted once");
+    assert!(header.contains("namespace aot_hs071 {") && header.contains("constexpr int NP = 1;"));
+    std::fs::write(dir.join("main.cpp"), harness("sqpmod", &runs)).unwrap();
+
+    // Both builds at once (each compiles PIQP's templates).
+    let clang = Command::new("clang++").arg("--version").output().is_ok_and(|o| o.status.success());
+    let counting = if clang { "clang++" } else { "g++" };
+    let (sanitized, counted) = std::thread::scope(|scope| {
+        let a = scope.spawn(|| {
+            build_and_run(
+                "g++",
+                &["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"],
+                &dir,
+                "sqpmod",
+                "asan",
+            )
+        });
+        let b = scope.spawn(|| build_and_run(counting, &["-O2", "-DCOUNT_MALLOC"], &dir, "sqpmod", "counted"));
+        (a.join().unwrap(), b.join().unwrap())
+    });
+    for (stdout, count) in [(sanitized, false), (counted, true)] {
+        let lines: Vec<&str> = stdout.lines().collect();
+        assert_eq!(lines.len(), 2 * runs.len(), "{stdout}");
+        for (line, (solver, x0, p)) in lines.iter().zip(runs.iter().flat_map(|r| [r, r])) {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            assert_eq!(words[0], solver.name());
+            assert_eq!(words[1], "0", "{line}: not solved");
+            if count {
+                assert_eq!(words[3], "0", "{line}: solve allocated");
+            }
+            let x: Vec<f64> = words[4..].iter().map(|v| v.parse().unwrap()).collect();
+            let jit = solver.solve(x0, p, &WarmStart::default()).unwrap();
+            assert_eq!(words[2], jit.info.iterations.to_string(), "{line}: iterations differ from the JIT's");
+            assert_close("x (AOT vs JIT)", &x, &jit.x, 1e-9);
+        }
+    }
+    if std::env::var_os("ANVIL_KEEP").is_none() {
+        std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -43,7 +43,9 @@ pub fn include_dirs() -> Result<Vec<PathBuf>> {
 /// The directory holding PIQP's `include/` and `src/`.
 pub(crate) fn piqp_dir() -> Result<PathBuf> {
     let bundled = BUNDLED.lock().unwrap_or_else(|e| e.into_inner()).0.clone();
-    let in_tree = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../.deps/piqp-{PIQP_VERSION}"));
+    // The source tree's root, two levels above this crate, named without `..`.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).unwrap_or(Path::new("/"));
+    let in_tree = root.join(format!(".deps/piqp-{PIQP_VERSION}"));
     find(
         "ANVIL_PIQP_DIR",
         bundled.into_iter().chain([in_tree]),

@@ -1,0 +1,310 @@
+"""anvil.opti: SQP solvers against Ipopt and the literature, statuses, the API, bad input.
+
+The oracle is Ipopt (through CasADi, a test dependency) solved to 1e-10 on the same problems
+(opti_problems.py); literature optima check both.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import casadi as cs
+import numpy as np
+import pytest
+
+import anvil as av
+from anvil.opti import (
+    DenseProblem,
+    DenseSQPFunction,
+    HessianApproximation,
+    SparseProblem,
+    SparseSQPFunction,
+    SQPResult,
+    SQPSettings,
+    SQPStatus,
+)
+
+sys.path.insert(0, os.path.dirname(__file__))
+from opti_problems import PROBLEMS, anvil_problem, casadi_nlp  # noqa: E402
+
+CASES = [(spec, sparse) for spec in PROBLEMS for sparse in (False, True) if sparse or not spec.large]
+
+
+def ipopt(spec):
+    nlp, bounds, neq = casadi_nlp(spec)
+    opts = {"ipopt.print_level": 0, "print_time": False, "ipopt.tol": 1e-10, "ipopt.sb": "yes"}
+    solver = cs.nlpsol("ipopt_" + spec.name, "ipopt", nlp, opts)
+    r = solver(x0=spec.x0, **bounds)
+    assert solver.stats()["success"], f"Ipopt failed on {spec.name}"
+    lam_g = np.asarray(r["lam_g"]).ravel()
+    return {
+        "x": np.asarray(r["x"]).ravel(),
+        "f": float(r["f"]),
+        "lam_eq": lam_g[:neq],
+        "lam_ineq": lam_g[neq:],
+        "lam_box": np.asarray(r["lam_x"]).ravel(),
+    }
+
+
+def close(got, want, tol, what):
+    got, want = np.asarray(got, dtype=float), np.asarray(want, dtype=float)
+    scale = 1.0 + np.max(np.abs(want), initial=0.0)
+    err = np.max(np.abs(got - want), initial=0.0)
+    assert err <= tol * scale, f"{what}: max |error| {err:.3g} > {tol:g} * {scale:.3g}\n got {got}\nwant {want}"
+
+
+@pytest.mark.parametrize("spec,sparse", CASES, ids=[f"{s.name}-{'sparse' if sp else 'dense'}" for s, sp in CASES])
+def test_agrees_with_ipopt_and_the_literature(spec, sparse):
+    cls = SparseSQPFunction if sparse else DenseSQPFunction
+    solver = cls(name=f"t_{spec.name}_{'s' if sparse else 'd'}", problem=anvil_problem(spec, sparse))
+    res = solver(np.array(spec.x0))
+    assert res.status == SQPStatus.SOLVED, res
+    assert res.success
+    want = ipopt(spec)
+    close(res.x, want["x"], 1e-6, "x")
+    close(res.objective, want["f"], 1e-6, "objective")
+    if spec.f_opt is not None:
+        close(res.objective, spec.f_opt, 1e-6, "objective vs the literature")
+    for r in (res.stat_res, res.eq_res, res.ineq_res, res.comp_res):
+        assert r <= 1e-8
+    if spec.unique_multipliers:
+        for key in ("lam_eq", "lam_ineq", "lam_box"):
+            close(getattr(res, key), want[key], 1e-6, key)
+    assert res.iterations >= 1 and res.qp_iterations >= res.iterations
+    assert 0.0 < res.solve_time < 10.0
+
+
+# A problem with a parameter: the projection of p onto the line x0 + x1 = 1, x0 <= 0.2.
+def projection(cls=DenseProblem, **settings_kw):
+    args = (av.Arg(2), av.Arg(2))
+    f = av.NumericalFunction("proj_f", lambda x, p: ((x - p) ** 2).sum(), args)
+    g = av.NumericalFunction("proj_g", lambda x, p: x.sum().reshape(1), args)
+    return cls(cost_fn=f, eq_constraints_fn=g, eq_rhs=[1.0], x_ub=[0.2, np.inf])
+
+
+@pytest.fixture(scope="module")
+def proj_solver():
+    return DenseSQPFunction(name="proj", problem=projection())
+
+
+def test_parameters_reach_the_callbacks(proj_solver):
+    for p in ([0.0, 0.0], [-1.0, 3.0], [0.5, 0.9]):
+        res = proj_solver([0.0, 0.0], p=np.array(p))
+        shift = (1.0 - sum(p)) / 2
+        x = np.array(p) + shift
+        if x[0] > 0.2:  # the bound is active: x = (0.2, 0.8)
+            x = np.array([0.2, 0.8])
+        np.testing.assert_allclose(res.x, x, atol=1e-9)
+        assert res.status == SQPStatus.SOLVED
+    # None: zeros.
+    np.testing.assert_allclose(proj_solver([0.0, 0.0]).x, [0.2, 0.8], atol=1e-9)
+
+
+def test_multiplier_signs_follow_casadi(proj_solver):
+    # p = 0: x = (0.2, 0.8); the upper bound of x0 is active: lam_box[0] > 0.
+    res = proj_solver([0.0, 0.0], p=np.zeros(2))
+    # Stationarity: 2(x - p) + lam_eq + lam_box = 0.
+    np.testing.assert_allclose(res.lam_eq, [-1.6], atol=1e-8)
+    np.testing.assert_allclose(res.lam_box, [1.2, 0.0], atol=1e-8)
+    # An active lower bound is negative.
+    s = DenseSQPFunction(name="lower", problem=DenseProblem(cost_fn=one_var_cost(), x_lb=[3.0]))
+    assert s([5.0]).lam_box[0] == pytest.approx(-6.0, abs=1e-8)
+
+
+def one_var_cost():
+    return av.NumericalFunction("sq", lambda x, p: (x**2).sum(), (av.Arg(1), av.Arg(0)))
+
+
+def test_calls_carry_no_state_and_warm_starts_are_used(proj_solver):
+    a = proj_solver([3.0, -2.0], p=[0.3, 0.1])
+    b = proj_solver([3.0, -2.0], p=[0.3, 0.1])
+    np.testing.assert_array_equal(a.x, b.x)
+    np.testing.assert_array_equal(a.lam_eq, b.lam_eq)
+    assert a.iterations == b.iterations
+    # From the solution with its multipliers, it is solved at once.
+    c = proj_solver(a.x, p=[0.3, 0.1], lam_eq0=a.lam_eq, lam_ineq0=a.lam_ineq, lam_box0=a.lam_box)
+    assert c.status == SQPStatus.SOLVED and c.iterations == 0
+    np.testing.assert_allclose(c.x, a.x, atol=1e-12)
+
+
+def test_dense_and_sparse_agree_and_gauss_newton_converges():
+    spec = next(s for s in PROBLEMS if s.name == "hs071")
+    d = DenseSQPFunction(name="agree_d", problem=anvil_problem(spec, False))(spec.x0)
+    s = SparseSQPFunction(name="agree_s", problem=anvil_problem(spec, True))(spec.x0)
+    close(s.x, d.x, 1e-8, "x")
+    close(s.lam_ineq, d.lam_ineq, 1e-6, "lam_ineq")
+    # Rosenbrock as least squares: r = (10 (x1 - x0^2), 1 - x0), on the disk |x|^2 <= 1.5.
+    args = (av.Arg(2), av.Arg(0))
+    r = av.NumericalFunction("rosen_r", lambda x, p: av.Tensor.stack(10.0 * (x[1] - x[0] ** 2), 1.0 - x[0]), args)
+    h = av.NumericalFunction("disk", lambda x, p: (x**2).sum().reshape(1), args)
+    settings = SQPSettings(hessian_approximation=HessianApproximation.GAUSS_NEWTON)
+    for cls, problem in ((DenseSQPFunction, DenseProblem), (SparseSQPFunction, SparseProblem)):
+        gn = cls(
+            name=f"gn_{cls.__name__}",
+            problem=problem(cost_fn=r, ineq_constraints_fn=h, ineq_ub=1.5),
+            settings=settings,
+        )
+        res = gn([-1.2, 1.0])
+        assert res.status == SQPStatus.SOLVED, res
+        # The objective is 1/2 |r|^2; the optimum lies on the circle (Ipopt: x = (0.9072, 0.8228)).
+        assert res.objective == pytest.approx(0.5 * (100 * (res.x[1] - res.x[0] ** 2) ** 2 + (1 - res.x[0]) ** 2))
+        assert (res.x**2).sum() == pytest.approx(1.5, abs=1e-8)
+        assert res.lam_ineq[0] > 0
+
+
+def test_verbose_prints_one_line_per_iteration(capfd):
+    solver = DenseSQPFunction(name="loud", problem=projection(), settings=SQPSettings(verbose=1))
+    res = solver([4.0, 4.0], p=[1.0, 1.0])
+    lines = [ln for ln in capfd.readouterr().out.splitlines() if ln.strip()]
+    assert lines[0].split()[:2] == ["iter", "objective"]
+    assert len(lines) == 1 + res.iterations + 1
+    quiet = DenseSQPFunction(name="loud", problem=projection())
+    quiet([4.0, 4.0], p=[1.0, 1.0])
+    assert capfd.readouterr().out == ""
+
+
+# Statuses: each ends with its status and the last iterate, never a crash.
+
+
+def test_infeasible_constraints_are_reported():
+    args = (av.Arg(2), av.Arg(0))
+    f = av.NumericalFunction("inf_f", lambda x, p: (x**2).sum(), args)
+    circle = av.NumericalFunction("inf_g", lambda x, p: (x[0] ** 2 + 1.0).reshape(1), args)
+    lines = av.NumericalFunction("inf_l", lambda x, p: av.Tensor.stack(x.sum(), x.sum() - 1.0), args)
+    for cls in (DenseSQPFunction, SparseSQPFunction):
+        for g in (circle, lines):
+            res = cls(name=f"infeasible_{g.name}", problem=DenseProblem(cost_fn=f, eq_constraints_fn=g))([1.0, 2.0])
+            assert res.status == SQPStatus.INFEASIBLE, (g.name, res)
+            assert np.all(np.isfinite(res.x))
+
+
+def test_nan_in_a_callback_is_reported():
+    args = (av.Arg(1), av.Arg(0))
+    f = av.NumericalFunction("sqrt_cost", lambda x, p: (x[0]).sqrt() + x[0] ** 2, args)
+    res = DenseSQPFunction(name="nan_cost", problem=DenseProblem(cost_fn=f))([-1.0])
+    assert res.status == SQPStatus.NAN_DETECTED
+    assert res.x[0] == -1.0
+
+
+def test_max_iter_and_line_search_failure():
+    spec = next(s for s in PROBLEMS if s.name == "rosen_chain10")
+    solver = DenseSQPFunction(name="limits", problem=anvil_problem(spec, False), settings=SQPSettings(max_iter=2))
+    res = solver(spec.x0)
+    assert res.status == SQPStatus.MAX_ITER and res.iterations == 2
+    assert np.all(np.isfinite(res.x))
+    solver.settings = SQPSettings(max_line_search_steps=1, merit_memory=1)
+    res = solver(spec.x0)
+    assert res.status == SQPStatus.LINESEARCH_FAILED, res
+    assert np.all(np.isfinite(res.x))
+    # Full steps (no line search) go on.
+    solver.settings = SQPSettings(line_search=False, max_iter=3)
+    assert solver(spec.x0).status in (SQPStatus.MAX_ITER, SQPStatus.SOLVED)
+
+
+def test_qp_iteration_limit_is_a_qp_failure():
+    spec = next(s for s in PROBLEMS if s.name == "hs071")
+    solver = DenseSQPFunction(name="qp_limit", problem=anvil_problem(spec, False), settings=SQPSettings(qp_max_iter=1))
+    res = solver(spec.x0)
+    assert res.status == SQPStatus.QP_FAILED
+    assert np.all(np.isfinite(res.x))
+
+
+# The API and bad input.
+
+
+def test_result_and_settings_types(proj_solver):
+    res = proj_solver([0.0, 0.0])
+    assert isinstance(res, SQPResult) and isinstance(res.status, SQPStatus)
+    assert res.x.dtype == np.float64 and res.lam_box.shape == (2,) and res.lam_ineq.shape == (0,)
+    assert (proj_solver.nx, proj_solver.neq, proj_solver.nineq) == (2, 1, 0)
+    assert [f.name for f in proj_solver.functions] == ["proj_values", "proj_linearize", "proj_hessian"]
+    assert "DenseSQPFunction(name='proj'" in repr(proj_solver)
+    s = proj_solver.settings
+    s.max_iter = 1
+    assert proj_solver.settings.max_iter == 100, "settings returns a copy"
+    with pytest.raises(TypeError, match="max_iter must be an int"):
+        proj_solver.settings = SQPSettings(max_iter=1.5)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="tol_stat"):
+        proj_solver.settings = SQPSettings(tol_stat=-1.0)
+    with pytest.raises(ValueError, match="backtrack"):
+        proj_solver.settings = SQPSettings(backtrack=1.5)
+    with pytest.raises(ValueError, match="Hessian approximation"):
+        proj_solver.settings = SQPSettings(hessian_approximation=HessianApproximation.GAUSS_NEWTON)
+    with pytest.raises(TypeError, match="SQPSettings"):
+        proj_solver.settings = {"max_iter": 3}  # type: ignore[assignment]
+    assert proj_solver.settings.max_iter == 100, "a rejected setting leaves the old ones"
+
+
+def test_bad_call_arguments_are_clear_errors(proj_solver):
+    with pytest.raises(ValueError, match=r"x0 must have shape \(2,\), got \(3,\)"):
+        proj_solver([0.0, 0.0, 0.0])
+    with pytest.raises(ValueError, match=r"p must have shape \(2,\), got \(1,\)"):
+        proj_solver([0.0, 0.0], p=[1.0])
+    with pytest.raises(TypeError, match="x0 must be real numbers"):
+        proj_solver(["a", "b"])
+    with pytest.raises(ValueError, match=r"lam_eq0 must have shape \(1,\)"):
+        proj_solver([0.0, 0.0], lam_eq0=[1.0, 2.0])
+    # Non-finite input is the solver's INVALID_INPUT, with the guess echoed.
+    res = proj_solver([np.nan, 0.0])
+    assert res.status == SQPStatus.INVALID_INPUT and res.iterations == 0
+    assert proj_solver([0.0, 0.0], p=[np.inf, 0.0]).status == SQPStatus.INVALID_INPUT
+
+
+def test_bad_problems_are_clear_errors():
+    args = (av.Arg(2), av.Arg(0))
+    f = av.NumericalFunction("bp_f", lambda x, p: (x**2).sum(), args)
+    vec = av.NumericalFunction("bp_v", lambda x, p: x * 2.0, args)
+    with pytest.raises(TypeError, match="cost_fn must be a NumericalFunction"):
+        DenseProblem(cost_fn=lambda x, p: x)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="eq_rhs is given but there is no eq_constraints_fn"):
+        DenseProblem(cost_fn=f, eq_rhs=1.0)
+    with pytest.raises(TypeError, match="x_lb must be numbers"):
+        DenseProblem(cost_fn=f, x_lb="low")
+    cases = [
+        (DenseProblem(cost_fn=f, x_lb=[0.0, 0.0, 0.0]), "x_lb"),
+        (DenseProblem(cost_fn=f, x_lb=1.0, x_ub=0.0), "x_lb"),
+        (DenseProblem(cost_fn=f, ineq_constraints_fn=vec, ineq_lb=[0.0]), "ineq_lb"),
+        (DenseProblem(cost_fn=vec), "scalar"),
+        (DenseProblem(cost_fn=av.NumericalFunction("bp_m", lambda x, p: x.sum(), (av.Arg([2, 2]), av.Arg(0)))), "x"),
+        (DenseProblem(cost_fn=f, eq_constraints_fn=one_var_cost()), "every callback takes the same"),
+    ]
+    for problem, match in cases:
+        with pytest.raises(ValueError, match=match):
+            DenseSQPFunction(name="bad", problem=problem)
+    with pytest.raises(ValueError, match="name"):
+        DenseSQPFunction(name="not an identifier", problem=DenseProblem(cost_fn=f))
+    with pytest.raises(TypeError, match="problem must be"):
+        DenseSQPFunction(name="bad", problem=f)  # type: ignore[arg-type]
+
+
+def test_generated_module_holds_the_solver_and_its_functions_once(in_tmp_dir):
+    spec = next(s for s in PROBLEMS if s.name == "hs071")
+    a = DenseSQPFunction(name="hs071_a", problem=anvil_problem(spec, False))
+    b = SparseSQPFunction(name="hs071_b", problem=anvil_problem(spec, True))
+    extra = av.NumericalFunction("twice", lambda x: x * 2.0, [av.Arg(3)])
+    av.generate_module("sqpmod", [a, b, extra])
+    header = (in_tmp_dir / "sqpmod.hpp").read_text()
+    source = (in_tmp_dir / "sqpmod.cpp").read_text()
+    for name in ("hs071_a", "hs071_b"):
+        assert f"namespace {name} {{" in header
+        for fn in ("values", "linearize", "hessian"):
+            assert header.count(f"namespace {name}_{fn} {{") == 1
+    assert "constexpr int NX = 4;" in header and "enum class Status : int" in header
+    assert "Info solve(const double* x0, const double* p" in header
+    assert source.count("namespace anvil_opti") >= 1
+    # It compiles standalone against the include directories anvil reports.
+    flags = [f"-isystem{d}" for d in av.opti.include_dirs()]
+    out = subprocess.run(
+        ["g++", "-std=c++17", "-fsyntax-only", "-Wall", "-Wextra", "-Werror", *flags, "sqpmod.cpp"],
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, out.stderr[-4000:]
+
+
+def test_include_dirs_name_piqp_and_eigen():
+    dirs = av.opti.include_dirs()
+    assert os.path.isfile(os.path.join(dirs[0], "piqp", "piqp.hpp"))
+    assert os.path.isfile(os.path.join(dirs[1], "Eigen", "Core"))
