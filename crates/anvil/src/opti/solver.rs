@@ -28,7 +28,7 @@ pub enum QpBackend {
 /// native code. [`solve`](Self::solve) runs it through the JIT; [`crate::generate_module`]
 /// writes it (with the functions it calls) into a C++ module.
 ///
-/// ```no_run
+/// ```
 /// use anvil::{Arg, NumericalFunction, opti::{Problem, SqpFunction, SqpSettings, Status, WarmStart}};
 /// # fn main() -> anvil::Result<()> {
 /// let args = || [Arg::new(2), Arg::new(0)];
@@ -40,6 +40,9 @@ pub enum QpBackend {
 /// let solver = SqpFunction::dense("rosen_sqp", &problem, SqpSettings::default())?;
 /// let solution = solver.solve(&[-1.0, 1.0], &[], &WarmStart::default())?;
 /// assert_eq!(solution.info.status, Status::Solved);
+/// // The optimum (0.5, 0.25) has x0 at its upper bound: a positive multiplier, 1.
+/// assert!((solution.x[0] - 0.5).abs() < 1e-9 && (solution.x[1] - 0.25).abs() < 1e-9);
+/// assert!((solution.lam_box[0] - 1.0).abs() < 1e-6);
 /// # Ok(()) }
 /// ```
 pub struct SqpFunction {
