@@ -308,3 +308,12 @@ def test_include_dirs_name_piqp_and_eigen():
     dirs = av.opti.include_dirs()
     assert os.path.isfile(os.path.join(dirs[0], "piqp", "piqp.hpp"))
     assert os.path.isfile(os.path.join(dirs[1], "Eigen", "Core"))
+
+
+def test_example_runs(tmp_path):
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    out = subprocess.run(
+        [sys.executable, os.path.join(root, "examples", "sqp.py")], capture_output=True, text=True, cwd=tmp_path
+    )
+    assert out.returncode == 0, out.stderr
+    assert "status SOLVED" in out.stdout and "p = 26: f = 17.5" in out.stdout

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import math
 import os
 import sys
 from typing import Any, Optional
@@ -317,7 +318,7 @@ class _SQPFunction:
         x = _vector(x0, nx, "x0", name)
         shape = tuple(self._native.param_shape)
         if p is None:
-            params = np.zeros(int(np.prod(shape)), dtype=np.float64)
+            params = np.zeros(math.prod(shape), dtype=np.float64)
         else:
             arr = np.asarray(p)
             if arr.dtype.kind not in "biuf":
