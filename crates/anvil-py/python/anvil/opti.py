@@ -154,6 +154,7 @@ class SQPResult:
 
     @property
     def success(self) -> bool:
+        """Whether the solve converged (``status == SQPStatus.SOLVED``)."""
         return self.status == SQPStatus.SOLVED
 
 
@@ -261,6 +262,7 @@ class _SQPFunction:
 
     @property
     def name(self) -> str:
+        """The solver's name: its C++ namespace."""
         return self._native.name
 
     @property
@@ -277,14 +279,17 @@ class _SQPFunction:
 
     @property
     def nx(self) -> int:
+        """Number of variables."""
         return self._native.dims[0]
 
     @property
     def neq(self) -> int:
+        """Number of equality constraint rows."""
         return self._native.dims[1]
 
     @property
     def nineq(self) -> int:
+        """Number of inequality constraint rows."""
         return self._native.dims[2]
 
     @property
@@ -298,9 +303,11 @@ class _SQPFunction:
         self._native.compile()
 
     def header_code(self) -> str:
+        """The C++ declarations ``generate_module`` writes for this solver (its namespace)."""
         return self._native.header_code()
 
     def source_code(self) -> str:
+        """The C++ definitions ``generate_module`` writes for this solver (the SQP loop)."""
         return self._native.source_code()
 
     def __call__(
