@@ -12,11 +12,7 @@ use std::sync::OnceLock;
 fn templates() -> &'static Environment<'static> {
     static ENV: OnceLock<Environment<'static>> = OnceLock::new();
     ENV.get_or_init(|| {
-        let mut env = Environment::new();
-        env.set_trim_blocks(true);
-        env.set_lstrip_blocks(true);
-        env.set_keep_trailing_newline(true);
-        for (name, text) in [
+        crate::render::template_environment(&[
             ("sqp_header.j2", include_str!("templates/sqp_header.j2")),
             ("sqp_source.j2", include_str!("templates/sqp_source.j2")),
             ("sqp_support.j2", include_str!("templates/sqp_support.j2")),
@@ -24,10 +20,7 @@ fn templates() -> &'static Environment<'static> {
             ("qp_piqp.j2", include_str!("templates/qp_piqp.j2")),
             ("elastic.j2", include_str!("templates/elastic.j2")),
             ("sqp_jit.j2", include_str!("templates/sqp_jit.j2")),
-        ] {
-            env.add_template(name, text).expect("anvil's own templates parse");
-        }
-        env
+        ])
     })
 }
 

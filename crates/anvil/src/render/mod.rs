@@ -3,4 +3,6 @@
 pub mod kernel;
 pub mod module;
 
-pub use module::{render_function, render_jit, render_module, ConstantDecl, ItemSource, ModuleText};
+pub use module::{
+    render_function, render_jit, render_module, template_environment, ConstantDecl, ItemSource, ModuleText,
+};

@@ -11,23 +11,29 @@ use minijinja::{context, Environment};
 use serde::Serialize;
 use std::sync::OnceLock;
 
+/// A template environment with the settings every C++ template of anvil is written for
+/// (blocks trimmed, trailing newlines kept), holding `templates` (name, text).
+pub fn template_environment(templates: &[(&'static str, &'static str)]) -> Environment<'static> {
+    let mut env = Environment::new();
+    env.set_trim_blocks(true);
+    env.set_lstrip_blocks(true);
+    env.set_keep_trailing_newline(true);
+    for (name, text) in templates {
+        env.add_template(name, text).expect("anvil's own templates parse");
+    }
+    env
+}
+
 fn templates() -> &'static Environment<'static> {
     static ENV: OnceLock<Environment<'static>> = OnceLock::new();
     ENV.get_or_init(|| {
-        let mut env = Environment::new();
-        env.set_trim_blocks(true);
-        env.set_lstrip_blocks(true);
-        env.set_keep_trailing_newline(true);
-        for (name, text) in [
+        template_environment(&[
             ("module_header.j2", include_str!("templates/module_header.j2")),
             ("module_source.j2", include_str!("templates/module_source.j2")),
             ("function_header.j2", include_str!("templates/function_header.j2")),
             ("function_source.j2", include_str!("templates/function_source.j2")),
             ("jit.j2", include_str!("templates/jit.j2")),
-        ] {
-            env.add_template(name, text).expect("anvil's own templates parse");
-        }
-        env
+        ])
     })
 }
 
