@@ -15,12 +15,15 @@ mod codegen;
 mod deps;
 mod derive;
 mod layout;
+mod multistage;
 mod problem;
 mod runtime;
 mod settings;
 mod solver;
+mod stagewise;
 
 pub use deps::{include_dirs, set_bundled_dirs, PIQP_VERSION};
+pub use multistage::{ControlProblem, MultistageProblem, StateControl};
 pub use problem::{Bound, Problem, INFINITE_BOUND};
 pub use settings::{HessianApproximation, Info, SqpSettings, Status};
 pub use solver::{JitSolver, QpBackend, Solution, SolutionMut, SqpFunction, WarmStart};

@@ -64,7 +64,7 @@ impl Bound {
     }
 }
 
-fn problem_error(what: &str, message: String) -> Error {
+pub(crate) fn problem_error(what: &str, message: String) -> Error {
     Error::Problem { what: "problem", name: what.into(), message }
 }
 
@@ -252,7 +252,7 @@ fn check_output(f: &NumericalFunction, what: &str) -> Result<()> {
     Ok(())
 }
 
-fn check_ordered(lb: &[f64], ub: &[f64], lb_name: &str, ub_name: &str) -> Result<()> {
+pub(crate) fn check_ordered(lb: &[f64], ub: &[f64], lb_name: &str, ub_name: &str) -> Result<()> {
     match lb.iter().zip(ub).position(|(l, u)| l > u || (l.is_infinite() && l == u)) {
         Some(i) => Err(problem_error(
             lb_name,

@@ -3,11 +3,15 @@
 use super::codegen::{self, SolverLayout};
 use super::deps;
 use super::derive::{Derived, Storage};
+use super::multistage::MultistageProblem;
 use super::problem::Problem;
 use super::runtime::{self, Runtime};
 use super::settings::{Info, SqpSettings, INFO_LEN, SETTINGS_LEN};
+use super::stagewise;
 use crate::error::{Error, Result};
-use crate::function::{check_identifier, module_text, Arg, Includes, ModuleItem, NumericalFunction, MAX_NAME_LEN};
+use crate::function::{
+    check_identifier, module_text, Arg, CodegenIntConstant, Includes, ModuleItem, NumericalFunction, MAX_NAME_LEN,
+};
 use crate::jit::{self, CompilerOptions, Library, Unit};
 use crate::render::ItemSource;
 use std::ffi::c_void;
@@ -55,6 +59,8 @@ pub struct SqpFunction {
     x_ub: Vec<f64>,
     q_lb: Vec<f64>,
     q_ub: Vec<f64>,
+    /// Named constants the generated code declares (a multistage problem's horizon).
+    constants: Vec<CodegenIntConstant>,
     compiler: CompilerOptions,
     jit: Mutex<Option<Arc<JitSolver>>>,
 }
@@ -107,8 +113,31 @@ pub struct SolutionMut<'a> {
     pub lam_box: &'a mut [f64],
 }
 
-/// Room the derived functions' names need after the solver's (`_linearize`).
-const SUFFIX_ROOM: usize = 10;
+/// Room the derived functions' names need after the solver's (`_linearize`, `_cost_hess0`).
+const SUFFIX_ROOM: usize = 12;
+
+/// Bounds of the variables and of the QP's inequality rows.
+struct Bounds {
+    x_lb: Vec<f64>,
+    x_ub: Vec<f64>,
+    q_lb: Vec<f64>,
+    q_ub: Vec<f64>,
+}
+
+/// A solver's name leaves room for its functions' suffixes; its settings are valid.
+fn check_solver(name: &str, settings: &SqpSettings) -> Result<()> {
+    check_identifier(name, "solver")?;
+    if name.len() + SUFFIX_ROOM > MAX_NAME_LEN {
+        return Err(Error::InvalidName {
+            name: name.into(),
+            reason: format!(
+                "a solver's name may have at most {} characters (its functions add suffixes)",
+                MAX_NAME_LEN - SUFFIX_ROOM
+            ),
+        });
+    }
+    settings.validate()
+}
 
 impl SqpFunction {
     /// A solver with PIQP's dense backend.
@@ -124,17 +153,7 @@ impl SqpFunction {
     /// A solver for `problem` named `name` (its C++ namespace; the functions it derives are
     /// named `<name>_values`, `<name>_linearize` and `<name>_hessian`).
     pub fn new(name: &str, problem: &Problem, settings: SqpSettings, backend: QpBackend) -> Result<Self> {
-        check_identifier(name, "solver")?;
-        if name.len() + SUFFIX_ROOM > MAX_NAME_LEN {
-            return Err(Error::InvalidName {
-                name: name.into(),
-                reason: format!(
-                    "a solver's name may have at most {} characters (its functions add suffixes)",
-                    MAX_NAME_LEN - SUFFIX_ROOM
-                ),
-            });
-        }
-        settings.validate()?;
+        check_solver(name, &settings)?;
         let storage = match backend {
             QpBackend::PiqpDense => Storage::Dense,
             QpBackend::PiqpSparse => Storage::Sparse,
@@ -142,19 +161,67 @@ impl SqpFunction {
         let derived = Derived::new(name, problem, settings.hessian_approximation, storage)?;
         let (q_lb, q_ub) =
             derived.q_rows.iter().map(|&i| (problem.ineq_lb[i], problem.ineq_ub[i])).unzip::<_, _, Vec<_>, Vec<_>>();
-        Ok(SqpFunction {
+        let dims =
+            Dims { nx: problem.nx(), neq: problem.neq(), nineq: problem.nineq(), param: problem.param().clone() };
+        let bounds = Bounds { x_lb: problem.x_lb.clone(), x_ub: problem.x_ub.clone(), q_lb, q_ub };
+        Ok(SqpFunction::from_parts(name, backend, settings, derived, dims, bounds, Vec::new()))
+    }
+
+    /// A solver for a multistage problem: stage-wise derivatives stamped into the global
+    /// sparse patterns, solved with PIQP's sparse backend (the only one it takes so far).
+    pub fn multistage(
+        name: &str,
+        problem: &MultistageProblem,
+        settings: SqpSettings,
+        backend: QpBackend,
+    ) -> Result<Self> {
+        check_solver(name, &settings)?;
+        if backend != QpBackend::PiqpSparse {
+            return Err(Error::Problem {
+                what: "solver",
+                name: name.into(),
+                message: format!("a multistage problem is solved with QpBackend::PiqpSparse, not {backend:?}"),
+            });
+        }
+        let derived = stagewise::derive(name, problem, settings.hessian_approximation)?;
+        let ineq = problem.nineq();
+        let stage_rows = problem.ineq_lb.len().max(1);
+        let bound = |v: &[f64], i: usize| v[i % stage_rows];
+        let (q_lb, q_ub) = derived
+            .q_rows
+            .iter()
+            .map(|&i| (bound(&problem.ineq_lb, i), bound(&problem.ineq_ub, i)))
+            .unzip::<_, _, Vec<_>, Vec<_>>();
+        let repeat = |v: &[f64]| v.iter().copied().cycle().take(problem.nvars()).collect::<Vec<f64>>();
+        let dims = Dims { nx: problem.nvars(), neq: problem.neq(), nineq: ineq, param: Arg::new(problem.np()) };
+        let bounds = Bounds { x_lb: repeat(&problem.z_lb), x_ub: repeat(&problem.z_ub), q_lb, q_ub };
+        let constants = problem.horizon.iter().cloned().collect();
+        Ok(SqpFunction::from_parts(name, backend, settings, derived, dims, bounds, constants))
+    }
+
+    fn from_parts(
+        name: &str,
+        backend: QpBackend,
+        settings: SqpSettings,
+        derived: Derived,
+        dims: Dims,
+        bounds: Bounds,
+        constants: Vec<CodegenIntConstant>,
+    ) -> Self {
+        SqpFunction {
             name: name.into(),
             backend,
             settings,
-            dims: Dims { nx: problem.nx(), neq: problem.neq(), nineq: problem.nineq(), param: problem.param().clone() },
-            x_lb: problem.x_lb.clone(),
-            x_ub: problem.x_ub.clone(),
-            q_lb,
-            q_ub,
+            dims,
+            x_lb: bounds.x_lb,
+            x_ub: bounds.x_ub,
+            q_lb: bounds.q_lb,
+            q_ub: bounds.q_ub,
             derived,
+            constants,
             compiler: CompilerOptions::default(),
             jit: Mutex::new(None),
-        })
+        }
     }
 
     /// The solver's name.
@@ -367,6 +434,10 @@ impl ModuleItem for SqpFunction {
 
     fn includes(&self) -> Includes {
         Includes { header: Vec::new(), source: codegen::source_includes() }
+    }
+
+    fn constants(&self) -> Vec<CodegenIntConstant> {
+        self.constants.clone()
     }
 
     fn source(&self) -> Result<ItemSource> {

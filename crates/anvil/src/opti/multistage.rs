@@ -1,0 +1,543 @@
+//! Multistage (optimal-control) problems: one variable block `z_i` per stage, functions that
+//! act on one stage or couple a stage with the next, so that every derivative matrix is
+//! block-banded and each stage function is traced once.
+
+use super::problem::{problem_error, Bound};
+use crate::dtype::DType;
+use crate::error::Result;
+use crate::function::{Arg, CodegenIntConstant, NumericalFunction};
+use crate::tensor::Tensor;
+
+/// A function applied at consecutive stages `first .. first + count`: of `(z_i, p_global,
+/// p_i)`, or of `(z_i, z_{i+1}, p_global, p_i)` when it couples a stage with the next.
+#[derive(Debug)]
+pub(crate) struct Term {
+    pub f: NumericalFunction,
+    pub first: usize,
+    pub count: usize,
+    pub coupled: bool,
+    /// Rows of the function's output (its elements).
+    pub rows: usize,
+}
+
+impl Term {
+    /// Variables a stage's function reads: one block, or two when coupled.
+    pub fn width(&self, nz: usize) -> usize {
+        if self.coupled {
+            2 * nz
+        } else {
+            nz
+        }
+    }
+}
+
+/// How stage variables split into states and controls (problems from
+/// [`MultistageProblem::from_dynamics`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StateControl {
+    /// States per stage: `z_i[..nx]`.
+    pub nx: usize,
+    /// Controls per stage: `z_i[nx..]`.
+    pub nu: usize,
+}
+
+/// A multistage problem over the stacked stage variables `z = (z_0, z_1, …, z_N)`, each of
+/// `nz` entries, with a global parameter `p_global` and one parameter `p_i` per stage:
+///
+/// ```text
+/// min  ℓ_0(z_0) + Σ_{i=1}^{N-1} ℓ(z_i) + ℓ_N(z_N)
+/// s.t. e_0(z_0) = 0,  c(z_i, z_{i+1}) = 0 (i < N),  e(z_i) = 0 and lb ≤ h(z_i) ≤ ub (0 < i < N),
+///      e_N(z_N) = 0,  z_lb ≤ z_i ≤ z_ub (every i)
+/// ```
+///
+/// Stage functions take `(z_i, p_global, p_i)` and the interstage function
+/// `(z_i, z_{i+1}, p_global, p_i)` (with the source stage's parameter); `Arg::new(0)` where a
+/// parameter is absent. The solver's parameter vector is `[p_global, p_0, …, p_N]`; its
+/// equality multipliers are ordered initial, interstage (stage by stage), stage, terminal.
+///
+/// ```
+/// use anvil::{Arg, NumericalFunction, opti::MultistageProblem};
+/// # fn main() -> anvil::Result<()> {
+/// // A double integrator z = (position, velocity, force), N = 10 stages.
+/// let stage = || [Arg::new(3), Arg::new(2), Arg::new(0)];
+/// let cost = NumericalFunction::new("cost", |[z, _g, _p]| (&z * &z).sum(), stage())?;
+/// let start = NumericalFunction::new("start", |[z, g, _p]| z.shrink(&[(0, 2)]) - g, stage())?;
+/// let dynamics = NumericalFunction::new("dyn", |[z, zn, _g, _p]| {
+///     let (x, v, f) = (z.get(0), z.get(1), z.get(2));
+///     zn.shrink(&[(0, 2)]) - anvil::Tensor::stack(&[&x + &v * 0.1, &v + &f * 0.1], 0)
+/// }, [Arg::new(3), Arg::new(3), Arg::new(2), Arg::new(0)])?;
+/// let problem = MultistageProblem::new(10, 3, 2, 0)?
+///     .cost_initial(&cost)?.cost_stage(&cost)?.cost_terminal(&cost)?
+///     .eq_initial(&start)?.eq_interstage(&dynamics)?
+///     .bounds([-1e20, -1e20, -1.0], [1e20, 1e20, 1.0])?;
+/// assert_eq!((problem.nvars(), problem.neq(), problem.np()), (33, 2 + 10 * 2, 2));
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct MultistageProblem {
+    pub(crate) n: usize,
+    pub(crate) nz: usize,
+    pub(crate) global_param: usize,
+    pub(crate) stage_param: usize,
+    pub(crate) horizon: Option<CodegenIntConstant>,
+    cost_initial: Option<Term>,
+    cost_stage: Option<Term>,
+    cost_terminal: Option<Term>,
+    eq_initial: Option<Term>,
+    eq_interstage: Option<Term>,
+    eq_stage: Option<Term>,
+    eq_terminal: Option<Term>,
+    ineq_stage: Option<Term>,
+    /// Bounds of one stage's inequality rows.
+    pub(crate) ineq_lb: Vec<f64>,
+    pub(crate) ineq_ub: Vec<f64>,
+    pub(crate) z_lb: Vec<f64>,
+    pub(crate) z_ub: Vec<f64>,
+    pub(crate) state_control: Option<StateControl>,
+}
+
+/// The kinds of stage function, with the stages each acts on.
+#[derive(Clone, Copy)]
+enum Kind {
+    Initial,
+    Stage,
+    Terminal,
+    Interstage,
+}
+
+impl MultistageProblem {
+    /// A problem with `n` stage transitions (`n + 1` stages of `nz` variables), a global
+    /// parameter of `global_param_dim` entries and `param_dim` per stage; no cost, no
+    /// constraints, no bounds yet.
+    pub fn new(n: usize, nz: usize, global_param_dim: usize, param_dim: usize) -> Result<Self> {
+        if n == 0 || nz == 0 {
+            return Err(problem_error(
+                "multistage",
+                format!("needs N ≥ 1 stage transitions and nz ≥ 1 variables per stage (got N = {n}, nz = {nz})"),
+            ));
+        }
+        Ok(MultistageProblem {
+            n,
+            nz,
+            global_param: global_param_dim,
+            stage_param: param_dim,
+            horizon: None,
+            cost_initial: None,
+            cost_stage: None,
+            cost_terminal: None,
+            eq_initial: None,
+            eq_interstage: None,
+            eq_stage: None,
+            eq_terminal: None,
+            ineq_stage: None,
+            ineq_lb: Vec::new(),
+            ineq_ub: Vec::new(),
+            z_lb: vec![f64::NEG_INFINITY; nz],
+            z_ub: vec![f64::INFINITY; nz],
+            state_control: None,
+        })
+    }
+
+    /// [`new`](Self::new) with the horizon named by a [`CodegenIntConstant`]: the generated
+    /// C++ declares it (`constexpr int N = …`) and sizes its stage loops with it.
+    pub fn with_horizon(
+        horizon: &CodegenIntConstant,
+        nz: usize,
+        global_param_dim: usize,
+        param_dim: usize,
+    ) -> Result<Self> {
+        let n = horizon.value()?;
+        let n = usize::try_from(n)
+            .map_err(|_| problem_error("multistage", format!("the horizon `{horizon}` is {n}; it must be ≥ 1")))?;
+        let mut problem = MultistageProblem::new(n, nz, global_param_dim, param_dim)?;
+        problem.horizon = Some(horizon.clone());
+        Ok(problem)
+    }
+
+    /// The cost `ℓ_0(z_0, p_global, p_0)` of the first stage (a scalar).
+    pub fn cost_initial(mut self, f: &NumericalFunction) -> Result<Self> {
+        self.cost_initial = Some(self.term(f, Kind::Initial, "cost_initial_fn", true)?);
+        Ok(self)
+    }
+
+    /// The cost `ℓ(z_i, p_global, p_i)` of each stage `0 < i < N` (a scalar).
+    pub fn cost_stage(mut self, f: &NumericalFunction) -> Result<Self> {
+        self.cost_stage = Some(self.term(f, Kind::Stage, "cost_stage_fn", true)?);
+        Ok(self)
+    }
+
+    /// The cost `ℓ_N(z_N, p_global, p_N)` of the last stage (a scalar).
+    pub fn cost_terminal(mut self, f: &NumericalFunction) -> Result<Self> {
+        self.cost_terminal = Some(self.term(f, Kind::Terminal, "cost_terminal_fn", true)?);
+        Ok(self)
+    }
+
+    /// The equality constraints `e_0(z_0, p_global, p_0) = 0`.
+    pub fn eq_initial(mut self, f: &NumericalFunction) -> Result<Self> {
+        self.eq_initial = self.constraint(f, Kind::Initial, "eq_initial_fn")?;
+        Ok(self)
+    }
+
+    /// The equality constraints `c(z_i, z_{i+1}, p_global, p_i) = 0` for `i < N`.
+    pub fn eq_interstage(mut self, f: &NumericalFunction) -> Result<Self> {
+        self.eq_interstage = self.constraint(f, Kind::Interstage, "eq_interstage_fn")?;
+        Ok(self)
+    }
+
+    /// The equality constraints `e(z_i, p_global, p_i) = 0` for `0 < i < N`.
+    pub fn eq_stage(mut self, f: &NumericalFunction) -> Result<Self> {
+        self.eq_stage = self.constraint(f, Kind::Stage, "eq_stage_fn")?;
+        Ok(self)
+    }
+
+    /// The equality constraints `e_N(z_N, p_global, p_N) = 0`.
+    pub fn eq_terminal(mut self, f: &NumericalFunction) -> Result<Self> {
+        self.eq_terminal = self.constraint(f, Kind::Terminal, "eq_terminal_fn")?;
+        Ok(self)
+    }
+
+    /// The inequality constraints `lb ≤ h(z_i, p_global, p_i) ≤ ub` for `0 < i < N`; `lb`
+    /// and `ub` have one entry per row of `h` (or are scalars) and hold at every stage.
+    pub fn ineq_stage(mut self, f: &NumericalFunction, lb: impl Into<Bound>, ub: impl Into<Bound>) -> Result<Self> {
+        self.ineq_stage = self.constraint(f, Kind::Stage, "ineq_stage_fn")?;
+        self.set_ineq_bounds(lb.into(), ub.into())?;
+        Ok(self)
+    }
+
+    /// The bounds `z_lb ≤ z_i ≤ z_ub` of every stage (`nz` entries each, or scalars).
+    pub fn bounds(mut self, lb: impl Into<Bound>, ub: impl Into<Bound>) -> Result<Self> {
+        let (lb, ub) = (lb.into().resolve(self.nz, "z_lb")?, ub.into().resolve(self.nz, "z_ub")?);
+        super::problem::check_ordered(&lb, &ub, "z_lb", "z_ub")?;
+        (self.z_lb, self.z_ub) = (lb, ub);
+        Ok(self)
+    }
+
+    fn set_ineq_bounds(&mut self, lb: Bound, ub: Bound) -> Result<()> {
+        let m = self.ineq_stage.as_ref().map_or(0, |t| t.rows);
+        let (lb, ub) = (lb.resolve(m, "ineq_lb")?, ub.resolve(m, "ineq_ub")?);
+        super::problem::check_ordered(&lb, &ub, "ineq_lb", "ineq_ub")?;
+        (self.ineq_lb, self.ineq_ub) = (lb, ub);
+        Ok(())
+    }
+
+    /// Stage transitions `N`.
+    pub fn horizon(&self) -> usize {
+        self.n
+    }
+
+    /// Variables per stage.
+    pub fn nz(&self) -> usize {
+        self.nz
+    }
+
+    /// All variables, `(N + 1)·nz`.
+    pub fn nvars(&self) -> usize {
+        (self.n + 1) * self.nz
+    }
+
+    /// The solver's parameter entries: `global_param_dim + (N + 1)·param_dim`.
+    pub fn np(&self) -> usize {
+        self.global_param + (self.n + 1) * self.stage_param
+    }
+
+    /// Equality constraint rows.
+    pub fn neq(&self) -> usize {
+        self.eq_terms().map(|t| t.count * t.rows).sum()
+    }
+
+    /// Inequality constraint rows.
+    pub fn nineq(&self) -> usize {
+        self.ineq_terms().map(|t| t.count * t.rows).sum()
+    }
+
+    /// The state/control split of a problem built with [`from_dynamics`](Self::from_dynamics).
+    pub fn state_control(&self) -> Option<StateControl> {
+        self.state_control
+    }
+
+    /// The cost terms (initial, stage, terminal).
+    pub(crate) fn cost_terms(&self) -> impl Iterator<Item = &Term> {
+        [&self.cost_initial, &self.cost_stage, &self.cost_terminal].into_iter().flatten()
+    }
+
+    /// The equality terms in the order of their multipliers.
+    pub(crate) fn eq_terms(&self) -> impl Iterator<Item = &Term> {
+        [&self.eq_initial, &self.eq_interstage, &self.eq_stage, &self.eq_terminal].into_iter().flatten()
+    }
+
+    /// The inequality terms.
+    pub(crate) fn ineq_terms(&self) -> impl Iterator<Item = &Term> {
+        self.ineq_stage.iter()
+    }
+
+    /// Where a kind of function acts: `(first stage, stages)`.
+    fn stages(&self, kind: Kind) -> (usize, usize) {
+        match kind {
+            Kind::Initial => (0, 1),
+            Kind::Stage => (1, self.n - 1),
+            Kind::Terminal => (self.n, 1),
+            Kind::Interstage => (0, self.n),
+        }
+    }
+
+    /// A constraint term (`None` when it has no rows or acts on no stage).
+    fn constraint(&self, f: &NumericalFunction, kind: Kind, what: &str) -> Result<Option<Term>> {
+        let term = self.term(f, kind, what, false)?;
+        Ok((term.rows > 0 && term.count > 0).then_some(term))
+    }
+
+    /// Checks `f`'s signature for `kind` and makes it a term.
+    fn term(&self, f: &NumericalFunction, kind: Kind, what: &str, cost: bool) -> Result<Term> {
+        let coupled = matches!(kind, Kind::Interstage);
+        let mut expected = vec![Arg::new(self.nz)];
+        if coupled {
+            expected.push(Arg::new(self.nz));
+        }
+        expected.extend([Arg::new(self.global_param), Arg::new(self.stage_param)]);
+        let takes = |args: &[Arg]| args.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(", ");
+        if f.inputs() != expected.as_slice() {
+            let form = if coupled { "(z, z_next, p_global, p_i)" } else { "(z, p_global, p_i)" };
+            return Err(problem_error(
+                f.name(),
+                format!(
+                    "{what} must take {form} = ({}) (Arg(0) for an absent parameter); it takes ({})",
+                    takes(&expected),
+                    takes(f.inputs())
+                ),
+            ));
+        }
+        let outputs = f.outputs();
+        if outputs.len() != 1 || !outputs[0].dtype.is_float() {
+            return Err(problem_error(
+                f.name(),
+                format!("{what} must return one floating-point array; it returns ({})", takes(outputs)),
+            ));
+        }
+        let rows = outputs[0].numel();
+        if cost && rows != 1 {
+            return Err(problem_error(
+                f.name(),
+                format!("{what} must return a scalar; it returns an array of shape {:?}", outputs[0].shape),
+            ));
+        }
+        let (first, count) = self.stages(kind);
+        Ok(Term { f: f.renamed(f.name())?, first, count, coupled, rows })
+    }
+
+    /// The problem of an optimal control problem in states and controls (see
+    /// [`ControlProblem`]), with `z_k = (x_k, u_k)`: the initial state is the global
+    /// parameter, `z_N`'s control is unused (bounded as every control, costed nowhere).
+    pub fn from_dynamics(ocp: &ControlProblem) -> Result<Self> {
+        let (n, nx, nu, np) = (ocp.n, ocp.nx, ocp.nu, ocp.param_dim);
+        let nz = nx + nu;
+        let mut problem = MultistageProblem::new(n, nz, nx, np)?;
+        problem.horizon = ocp.horizon.clone();
+        problem.state_control = Some(StateControl { nx, nu });
+        let stage = || vec![Arg::new(nz), Arg::new(nx), Arg::new(np)];
+        let split = |z: &Tensor| (z.shrink(&[(0, nx)]), z.shrink(&[(nx, nz)]));
+        let first = |f: &NumericalFunction, args: &[Tensor]| -> Result<Tensor> { Ok(f.apply(args)?.remove(0)) };
+        let lower = |name: &str, inputs: Vec<Arg>, body: &dyn Fn(&[Tensor]) -> Result<Tensor>| {
+            NumericalFunction::trace(name, inputs, |s| body(&s))
+        };
+        let start = lower("initial_state", stage(), &|s| Ok(split(&s[0]).0 - &s[1]))?;
+        problem.eq_initial = problem.constraint(&start, Kind::Initial, "initial state")?;
+        let dynamics = &ocp.dynamics;
+        let defects = lower(
+            &format!("{}_defect", dynamics.name()),
+            vec![Arg::new(nz), Arg::new(nz), Arg::new(nx), Arg::new(np)],
+            &|s| {
+                let (x, u) = split(&s[0]);
+                let next = first(dynamics, &[x, u, s[3].clone()])?.cast(DType::F64).flatten();
+                Ok(split(&s[1]).0 - next)
+            },
+        )?;
+        problem.eq_interstage = problem.constraint(&defects, Kind::Interstage, "dynamics_fn")?;
+        if let Some(l) = &ocp.stage_cost {
+            let cost = lower(&format!("{}_z", l.name()), stage(), &|s| {
+                let (x, u) = split(&s[0]);
+                Ok(first(l, &[x, u, s[2].clone()])?.reshape(()))
+            })?;
+            let mut term = problem.term(&cost, Kind::Stage, "stage_cost_fn", true)?;
+            (term.first, term.count) = (0, n);
+            problem.cost_stage = Some(term);
+        }
+        if let Some(l) = &ocp.terminal_cost {
+            let cost = lower(&format!("{}_z", l.name()), stage(), &|s| {
+                Ok(first(l, &[split(&s[0]).0, s[2].clone()])?.reshape(()))
+            })?;
+            problem.cost_terminal = Some(problem.term(&cost, Kind::Terminal, "terminal_cost_fn", true)?);
+        }
+        if let Some((h, lb, ub)) = &ocp.path {
+            let path = lower(&format!("{}_z", h.name()), stage(), &|s| {
+                let (x, u) = split(&s[0]);
+                Ok(first(h, &[x, u, s[2].clone()])?.flatten())
+            })?;
+            if let Some(mut term) = problem.constraint(&path, Kind::Stage, "path_constraints_fn")? {
+                (term.first, term.count) = (0, n);
+                problem.ineq_stage = Some(term);
+                problem.set_ineq_bounds(lb.clone(), ub.clone())?;
+            }
+        }
+        let join = |x: &[f64], u: &[f64]| x.iter().chain(u).copied().collect::<Vec<f64>>();
+        problem.bounds(join(&ocp.x_lb, &ocp.u_lb), join(&ocp.x_ub, &ocp.u_ub))
+    }
+}
+
+/// An optimal control problem in states `x` (`nx`) and controls `u` (`nu`) over `N` steps:
+///
+/// ```text
+/// min  Σ_{k<N} ℓ(x_k, u_k, p_k) + ℓ_N(x_N, p_N)
+/// s.t. x_0 = x_init,  x_{k+1} = F(x_k, u_k, p_k),  lb ≤ h(x_k, u_k, p_k) ≤ ub (k < N),
+///      x_lb ≤ x_k ≤ x_ub,  u_lb ≤ u_k ≤ u_ub
+/// ```
+///
+/// Callbacks take `(x, u, p)` (terminal cost: `(x, p)`), `p` the stage's parameter
+/// (`Arg::new(0)` for none). [`MultistageProblem::from_dynamics`] lowers it to the z-form.
+///
+/// ```
+/// use anvil::{Arg, NumericalFunction, opti::{ControlProblem, MultistageProblem}};
+/// # fn main() -> anvil::Result<()> {
+/// let xup = || [Arg::new(2), Arg::new(1), Arg::new(0)];
+/// let f = NumericalFunction::new("f", |[x, u, _p]| {
+///     anvil::Tensor::stack(&[x.get(0) + x.get(1) * 0.1, x.get(1) + u.get(0) * 0.1], 0)
+/// }, xup())?;
+/// let l = NumericalFunction::new("l", |[x, u, _p]| (&x * &x).sum() + (&u * &u).sum(), xup())?;
+/// let ocp = ControlProblem::new(20, 2, 1, 0, &f)?.stage_cost(&l)?.control_bounds(-1.0, 1.0)?;
+/// let problem = MultistageProblem::from_dynamics(&ocp)?;
+/// assert_eq!((problem.nz(), problem.nvars(), problem.np()), (3, 63, 2));
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct ControlProblem {
+    n: usize,
+    nx: usize,
+    nu: usize,
+    param_dim: usize,
+    horizon: Option<CodegenIntConstant>,
+    dynamics: NumericalFunction,
+    stage_cost: Option<NumericalFunction>,
+    terminal_cost: Option<NumericalFunction>,
+    path: Option<(NumericalFunction, Bound, Bound)>,
+    x_lb: Vec<f64>,
+    x_ub: Vec<f64>,
+    u_lb: Vec<f64>,
+    u_ub: Vec<f64>,
+}
+
+impl ControlProblem {
+    /// `N` steps of the dynamics `x_next = F(x, u, p)`; no cost and no bounds yet.
+    pub fn new(n: usize, nx: usize, nu: usize, param_dim: usize, dynamics: &NumericalFunction) -> Result<Self> {
+        if n == 0 || nx == 0 {
+            return Err(problem_error(
+                dynamics.name(),
+                format!("an optimal control problem needs N ≥ 1 steps and nx ≥ 1 states (got N = {n}, nx = {nx})"),
+            ));
+        }
+        let ocp = ControlProblem {
+            n,
+            nx,
+            nu,
+            param_dim,
+            horizon: None,
+            dynamics: dynamics.renamed(dynamics.name())?,
+            stage_cost: None,
+            terminal_cost: None,
+            path: None,
+            x_lb: vec![f64::NEG_INFINITY; nx],
+            x_ub: vec![f64::INFINITY; nx],
+            u_lb: vec![f64::NEG_INFINITY; nu],
+            u_ub: vec![f64::INFINITY; nu],
+        };
+        ocp.check(dynamics, &ocp.xup(), "dynamics_fn")?;
+        let out = &dynamics.outputs()[0];
+        if out.numel() != nx {
+            return Err(problem_error(
+                dynamics.name(),
+                format!("dynamics_fn must return the next state ({nx} entries); it returns shape {:?}", out.shape),
+            ));
+        }
+        Ok(ocp)
+    }
+
+    /// [`new`](Self::new) with the horizon named by a [`CodegenIntConstant`].
+    pub fn with_horizon(
+        horizon: &CodegenIntConstant,
+        nx: usize,
+        nu: usize,
+        param_dim: usize,
+        dynamics: &NumericalFunction,
+    ) -> Result<Self> {
+        let n = horizon.value()?;
+        let n = usize::try_from(n)
+            .map_err(|_| problem_error(dynamics.name(), format!("the horizon `{horizon}` is {n}; it must be ≥ 1")))?;
+        let mut ocp = ControlProblem::new(n, nx, nu, param_dim, dynamics)?;
+        ocp.horizon = Some(horizon.clone());
+        Ok(ocp)
+    }
+
+    fn xup(&self) -> Vec<Arg> {
+        vec![Arg::new(self.nx), Arg::new(self.nu), Arg::new(self.param_dim)]
+    }
+
+    fn check(&self, f: &NumericalFunction, expected: &[Arg], what: &str) -> Result<()> {
+        let takes = |args: &[Arg]| args.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(", ");
+        if f.inputs() != expected {
+            return Err(problem_error(
+                f.name(),
+                format!(
+                    "{what} must take ({}) (Arg(0) for no parameter); it takes ({})",
+                    takes(expected),
+                    takes(f.inputs())
+                ),
+            ));
+        }
+        let outputs = f.outputs();
+        if outputs.len() != 1 || !outputs[0].dtype.is_float() {
+            return Err(problem_error(
+                f.name(),
+                format!("{what} must return one floating-point array; it returns ({})", takes(outputs)),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The cost `ℓ(x_k, u_k, p_k)` of each step `k < N` (a scalar).
+    pub fn stage_cost(mut self, f: &NumericalFunction) -> Result<Self> {
+        self.check(f, &self.xup(), "stage_cost_fn")?;
+        self.stage_cost = Some(f.renamed(f.name())?);
+        Ok(self)
+    }
+
+    /// The cost `ℓ_N(x_N, p_N)` of the final state (a scalar).
+    pub fn terminal_cost(mut self, f: &NumericalFunction) -> Result<Self> {
+        self.check(f, &[Arg::new(self.nx), Arg::new(self.param_dim)], "terminal_cost_fn")?;
+        self.terminal_cost = Some(f.renamed(f.name())?);
+        Ok(self)
+    }
+
+    /// The path constraints `lb ≤ h(x_k, u_k, p_k) ≤ ub` at each step `k < N`.
+    pub fn path_constraints(
+        mut self,
+        f: &NumericalFunction,
+        lb: impl Into<Bound>,
+        ub: impl Into<Bound>,
+    ) -> Result<Self> {
+        self.check(f, &self.xup(), "path_constraints_fn")?;
+        self.path = Some((f.renamed(f.name())?, lb.into(), ub.into()));
+        Ok(self)
+    }
+
+    /// Bounds on every state (`nx` entries each, or scalars).
+    pub fn state_bounds(mut self, lb: impl Into<Bound>, ub: impl Into<Bound>) -> Result<Self> {
+        (self.x_lb, self.x_ub) = (lb.into().resolve(self.nx, "x_lb")?, ub.into().resolve(self.nx, "x_ub")?);
+        super::problem::check_ordered(&self.x_lb, &self.x_ub, "x_lb", "x_ub")?;
+        Ok(self)
+    }
+
+    /// Bounds on every control (`nu` entries each, or scalars).
+    pub fn control_bounds(mut self, lb: impl Into<Bound>, ub: impl Into<Bound>) -> Result<Self> {
+        (self.u_lb, self.u_ub) = (lb.into().resolve(self.nu, "u_lb")?, ub.into().resolve(self.nu, "u_ub")?);
+        super::problem::check_ordered(&self.u_lb, &self.u_ub, "u_lb", "u_ub")?;
+        Ok(self)
+    }
+}

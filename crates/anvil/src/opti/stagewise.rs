@@ -1,0 +1,362 @@
+//! The derived functions of a multistage problem, stage by stage: each stage function is
+//! traced once, its value and derivative blocks (gradient, sparse Jacobian, sparse
+//! Lagrangian Hessian) come from one evaluation vmapped over the stages it covers, and the
+//! blocks are stamped into the global CSC patterns by one scatter-add per matrix. The
+//! result has the shape of [`Derived`], so any QP backend of the SQP method takes it.
+
+use super::derive::{Derived, Matrix};
+use super::multistage::{MultistageProblem, Term};
+use super::settings::HessianApproximation;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::function::ad::vmap;
+use crate::function::{Arg, NumericalFunction};
+use crate::pattern::SparsityPattern;
+use crate::tensor::Tensor;
+use crate::transform::derivatives;
+use ndarray::Array1;
+
+/// A term's stage function restricted to the rows the QP sees, with its derivative blocks'
+/// patterns (over the term's stage variables `w`: `z_i`, or `(z_i, z_{i+1})`).
+struct StageTerm<'a> {
+    term: &'a Term,
+    /// Rows kept (all but inequality rows without a finite bound).
+    rows: Vec<usize>,
+    /// Offset of the term's first row among its kind's rows.
+    row_offset: usize,
+}
+
+/// The symbols every global function starts from: the stage variables `(N + 1, nz)`, the
+/// global parameter and the stage parameters `(N + 1, np)`.
+struct Symbols {
+    zs: Tensor,
+    global: Tensor,
+    stages: Tensor,
+}
+
+impl Symbols {
+    fn new(problem: &MultistageProblem, z: &Tensor, p: &Tensor) -> Symbols {
+        let (n1, ng, np) = (problem.n + 1, problem.global_param, problem.stage_param);
+        Symbols {
+            zs: z.reshape([n1, problem.nz]),
+            global: p.shrink(&[(0, ng)]),
+            stages: p.shrink(&[(ng, ng + n1 * np)]).reshape([n1, np]),
+        }
+    }
+
+    /// The arguments of a term's stage function, batched over its stages: `(w, p_global,
+    /// p_i)` with `w` of shape `(count, width)`.
+    fn batch(&self, term: &Term, nz: usize) -> [Tensor; 3] {
+        let (a, b) = (term.first, term.first + term.count);
+        let z = self.zs.shrink(&[(a, b), (0, nz)]);
+        let w = if term.coupled { Tensor::cat(&[z, self.zs.shrink(&[(a + 1, b + 1), (0, nz)])], 1) } else { z };
+        let np = self.stages.shape()[1];
+        [w, self.global.clone(), self.stages.shrink(&[(a, b), (0, np)])]
+    }
+}
+
+/// Applies the stage function `f` of `(w, p_global, p_i[, extra])` to every stage of
+/// `term`: one vmapped evaluation; every output gets a leading stage axis.
+fn per_stage(
+    f: &NumericalFunction,
+    term: &Term,
+    symbols: &Symbols,
+    nz: usize,
+    extra: Option<Tensor>,
+) -> Result<Vec<Tensor>> {
+    let mut axes = vec![Some(0), None, Some(0)];
+    let mut args = symbols.batch(term, nz).to_vec();
+    if let Some(e) = extra {
+        axes.push(Some(0));
+        args.push(e);
+    }
+    vmap(f, term.count, &axes)?.apply(&args)
+}
+
+/// The inputs of a term's stage function over its stage variables `w`.
+fn stage_args(problem: &MultistageProblem, term: &Term) -> Vec<Arg> {
+    vec![Arg::new(term.width(problem.nz)), Arg::new(problem.global_param), Arg::new(problem.stage_param)]
+}
+
+/// The term's function at the symbols `(w, p_global, p_i)`, as a flat `f64` vector of the
+/// kept `rows` (all rows when `rows` is `None`).
+fn stage_value(term: &Term, nz: usize, s: &[Tensor], rows: Option<&[usize]>) -> Result<Tensor> {
+    let w = &s[0];
+    let mut args = vec![w.shrink(&[(0, nz)])];
+    if term.coupled {
+        args.push(w.shrink(&[(nz, 2 * nz)]));
+    }
+    args.extend([s[1].clone(), s[2].clone()]);
+    let y = term.f.apply(&args)?.remove(0).cast(DType::F64).flatten();
+    Ok(match rows {
+        Some(rows) if rows.len() < y.numel() => {
+            let index: Vec<i64> = rows.iter().map(|&r| r as i64).collect();
+            y.take(&Tensor::from_array(&Array1::from(index)))
+        }
+        _ => y,
+    })
+}
+
+/// Derivative blocks of every stage and where they go in a global matrix.
+#[derive(Default)]
+struct Stamps {
+    /// Per term: the blocks' values, `(stages · block nnz)`, stage-major.
+    values: Vec<Tensor>,
+    /// The global (row, column) of each value, in the same order.
+    entries: Vec<(usize, usize)>,
+}
+
+impl Stamps {
+    /// Adds `count` blocks of `pattern` (values `(count, nnz)`), block `k` at
+    /// `(row0 + k·row_step, col0 + k·col_step)`.
+    fn add(
+        &mut self,
+        values: Tensor,
+        pattern: &SparsityPattern,
+        at: (usize, usize),
+        step: (usize, usize),
+        count: usize,
+    ) {
+        let block = pattern.csc_entries();
+        for k in 0..count {
+            let (r0, c0) = (at.0 + k * step.0, at.1 + k * step.1);
+            self.entries.extend(block.iter().map(|&(i, j)| (r0 + i, c0 + j)));
+        }
+        self.values.push(values.flatten());
+    }
+
+    /// The global row vector of `len` entries (blocks stamped in row 0), dense.
+    fn assemble_row(self, len: usize) -> Tensor {
+        if self.entries.is_empty() {
+            return Tensor::zeros([len]);
+        }
+        let index: Vec<i64> = self.entries.iter().map(|&(_, j)| j as i64).collect();
+        Tensor::scatter_add(&Tensor::cat(&self.values, 0), &Tensor::from_array(&Array1::from(index)), len)
+    }
+
+    /// The global matrix: its pattern (plus the diagonal when `diagonal`) and its CSC values,
+    /// summing blocks that overlap.
+    fn assemble(self, rows: usize, cols: usize, diagonal: bool) -> (Tensor, SparsityPattern) {
+        let mut pattern =
+            SparsityPattern::new(rows, cols, self.entries.iter().copied()).expect("blocks fit the matrix");
+        if diagonal {
+            pattern = pattern.with_diagonal();
+        }
+        let csc = pattern.csc_entries();
+        let index: Vec<i64> = self
+            .entries
+            .iter()
+            .map(|&(i, j)| csc.binary_search_by(|e| (e.1, e.0).cmp(&(j, i))).expect("a stamped entry") as i64)
+            .collect();
+        if index.is_empty() {
+            return (Tensor::zeros([csc.len()]), pattern);
+        }
+        let values = Tensor::cat(&self.values, 0);
+        (Tensor::scatter_add(&values, &Tensor::from_array(&Array1::from(index)), csc.len()), pattern)
+    }
+}
+
+/// A stage function and its derivative blocks' patterns, traced once.
+struct Traced {
+    f: NumericalFunction,
+    pattern: SparsityPattern,
+}
+
+/// `(y, J)` of a constraint term's kept rows: value and sparse Jacobian over `w`.
+fn constraint_blocks(name: &str, problem: &MultistageProblem, t: &StageTerm) -> Result<Traced> {
+    let mut pattern = None;
+    let f = NumericalFunction::trace(name, stage_args(problem, t.term), |s| -> Result<Vec<Tensor>> {
+        let y = stage_value(t.term, problem.nz, &s, Some(&t.rows))?;
+        let d = derivatives::sparse_jacobian(&y, &s[0])?;
+        pattern = Some(d.pattern);
+        Ok(vec![y, d.values])
+    })?;
+    Ok(Traced { f, pattern: pattern.ok_or_else(|| tracing_failed(name))? })
+}
+
+/// The upper triangle of the Hessian over `w` of a cost term, or of `λᵀ y` for a
+/// constraint term (`λ` the extra input).
+fn hessian_blocks(name: &str, problem: &MultistageProblem, t: &StageTerm, cost: bool) -> Result<Traced> {
+    let mut inputs = stage_args(problem, t.term);
+    if !cost {
+        inputs.push(Arg::new(t.rows.len()));
+    }
+    let mut pattern = None;
+    let f = NumericalFunction::trace(name, inputs, |s| -> Result<Tensor> {
+        let y = stage_value(t.term, problem.nz, &s, Some(&t.rows))?;
+        let scalar = if cost { y.sum() } else { (&s[3] * &y).sum() };
+        let d = derivatives::sparse_hessian(&scalar, &s[0])?;
+        pattern = Some(d.pattern);
+        Ok(d.values)
+    })?;
+    Ok(Traced { f, pattern: pattern.ok_or_else(|| tracing_failed(name))? })
+}
+
+/// `(ℓ, ∇ℓ)` of a cost term over `w`.
+fn cost_blocks(name: &str, problem: &MultistageProblem, t: &StageTerm) -> Result<NumericalFunction> {
+    NumericalFunction::trace(name, stage_args(problem, t.term), |s| -> Result<Vec<Tensor>> {
+        let y = stage_value(t.term, problem.nz, &s, None)?.sum();
+        let g = derivatives::gradient(&y, &s[0])?;
+        Ok(vec![y, g])
+    })
+}
+
+fn tracing_failed(name: &str) -> Error {
+    Error::Problem { what: "solver", name: name.into(), message: "tracing failed".into() }
+}
+
+/// Stage terms of one kind with the rows each passes on (`keep` says which rows of a term).
+fn stage_terms<'a>(terms: impl Iterator<Item = &'a Term>, keep: impl Fn(usize) -> bool) -> Vec<StageTerm<'a>> {
+    let mut offset = 0;
+    let mut out = Vec::new();
+    for term in terms.filter(|t| t.count > 0) {
+        let rows: Vec<usize> = (0..term.rows).filter(|&r| keep(r)).collect();
+        let kept = rows.len();
+        if kept > 0 {
+            out.push(StageTerm { term, rows, row_offset: offset });
+        }
+        offset += term.count * kept;
+    }
+    out
+}
+
+/// Derives `<solver>_values`, `<solver>_linearize` and `<solver>_hessian` of a multistage
+/// problem (sparse storage).
+pub(crate) fn derive(
+    solver: &str,
+    problem: &MultistageProblem,
+    approximation: HessianApproximation,
+) -> Result<Derived> {
+    let (nz, nv) = (problem.nz, problem.nvars());
+    let costs = stage_terms(problem.cost_terms(), |_| true);
+    let eqs = stage_terms(problem.eq_terms(), |_| true);
+    let finite = |r: usize| problem.ineq_lb[r].is_finite() || problem.ineq_ub[r].is_finite();
+    let ineqs = stage_terms(problem.ineq_terms(), finite);
+    let q_rows = q_rows(problem, &ineqs);
+    let (neq, nq) = (problem.neq(), q_rows.len());
+    let name = |kind: &str, i: usize| format!("{solver}_{kind}{i}");
+
+    let cost_fns: Vec<NumericalFunction> =
+        costs.iter().enumerate().map(|(i, t)| cost_blocks(&name("cost", i), problem, t)).collect::<Result<_>>()?;
+    let eq_fns: Vec<Traced> =
+        eqs.iter().enumerate().map(|(i, t)| constraint_blocks(&name("eq", i), problem, t)).collect::<Result<_>>()?;
+    let q_fns: Vec<Traced> = ineqs
+        .iter()
+        .enumerate()
+        .map(|(i, t)| constraint_blocks(&name("ineq", i), problem, t))
+        .collect::<Result<_>>()?;
+
+    let xp = vec![Arg::new(nv), Arg::new(problem.np())];
+    let patterns = std::cell::RefCell::new(Vec::new());
+    // Cost, constraint values and (with `derivatives`) their blocks at the symbols.
+    let evaluate = |s: &Symbols, derivatives: bool| -> Result<Vec<Tensor>> {
+        let mut f = Tensor::zeros(());
+        let mut grad = Stamps::default();
+        for (t, cf) in costs.iter().zip(&cost_fns) {
+            let out = per_stage(cf, t.term, s, nz, None)?;
+            f = f + out[0].sum();
+            let row = SparsityPattern::new(1, t.term.width(nz), (0..t.term.width(nz)).map(|j| (0, j))).expect("a row");
+            grad.add(out[1].clone(), &row, (0, t.term.first * nz), (0, nz), t.term.count);
+        }
+        let mut out = vec![f];
+        for (terms, fns, rows) in [(&eqs, &eq_fns, neq), (&ineqs, &q_fns, nq)] {
+            let mut values = Vec::new();
+            let mut jac = Stamps::default();
+            for (t, tf) in terms.iter().zip(fns) {
+                let blocks = per_stage(&tf.f, t.term, s, nz, None)?;
+                values.push(blocks[0].flatten());
+                let step = (t.rows.len(), nz);
+                jac.add(blocks[1].clone(), &tf.pattern, (t.row_offset, t.term.first * nz), step, t.term.count);
+            }
+            let value = if values.is_empty() { Tensor::zeros([0]) } else { Tensor::cat(&values, 0) };
+            out.push(value);
+            if derivatives {
+                let (j, pattern) = jac.assemble(rows, nv, false);
+                out.push(j);
+                patterns.borrow_mut().push(pattern);
+            }
+        }
+        if derivatives {
+            out.insert(1, grad.assemble_row(nv));
+        }
+        Ok(out)
+    };
+    let values = NumericalFunction::trace(&format!("{solver}_values"), xp.clone(), |s| {
+        evaluate(&Symbols::new(problem, &s[0], &s[1]), false)
+    })?;
+    let linearize = NumericalFunction::trace(&format!("{solver}_linearize"), xp.clone(), |s| {
+        evaluate(&Symbols::new(problem, &s[0], &s[1]), true)
+    })?;
+    let mut patterns = patterns.into_inner();
+    let (jac_q, jac_eq) = match (patterns.pop(), patterns.pop()) {
+        (Some(q), Some(e)) => (q, e),
+        _ => return Err(tracing_failed(solver)),
+    };
+
+    let exact = approximation == HessianApproximation::Exact;
+    let hess_cost: Vec<Traced> = costs
+        .iter()
+        .enumerate()
+        .map(|(i, t)| hessian_blocks(&name("cost_hess", i), problem, t, true))
+        .collect::<Result<_>>()?;
+    let constraint_hess = |terms: &[StageTerm], kind: &str| -> Result<Vec<Traced>> {
+        if !exact {
+            return Ok(Vec::new());
+        }
+        terms.iter().enumerate().map(|(i, t)| hessian_blocks(&name(kind, i), problem, t, false)).collect()
+    };
+    let (hess_eq, hess_q) = (constraint_hess(&eqs, "eq_hess")?, constraint_hess(&ineqs, "ineq_hess")?);
+    let mut hess_pattern = None;
+    let mut inputs = xp;
+    inputs.extend([Arg::new(neq), Arg::new(nq)]);
+    let hessian = NumericalFunction::trace(&format!("{solver}_hessian"), inputs, |s| -> Result<Tensor> {
+        let symbols = Symbols::new(problem, &s[0], &s[1]);
+        let mut stamps = Stamps::default();
+        let mut stamp = |t: &StageTerm, traced: &Traced, lam: Option<&Tensor>| -> Result<()> {
+            let lam = lam.map(|l| {
+                let (a, m) = (t.row_offset, t.rows.len());
+                l.shrink(&[(a, a + t.term.count * m)]).reshape([t.term.count, m])
+            });
+            let values = per_stage(&traced.f, t.term, &symbols, nz, lam)?.remove(0);
+            let at = t.term.first * nz;
+            stamps.add(values, &traced.pattern, (at, at), (nz, nz), t.term.count);
+            Ok(())
+        };
+        for (t, h) in costs.iter().zip(&hess_cost) {
+            stamp(t, h, None)?;
+        }
+        for (t, h) in eqs.iter().zip(&hess_eq) {
+            stamp(t, h, Some(&s[2]))?;
+        }
+        for (t, h) in ineqs.iter().zip(&hess_q) {
+            stamp(t, h, Some(&s[3]))?;
+        }
+        let (values, pattern) = stamps.assemble(nv, nv, true);
+        hess_pattern = Some(pattern);
+        Ok(values)
+    })?;
+    Ok(Derived {
+        values,
+        linearize,
+        hessian,
+        jac_eq: Matrix::Sparse(jac_eq),
+        jac_q: Matrix::Sparse(jac_q),
+        hess: Matrix::Sparse(hess_pattern.ok_or_else(|| tracing_failed(solver))?),
+        q_rows,
+    })
+}
+
+/// The global inequality rows the QP sees (rows with a finite bound), stage-major.
+fn q_rows(problem: &MultistageProblem, kept: &[StageTerm]) -> Vec<usize> {
+    let mut rows = Vec::new();
+    let mut offset = 0;
+    for term in problem.ineq_terms() {
+        if let Some(t) = kept.iter().find(|t| std::ptr::eq(t.term, term)) {
+            for k in 0..term.count {
+                rows.extend(t.rows.iter().map(|r| offset + k * term.rows + r));
+            }
+        }
+        offset += term.count * term.rows;
+    }
+    rows
+}

@@ -1,0 +1,185 @@
+//! Multistage problems (anvil::opti::MultistageProblem): the cart-pole swing-up of the
+//! benchmark solved to its known optimum, the z-form against the dynamics form, the derived
+//! functions against the problem written as one flat NLP, and the errors bad problems get.
+//! (The Python tests compare the multipliers with Ipopt's.)
+
+use anvil::opti::{ControlProblem, MultistageProblem, Problem, QpBackend, SqpFunction, SqpSettings, Status, WarmStart};
+use anvil::{Arg, Error, NumericalFunction, Tensor};
+use ndarray::ArrayD;
+
+const DT: f64 = 0.05;
+
+/// The cart-pole's continuous dynamics: state (p, θ, v, ω), force u.
+fn cartpole_ode(x: &Tensor, u: &Tensor) -> Tensor {
+    let (m_cart, m, l, g) = (1.0, 0.1, 0.5, 9.81);
+    let (theta, v, omega) = (x.get(1), x.get(2), x.get(3));
+    let (s, c) = (theta.sin(), theta.cos());
+    let force = u.get(0);
+    let den = s.square() * m + m_cart;
+    let pdd = (&force + (omega.square() * l + &c * g) * &s * m) / &den;
+    let thdd = (-(&force * &c) - omega.square() * &c * &s * (m * l) - &s * ((m_cart + m) * g)) / (&den * l);
+    Tensor::stack(&[v, omega, pdd, thdd], 0)
+}
+
+fn rk4(x: &Tensor, u: &Tensor) -> Tensor {
+    let k1 = cartpole_ode(x, u);
+    let k2 = cartpole_ode(&(x + &k1 * (DT / 2.0)), u);
+    let k3 = cartpole_ode(&(x + &k2 * (DT / 2.0)), u);
+    let k4 = cartpole_ode(&(x + &k3 * DT), u);
+    x + (k1 + k2 * 2.0 + k3 * 2.0 + k4) * (DT / 6.0)
+}
+
+fn weighted_error(x: &Tensor, weights: [f64; 4]) -> Tensor {
+    let target = Tensor::from_array(&ndarray::array![0.0, std::f64::consts::PI, 0.0, 0.0]);
+    let w = Tensor::from_array(&ndarray::Array1::from(weights.to_vec()));
+    ((x - target).square() * w).sum()
+}
+
+/// The benchmark's swing-up in the dynamics form.
+fn cartpole(n: usize) -> ControlProblem {
+    let xup = || [Arg::new(4), Arg::new(1), Arg::new(0)];
+    let f = NumericalFunction::new("cartpole_rk4", |[x, u, _p]| rk4(&x, &u), xup()).unwrap();
+    let l = NumericalFunction::new(
+        "cartpole_l",
+        |[x, u, _p]| (weighted_error(&x, [1.0, 10.0, 0.1, 0.1]) + u.square().sum() * 0.01) * DT,
+        xup(),
+    )
+    .unwrap();
+    let lf = NumericalFunction::new(
+        "cartpole_lf",
+        |[x, _p]| weighted_error(&x, [10.0, 100.0, 10.0, 10.0]),
+        [Arg::new(4), Arg::new(0)],
+    )
+    .unwrap();
+    ControlProblem::new(n, 4, 1, 0, &f)
+        .unwrap()
+        .stage_cost(&l)
+        .unwrap()
+        .terminal_cost(&lf)
+        .unwrap()
+        .control_bounds(-20.0, 20.0)
+        .unwrap()
+}
+
+/// J* of the benchmark (Ipopt, fatrop and sqpmethod agree from the zero guess).
+const CARTPOLE_OPTIMUM: f64 = 34.00324653;
+
+#[test]
+fn cartpole_swing_up_reaches_the_known_optimum() {
+    let problem = MultistageProblem::from_dynamics(&cartpole(50)).unwrap();
+    assert_eq!((problem.nvars(), problem.neq(), problem.nineq(), problem.np()), (255, 204, 0, 4));
+    let settings = SqpSettings { max_iter: 200, ..SqpSettings::default() };
+    let solver = SqpFunction::multistage("cartpole", &problem, settings, QpBackend::PiqpSparse).unwrap();
+    let solution = solver.solve(&vec![0.0; 255], &[0.0; 4], &WarmStart::default()).unwrap();
+    assert_eq!(solution.info.status, Status::Solved, "{:?}", solution.info);
+    assert!((solution.info.objective - CARTPOLE_OPTIMUM).abs() < 1e-6, "J = {}", solution.info.objective);
+    // The pole ends upright, the first state is the initial one.
+    let x_n = &solution.x[250..254];
+    assert!((x_n[1] - std::f64::consts::PI).abs() < 0.1, "final state {x_n:?}");
+    assert!(solution.x[..4].iter().all(|v| v.abs() < 1e-9));
+    assert!(solution.x.chunks(5).all(|z| z[4].abs() <= 20.0 + 1e-9));
+}
+
+/// The same problem written by hand as one flat NLP: cost, constraints and their
+/// derivatives agree with the stage-wise ones.
+#[test]
+fn stagewise_functions_equal_the_flat_problem() {
+    let n = 6;
+    let problem = MultistageProblem::from_dynamics(&cartpole(n)).unwrap();
+    let nv = (n + 1) * 5;
+    let args = || [Arg::new(nv), Arg::new(4)];
+    let z = |x: &Tensor, k: usize| x.shrink(&[(5 * k, 5 * k + 5)]);
+    let state = |x: &Tensor, k: usize| z(x, k).shrink(&[(0, 4)]);
+    let control = |x: &Tensor, k: usize| z(x, k).shrink(&[(4, 5)]);
+    let cost = NumericalFunction::new(
+        "flat_f",
+        |[x, _p]| {
+            let mut f = weighted_error(&state(&x, n), [10.0, 100.0, 10.0, 10.0]);
+            for k in 0..n {
+                f = f
+                    + (weighted_error(&state(&x, k), [1.0, 10.0, 0.1, 0.1]) + control(&x, k).square().sum() * 0.01)
+                        * DT;
+            }
+            f
+        },
+        args(),
+    )
+    .unwrap();
+    let eq = NumericalFunction::new(
+        "flat_g",
+        |[x, p]| {
+            let mut rows = vec![state(&x, 0) - p];
+            rows.extend((0..n).map(|k| state(&x, k + 1) - rk4(&state(&x, k), &control(&x, k))));
+            Tensor::cat(&rows, 0)
+        },
+        args(),
+    )
+    .unwrap();
+    let flat = Problem::new(&cost)
+        .unwrap()
+        .eq_constraints(&eq, 0.0)
+        .unwrap()
+        .bounds([-1e20, -1e20, -1e20, -1e20, -20.0].repeat(n + 1), [1e20, 1e20, 1e20, 1e20, 20.0].repeat(n + 1));
+    let flat = flat.unwrap();
+    let settings = SqpSettings::default();
+    let staged = SqpFunction::multistage("staged", &problem, settings.clone(), QpBackend::PiqpSparse).unwrap();
+    let reference = SqpFunction::sparse("flat", &flat, settings).unwrap();
+    let x: Vec<f64> = (0..nv).map(|i| ((i * 7919) % 97) as f64 / 50.0 - 1.0).collect();
+    let p = vec![0.3, -0.2, 0.1, 0.5];
+    let lam: Vec<f64> = (0..problem.neq()).map(|i| ((i * 31) % 11) as f64 / 5.0 - 1.0).collect();
+    let arr = |v: &[f64]| ArrayD::from_shape_vec(vec![v.len()], v.to_vec()).unwrap();
+    let dense = |f: &NumericalFunction, inputs: &[ArrayD<f64>]| -> Vec<ArrayD<f64>> {
+        let views: Vec<_> = inputs.iter().map(|a| a.view()).collect();
+        f.eval(&views).unwrap()
+    };
+    let [_, s_lin, s_hess] = staged.functions();
+    let [_, r_lin, r_hess] = reference.functions();
+    let (a, b) = (dense(s_lin, &[arr(&x), arr(&p)]), dense(r_lin, &[arr(&x), arr(&p)]));
+    let close = |u: &ArrayD<f64>, v: &ArrayD<f64>, what: &str| {
+        assert_eq!(u.shape(), v.shape(), "{what}");
+        for (s, t) in u.iter().zip(v) {
+            assert!((s - t).abs() <= 1e-12 * (1.0 + t.abs()), "{what}: {s} vs {t}");
+        }
+    };
+    // f, ∇f, c_eq, J_eq values (both in the CSC order of one pattern).
+    for (k, what) in [(0, "f"), (1, "gradient"), (2, "c_eq"), (3, "J_eq")] {
+        close(&a[k], &b[k], what);
+    }
+    let inputs = [arr(&x), arr(&p), arr(&lam), arr(&[])];
+    close(&dense(s_hess, &inputs)[0], &dense(r_hess, &inputs)[0], "Hessian");
+}
+
+#[test]
+fn bad_multistage_problems_get_errors_that_say_what_to_fix() {
+    let stage = || [Arg::new(3), Arg::new(0), Arg::new(0)];
+    let cost = NumericalFunction::new("c", |[z, _g, _p]| z.square().sum(), stage()).unwrap();
+    let message = |e: Error| e.to_string();
+    // A stage function of the wrong width.
+    let wide = NumericalFunction::new("w", |[z, _g, _p]| z.sum(), [Arg::new(4), Arg::new(0), Arg::new(0)]).unwrap();
+    let e = MultistageProblem::new(5, 3, 0, 0).unwrap().cost_stage(&wide).unwrap_err();
+    assert!(message(e).contains("cost_stage_fn must take (z, p_global, p_i)"));
+    // A vector cost.
+    let vector = NumericalFunction::new("v", |[z, _g, _p]| z * 2.0, stage()).unwrap();
+    let e = MultistageProblem::new(5, 3, 0, 0).unwrap().cost_initial(&vector).unwrap_err();
+    assert!(message(e).contains("must return a scalar"));
+    // The interstage function takes the next stage too.
+    let e = MultistageProblem::new(5, 3, 0, 0).unwrap().eq_interstage(&cost).unwrap_err();
+    assert!(message(e).contains("(z, z_next, p_global, p_i)"));
+    // Bounds of the wrong length, crossed bounds, an empty horizon.
+    let e = MultistageProblem::new(5, 3, 0, 0).unwrap().bounds(vec![0.0; 2], 1.0).unwrap_err();
+    assert!(message(e).contains("has 2 entries, expected 3"));
+    let e = MultistageProblem::new(5, 3, 0, 0).unwrap().bounds(1.0, 0.0).unwrap_err();
+    assert!(message(e).contains("no value satisfies both"));
+    assert!(message(MultistageProblem::new(0, 3, 0, 0).unwrap_err()).contains("N ≥ 1"));
+    // Dynamics returning the wrong number of states.
+    let xup = [Arg::new(2), Arg::new(1), Arg::new(0)];
+    let f = NumericalFunction::new("f", |[x, _u, _p]| x.sum().reshape([1]), xup).unwrap();
+    assert!(message(ControlProblem::new(5, 2, 1, 0, &f).unwrap_err()).contains("next state (2 entries)"));
+    // Solve arguments of the wrong length.
+    let problem = MultistageProblem::new(3, 3, 0, 0).unwrap().cost_stage(&cost).unwrap();
+    let solver = SqpFunction::multistage("ms_bad", &problem, SqpSettings::default(), QpBackend::PiqpSparse).unwrap();
+    let e = solver.solve(&[0.0; 3], &[], &WarmStart::default()).unwrap_err();
+    assert!(message(e).contains("`x0` has 3 entries, expected 12"));
+    let e = SqpFunction::multistage("ms_dense", &problem, SqpSettings::default(), QpBackend::PiqpDense).unwrap_err();
+    assert!(message(e).contains("PiqpSparse"));
+}
