@@ -149,6 +149,10 @@ fn _anvil(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<constant::PyConstant>()?;
     m.add_class::<opti::PySqpSolver>()?;
     m.add_function(wrap_pyfunction!(opti::sqp_solver, m)?)?;
+    m.add_class::<opti::PyMultistageProblem>()?;
+    m.add_function(wrap_pyfunction!(opti::multistage_problem, m)?)?;
+    m.add_function(wrap_pyfunction!(opti::control_problem, m)?)?;
+    m.add_function(wrap_pyfunction!(opti::multistage_sqp_solver, m)?)?;
     m.add_function(wrap_pyfunction!(opti_include_dirs, m)?)?;
     m.add_function(wrap_pyfunction!(opti_set_bundled_dirs, m)?)?;
     m.add_function(wrap_pyfunction!(function::trace, m)?)?;

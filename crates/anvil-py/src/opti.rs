@@ -1,10 +1,12 @@
 //! The native side of `anvil.opti`: SQP solvers built from traced functions, solved on
 //! numpy arrays without the GIL.
 
+use crate::constant::PyConstant;
 use crate::errors::IntoPyResult;
 use crate::function::PyFunction;
 use anvil::opti::{
-    Bound as BoundValues, HessianApproximation, Problem, QpBackend, SqpFunction, SqpSettings, WarmStart,
+    Bound as BoundValues, ControlProblem, HessianApproximation, MultistageProblem, Problem, QpBackend, SqpFunction,
+    SqpSettings, WarmStart,
 };
 use numpy::{IntoPyArray, PyReadonlyArray1};
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -17,6 +19,27 @@ use std::sync::{Arc, Mutex};
 pub struct PySqpSolver {
     pub solver: Arc<SqpFunction>,
     settings: Mutex<SqpSettings>,
+    /// The `qp_backend` name a multistage solver was built with (`None` for the others).
+    qp_backend: Option<&'static str>,
+}
+
+/// The QP backends of a multistage solver by their Python `qp_backend` name; the first is
+/// the default (`qp_backend=None`). A new backend is one more line.
+const MULTISTAGE_QP_BACKENDS: &[(&str, QpBackend)] =
+    &[("riccati", QpBackend::Riccati), ("piqp", QpBackend::PiqpSparse)];
+
+/// The QP backend a multistage solver's `qp_backend` names (`None`: the default), with its
+/// name; an unknown name is a `ValueError` listing the choices.
+fn multistage_qp_backend(name: Option<&str>) -> PyResult<(&'static str, QpBackend)> {
+    let name = name.unwrap_or(MULTISTAGE_QP_BACKENDS[0].0);
+    MULTISTAGE_QP_BACKENDS.iter().find(|(n, _)| *n == name).copied().ok_or_else(|| {
+        let choices: Vec<String> = MULTISTAGE_QP_BACKENDS.iter().map(|(n, _)| format!("{n:?}")).collect();
+        PyValueError::new_err(format!(
+            "unknown qp_backend {name:?} for a MultistageProblem; choose one of {} (None: {:?})",
+            choices.join(", "),
+            MULTISTAGE_QP_BACKENDS[0].0
+        ))
+    })
 }
 
 /// A bound given as a float (every entry) or a list of floats.
@@ -101,7 +124,185 @@ pub fn sqp_solver(
     problem = problem.bounds(bound(x_lb)?, bound(x_ub)?).py()?;
     // Deriving sparse Hessians of large problems takes a while: let other threads run.
     let solver = py.detach(|| SqpFunction::new(name, &problem, settings.clone(), backend)).py()?;
-    Ok(PySqpSolver { solver: Arc::new(solver), settings: Mutex::new(settings) })
+    Ok(PySqpSolver { solver: Arc::new(solver), settings: Mutex::new(settings), qp_backend: None })
+}
+
+/// The native side of `anvil.opti.MultistageProblem`: a checked multistage problem (every
+/// stage function's signature and the bounds' lengths are checked when it is built).
+#[pyclass(name = "_MultistageProblem", module = "anvil._anvil", frozen)]
+pub struct PyMultistageProblem(MultistageProblem);
+
+/// The horizon `N`: a count of stage transitions, or a `CodegenIntConstant` naming it.
+enum Horizon {
+    Steps(usize),
+    Named(anvil::CodegenIntConstant),
+}
+
+fn horizon(value: &Bound<'_, PyAny>) -> PyResult<Horizon> {
+    if let Ok(c) = value.extract::<PyConstant>() {
+        return Ok(Horizon::Named(c.0));
+    }
+    let n: i64 =
+        value.extract().map_err(|_| PyTypeError::new_err("N must be an int or a CodegenIntConstant".to_string()))?;
+    usize::try_from(n).map(Horizon::Steps).map_err(|_| PyValueError::new_err(format!("N must be >= 1, got {n}")))
+}
+
+type Function<'py> = Option<PyRef<'py, PyFunction>>;
+
+/// A `MultistageProblem` in the z-form: functions of `(z, p_global, p_i)` (the interstage
+/// one of `(z, z_next, p_global, p_i)`), any of them absent; bounds are floats or lists
+/// of floats (already defaulted by the Python side).
+#[pyfunction]
+#[pyo3(signature = (
+    n, nz, global_param_dim, param_dim, cost_initial, cost_stage, cost_terminal, eq_initial, eq_interstage,
+    eq_stage, eq_terminal, ineq_stage, ineq_lb, ineq_ub, z_lb, z_ub,
+))]
+#[allow(clippy::too_many_arguments)]
+pub fn multistage_problem(
+    n: &Bound<'_, PyAny>,
+    nz: usize,
+    global_param_dim: usize,
+    param_dim: usize,
+    cost_initial: Function<'_>,
+    cost_stage: Function<'_>,
+    cost_terminal: Function<'_>,
+    eq_initial: Function<'_>,
+    eq_interstage: Function<'_>,
+    eq_stage: Function<'_>,
+    eq_terminal: Function<'_>,
+    ineq_stage: Function<'_>,
+    ineq_lb: &Bound<'_, PyAny>,
+    ineq_ub: &Bound<'_, PyAny>,
+    z_lb: &Bound<'_, PyAny>,
+    z_ub: &Bound<'_, PyAny>,
+) -> PyResult<PyMultistageProblem> {
+    let mut problem = match horizon(n)? {
+        Horizon::Steps(n) => MultistageProblem::new(n, nz, global_param_dim, param_dim),
+        Horizon::Named(c) => MultistageProblem::with_horizon(&c, nz, global_param_dim, param_dim),
+    }
+    .py()?;
+    type Setter = fn(MultistageProblem, &anvil::NumericalFunction) -> anvil::Result<MultistageProblem>;
+    let setters: [(Function<'_>, Setter); 7] = [
+        (cost_initial, MultistageProblem::cost_initial),
+        (cost_stage, MultistageProblem::cost_stage),
+        (cost_terminal, MultistageProblem::cost_terminal),
+        (eq_initial, MultistageProblem::eq_initial),
+        (eq_interstage, MultistageProblem::eq_interstage),
+        (eq_stage, MultistageProblem::eq_stage),
+        (eq_terminal, MultistageProblem::eq_terminal),
+    ];
+    for (f, set) in setters {
+        if let Some(f) = f {
+            problem = set(problem, f.0.function()).py()?;
+        }
+    }
+    if let Some(h) = ineq_stage {
+        problem = problem.ineq_stage(h.0.function(), bound(ineq_lb)?, bound(ineq_ub)?).py()?;
+    }
+    Ok(PyMultistageProblem(problem.bounds(bound(z_lb)?, bound(z_ub)?).py()?))
+}
+
+/// A `MultistageProblem` from an optimal control problem in states and controls
+/// (`MultistageProblem.from_dynamics`): callbacks of `(x, u, p)` (terminal cost: `(x, p)`).
+#[pyfunction]
+#[pyo3(signature = (
+    n, nx, nu, param_dim, dynamics, stage_cost, terminal_cost, path, path_lb, path_ub, x_lb, x_ub, u_lb, u_ub,
+))]
+#[allow(clippy::too_many_arguments)]
+pub fn control_problem(
+    n: &Bound<'_, PyAny>,
+    nx: usize,
+    nu: usize,
+    param_dim: usize,
+    dynamics: &PyFunction,
+    stage_cost: Function<'_>,
+    terminal_cost: Function<'_>,
+    path: Function<'_>,
+    path_lb: &Bound<'_, PyAny>,
+    path_ub: &Bound<'_, PyAny>,
+    x_lb: &Bound<'_, PyAny>,
+    x_ub: &Bound<'_, PyAny>,
+    u_lb: &Bound<'_, PyAny>,
+    u_ub: &Bound<'_, PyAny>,
+) -> PyResult<PyMultistageProblem> {
+    let f = dynamics.0.function();
+    let mut ocp = match horizon(n)? {
+        Horizon::Steps(n) => ControlProblem::new(n, nx, nu, param_dim, f),
+        Horizon::Named(c) => ControlProblem::with_horizon(&c, nx, nu, param_dim, f),
+    }
+    .py()?;
+    if let Some(l) = stage_cost {
+        ocp = ocp.stage_cost(l.0.function()).py()?;
+        scalar_cost(l.0.function(), "stage_cost_fn")?;
+    }
+    if let Some(l) = terminal_cost {
+        ocp = ocp.terminal_cost(l.0.function()).py()?;
+        scalar_cost(l.0.function(), "terminal_cost_fn")?;
+    }
+    if let Some(h) = path {
+        ocp = ocp.path_constraints(h.0.function(), bound(path_lb)?, bound(path_ub)?).py()?;
+    }
+    ocp = ocp.state_bounds(bound(x_lb)?, bound(x_ub)?).py()?.control_bounds(bound(u_lb)?, bound(u_ub)?).py()?;
+    Ok(PyMultistageProblem(MultistageProblem::from_dynamics(&ocp).py()?))
+}
+
+/// A cost of a `ControlProblem` returns a scalar (checked here: the Rust builder leaves it
+/// to the lowering, whose error is a reshape's).
+fn scalar_cost(f: &anvil::NumericalFunction, what: &str) -> PyResult<()> {
+    match f.outputs().first() {
+        Some(out) if out.numel() != 1 => Err(PyValueError::new_err(format!(
+            "problem `{}`: {what} must return a scalar; it returns an array of shape {:?}",
+            f.name(),
+            out.shape
+        ))),
+        _ => Ok(()),
+    }
+}
+
+#[pymethods]
+impl PyMultistageProblem {
+    /// Stage transitions `N`.
+    #[getter]
+    fn horizon(&self) -> usize {
+        self.0.horizon()
+    }
+
+    /// Variables per stage.
+    #[getter]
+    fn nz(&self) -> usize {
+        self.0.nz()
+    }
+
+    /// `(nvars, neq, nineq, np)`: all variables, equality and inequality rows, parameter
+    /// entries.
+    #[getter]
+    fn dims(&self) -> (usize, usize, usize, usize) {
+        (self.0.nvars(), self.0.neq(), self.0.nineq(), self.0.np())
+    }
+
+    /// `(nx, nu)` of a problem built from dynamics, else `None`.
+    #[getter]
+    fn state_control(&self) -> Option<(usize, usize)> {
+        self.0.state_control().map(|s| (s.nx, s.nu))
+    }
+}
+
+/// A solver for a multistage problem with the QP backend `qp_backend` names (`None`: the
+/// default).
+#[pyfunction]
+#[pyo3(signature = (name, problem, qp_backend, settings))]
+pub fn multistage_sqp_solver(
+    py: Python<'_>,
+    name: &str,
+    problem: &PyMultistageProblem,
+    qp_backend: Option<&str>,
+    settings: &Bound<'_, PyDict>,
+) -> PyResult<PySqpSolver> {
+    let (backend_name, backend) = multistage_qp_backend(qp_backend)?;
+    let settings = settings_from(settings)?;
+    let problem = &problem.0;
+    let solver = py.detach(|| SqpFunction::multistage(name, problem, settings.clone(), backend)).py()?;
+    Ok(PySqpSolver { solver: Arc::new(solver), settings: Mutex::new(settings), qp_backend: Some(backend_name) })
 }
 
 type Arrays<'py> = (
@@ -118,6 +319,12 @@ impl PySqpSolver {
     #[getter]
     fn name(&self) -> &str {
         self.solver.name()
+    }
+
+    /// The `qp_backend` name of a multistage solver (`None` for the others).
+    #[getter]
+    fn qp_backend(&self) -> Option<&'static str> {
+        self.qp_backend
     }
 
     /// `(nx, neq, nineq)`.

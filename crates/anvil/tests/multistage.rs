@@ -3,8 +3,14 @@
 //! functions against the problem written as one flat NLP, and the errors bad problems get.
 //! (The Python tests compare the multipliers with Ipopt's.)
 
-use anvil::opti::{ControlProblem, MultistageProblem, Problem, QpBackend, SqpFunction, SqpSettings, Status, WarmStart};
-use anvil::{Arg, Error, NumericalFunction, Tensor};
+mod common;
+
+use anvil::opti::{
+    ControlProblem, HessianApproximation, MultistageProblem, Problem, QpBackend, Solution, SqpFunction, SqpSettings,
+    Status, WarmStart,
+};
+use anvil::{generate_module, Arg, CodegenIntConstant, Error, ModuleItem, NumericalFunction, Tensor};
+use common::solver_harness::{build_and_run, harness};
 use ndarray::ArrayD;
 
 const DT: f64 = 0.05;
@@ -37,6 +43,11 @@ fn weighted_error(x: &Tensor, weights: [f64; 4]) -> Tensor {
 
 /// The benchmark's swing-up in the dynamics form.
 fn cartpole(n: usize) -> ControlProblem {
+    cartpole_with(|f| ControlProblem::new(n, 4, 1, 0, f).unwrap())
+}
+
+/// The swing-up with the dynamics given to `problem` (which sets the horizon).
+fn cartpole_with(problem: impl FnOnce(&NumericalFunction) -> ControlProblem) -> ControlProblem {
     let xup = || [Arg::new(4), Arg::new(1), Arg::new(0)];
     let f = NumericalFunction::new("cartpole_rk4", |[x, u, _p]| rk4(&x, &u), xup()).unwrap();
     let l = NumericalFunction::new(
@@ -51,33 +62,49 @@ fn cartpole(n: usize) -> ControlProblem {
         [Arg::new(4), Arg::new(0)],
     )
     .unwrap();
-    ControlProblem::new(n, 4, 1, 0, &f)
-        .unwrap()
-        .stage_cost(&l)
-        .unwrap()
-        .terminal_cost(&lf)
-        .unwrap()
-        .control_bounds(-20.0, 20.0)
-        .unwrap()
+    problem(&f).stage_cost(&l).unwrap().terminal_cost(&lf).unwrap().control_bounds(-20.0, 20.0).unwrap()
 }
 
 /// J* of the benchmark (Ipopt, fatrop and sqpmethod agree from the zero guess).
 const CARTPOLE_OPTIMUM: f64 = 34.00324653;
 
-#[test]
-fn cartpole_swing_up_reaches_the_known_optimum() {
+/// Solves the swing-up from the benchmark's guess (all zeros) and checks what every
+/// solution must satisfy; prints the solve's figures (`--nocapture`).
+fn solve_cartpole(name: &str, backend: QpBackend, approximation: HessianApproximation) -> Solution {
     let problem = MultistageProblem::from_dynamics(&cartpole(50)).unwrap();
     assert_eq!((problem.nvars(), problem.neq(), problem.nineq(), problem.np()), (255, 204, 0, 4));
-    let settings = SqpSettings { max_iter: 200, ..SqpSettings::default() };
-    let solver = SqpFunction::multistage("cartpole", &problem, settings, QpBackend::PiqpSparse).unwrap();
-    let solution = solver.solve(&vec![0.0; 255], &[0.0; 4], &WarmStart::default()).unwrap();
+    let settings = SqpSettings { max_iter: 200, hessian_approximation: approximation, ..SqpSettings::default() };
+    let solver = SqpFunction::multistage(name, &problem, settings, backend).unwrap();
+    let solution = solver.solve(&[0.0; 255], &[0.0; 4], &WarmStart::default()).unwrap();
+    eprintln!("{name}: {:?}", solution.info);
     assert_eq!(solution.info.status, Status::Solved, "{:?}", solution.info);
     assert!((solution.info.objective - CARTPOLE_OPTIMUM).abs() < 1e-6, "J = {}", solution.info.objective);
-    // The pole ends upright, the first state is the initial one.
+    // The pole ends upright, the first state is the initial one, the force within its bounds.
     let x_n = &solution.x[250..254];
     assert!((x_n[1] - std::f64::consts::PI).abs() < 0.1, "final state {x_n:?}");
     assert!(solution.x[..4].iter().all(|v| v.abs() < 1e-9));
     assert!(solution.x.chunks(5).all(|z| z[4].abs() <= 20.0 + 1e-9));
+    solution
+}
+
+#[test]
+fn cartpole_swing_up_reaches_the_known_optimum_with_both_qp_backends() {
+    let riccati = solve_cartpole("cartpole_riccati", QpBackend::Riccati, HessianApproximation::Exact);
+    let piqp = solve_cartpole("cartpole_piqp", QpBackend::PiqpSparse, HessianApproximation::Exact);
+    let close = |a: &[f64], b: &[f64], tol: f64, what: &str| {
+        for (i, (u, v)) in a.iter().zip(b).enumerate() {
+            assert!((u - v).abs() <= tol * (1.0 + v.abs()), "{what}[{i}]: {u} vs {v}");
+        }
+    };
+    // z_N's control is free of cost: any value is optimal; the rest is unique.
+    close(&riccati.x[..250], &piqp.x[..250], 1e-6, "x");
+    close(&riccati.lam_eq, &piqp.lam_eq, 1e-5, "lam_eq");
+    close(&riccati.lam_box, &piqp.lam_box, 1e-5, "lam_box");
+}
+
+#[test]
+fn cartpole_swing_up_converges_with_the_cost_hessian_alone() {
+    solve_cartpole("cartpole_gn", QpBackend::Riccati, HessianApproximation::GaussNewton);
 }
 
 /// The same problem written by hand as one flat NLP: cost, constraints and their
@@ -182,4 +209,62 @@ fn bad_multistage_problems_get_errors_that_say_what_to_fix() {
     assert!(message(e).contains("`x0` has 3 entries, expected 12"));
     let e = SqpFunction::multistage("ms_dense", &problem, SqpSettings::default(), QpBackend::PiqpDense).unwrap_err();
     assert!(message(e).contains("PiqpSparse"));
+}
+
+/// The Riccati solver written into a module with its horizon a named constant: the header
+/// declares it, the stage loops use it; compiled with `-Wall -Wextra -Werror`, run under
+/// ASan and UBSan and with `malloc` interposed (no allocation in `solve`), equal to the JIT.
+#[test]
+fn generated_multistage_module_compiles_cleanly_runs_under_sanitizers_and_never_allocates() {
+    let horizon = CodegenIntConstant::new("N_CARTPOLE", 20).unwrap();
+    let ocp = cartpole_with(|f| ControlProblem::with_horizon(&horizon, 4, 1, 0, f).unwrap());
+    let problem = MultistageProblem::from_dynamics(&ocp).unwrap();
+    let settings = SqpSettings { max_iter: 200, ..SqpSettings::default() };
+    let exact = SqpFunction::multistage("aot_cartpole", &problem, settings.clone(), QpBackend::Riccati).unwrap();
+    let gn_settings = SqpSettings { hessian_approximation: HessianApproximation::GaussNewton, ..settings };
+    let gn = SqpFunction::multistage("aot_cartpole_gn", &problem, gn_settings, QpBackend::Riccati).unwrap();
+    let zeros = vec![0.0; 105];
+    let x_init = [0.1, 0.0, 0.0, 0.0];
+    let runs: Vec<(&SqpFunction, &[f64], &[f64])> = vec![(&exact, &zeros, &x_init), (&gn, &zeros, &x_init)];
+    let dir = std::env::temp_dir().join(format!("anvil_multistage_module_{}", std::process::id()));
+    let items: Vec<&dyn ModuleItem> = vec![&exact, &gn];
+    let (hpp, cpp) = generate_module("ocpmod", &items, &dir).unwrap();
+    let header = std::fs::read_to_string(hpp).unwrap();
+    let source = std::fs::read_to_string(cpp).unwrap();
+    assert!(header.contains("N_CARTPOLE = 20"), "the horizon is declared");
+    assert!(source.contains("kStages = N_CARTPOLE + 1"), "the stage loops use the constant");
+    assert!(!source.contains("piqp"), "the Riccati backend needs no PIQP");
+    std::fs::write(dir.join("main.cpp"), harness("ocpmod", &runs)).unwrap();
+    let clang = std::process::Command::new("clang++").arg("--version").output().is_ok_and(|o| o.status.success());
+    let counting = if clang { "clang++" } else { "g++" };
+    let (sanitized, counted) = std::thread::scope(|scope| {
+        let a = scope.spawn(|| {
+            let flags = ["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"];
+            build_and_run("g++", &flags, &dir, "ocpmod", "asan")
+        });
+        let b = scope.spawn(|| build_and_run(counting, &["-O2", "-DCOUNT_MALLOC"], &dir, "ocpmod", "counted"));
+        (a.join().unwrap(), b.join().unwrap())
+    });
+    for (stdout, count) in [(sanitized, false), (counted, true)] {
+        let lines: Vec<&str> = stdout.lines().collect();
+        assert_eq!(lines.len(), 2 * runs.len(), "{stdout}");
+        for (line, (solver, x0, p)) in lines.iter().zip(runs.iter().flat_map(|r| [r, r])) {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            assert_eq!(words[0], solver.name());
+            assert_eq!(words[1], "0", "{line}: not solved");
+            if count {
+                assert_eq!(words[3], "0", "{line}: solve allocated");
+            }
+            let x: Vec<f64> = words[4..].iter().map(|v| v.parse().unwrap()).collect();
+            let jit = solver.solve(x0, p, &WarmStart::default()).unwrap();
+            assert_eq!(words[2], jit.info.iterations.to_string(), "{line}: iterations differ from the JIT's");
+            for (a, b) in x.iter().zip(&jit.x) {
+                assert!((a - b).abs() <= 1e-9 * (1.0 + b.abs()), "AOT {a} vs JIT {b}");
+            }
+            assert!((x[0] - 0.1).abs() < 1e-12, "x_0 is the parameter");
+        }
+    }
+    if std::env::var_os("ANVIL_KEEP").is_none() {
+        std::fs::remove_dir_all(dir).unwrap();
+    }
 }

@@ -4,12 +4,13 @@
 //! bad problems, settings and arguments get. (The Python tests compare a collection of
 //! problems with Ipopt.)
 
+mod common;
+
 use anvil::opti::{Problem, SolutionMut, SqpFunction, SqpSettings, Status, WarmStart};
 use anvil::{generate_module, Arg, Error, ModuleItem, NumericalFunction, Tensor};
+use common::solver_harness::{build_and_run, harness};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
-use std::fmt::Write;
-use std::path::Path;
 use std::process::Command;
 
 /// Counts this thread's Rust heap allocations (tests run on several threads).
@@ -247,82 +248,6 @@ fn bad_settings_and_arguments_are_errors() {
 /// A `main` that solves with each solver of the module and prints
 /// `name status iterations allocations x...`; with COUNT_MALLOC, `malloc` and its kin are
 /// interposed and counted while `solve` runs.
-fn harness(module: &str, runs: &[(&SqpFunction, &[f64], &[f64])]) -> String {
-    let mut s = format!(
-        r#"#include "{module}.hpp"
-#include <cstdio>
-#include <cstdlib>
-static long g_allocations = 0;
-#ifdef COUNT_MALLOC
-extern "C" void* __libc_malloc(std::size_t);
-extern "C" void* __libc_calloc(std::size_t, std::size_t);
-extern "C" void* __libc_realloc(void*, std::size_t);
-extern "C" void* __libc_memalign(std::size_t, std::size_t);
-extern "C" void* malloc(std::size_t n) noexcept {{ ++g_allocations; return __libc_malloc(n); }}
-extern "C" void* calloc(std::size_t n, std::size_t m) noexcept {{ ++g_allocations; return __libc_calloc(n, m); }}
-extern "C" void* realloc(void* p, std::size_t n) noexcept {{ ++g_allocations; return __libc_realloc(p, n); }}
-extern "C" void* aligned_alloc(std::size_t a, std::size_t n) noexcept {{ ++g_allocations; return __libc_memalign(a, n); }}
-extern "C" int posix_memalign(void** p, std::size_t a, std::size_t n) noexcept {{
-  ++g_allocations;
-  *p = __libc_memalign(a, n);
-  return *p != nullptr ? 0 : 12;
-}}
-#endif
-
-int main() {{
-"#
-    );
-    for (solver, x0, p) in runs {
-        let n = solver.name();
-        let list = |v: &[f64]| v.iter().map(|x| format!("{x:?}")).collect::<Vec<_>>().join(", ");
-        let p_arg = if p.is_empty() { "nullptr".to_string() } else { "p".to_string() };
-        let _ = write!(
-            s,
-            r#"  {{
-    const double x0[] = {{{x0}}};
-    const double p[] = {{{p}}};
-    (void)p;
-    double x[{n}::NX], lam_eq[{n}::NEQ + 1], lam_ineq[{n}::NINEQ + 1], lam_box[{n}::NX];
-    {n}::WS_t ws = {n}::init_ws();
-    if (ws == nullptr) return 2;
-    const {n}::Settings settings;
-    for (int k = 0; k < 2; ++k) {{
-      const long before = g_allocations;
-      const {n}::Info info = {n}::solve(x0, {p_arg}, nullptr, nullptr, nullptr, x, lam_eq, lam_ineq, lam_box, settings, ws);
-      const long allocations = g_allocations - before;
-      std::printf("{n} %d %d %ld", static_cast<int>(info.status), info.iterations, allocations);
-      for (int j = 0; j < {n}::NX; ++j) std::printf(" %.17g", x[j]);
-      std::printf("\n");
-    }}
-    {n}::free_ws(ws);
-  }}
-"#,
-            x0 = list(x0),
-            p = if p.is_empty() { "0.0".to_string() } else { list(p) },
-        );
-    }
-    s + "  return 0;\n}\n"
-}
-
-fn build_and_run(compiler: &str, flags: &[&str], dir: &Path, module: &str, exe: &str) -> String {
-    let mut cmd = Command::new(compiler);
-    cmd.args(["-std=c++17", "-Wall", "-Wextra", "-Werror"]).args(flags);
-    for d in anvil::opti::include_dirs().unwrap() {
-        cmd.arg(format!("-isystem{}", d.display()));
-    }
-    let out = cmd
-        .arg(dir.join("main.cpp"))
-        .arg(dir.join(format!("{module}.cpp")))
-        .arg("-o")
-        .arg(dir.join(exe))
-        .output()
-        .expect("run the C++ compiler");
-    assert!(out.status.success(), "{compiler} rejected the module:\n{}", String::from_utf8_lossy(&out.stderr));
-    let run = Command::new(dir.join(exe)).env("ASAN_OPTIONS", "detect_leaks=1").output().expect("run the harness");
-    assert!(run.status.success(), "{exe} failed:\n{}", String::from_utf8_lossy(&run.stderr));
-    String::from_utf8(run.stdout).unwrap()
-}
-
 #[test]
 fn generated_module_compiles_cleanly_runs_under_sanitizers_and_never_allocates_in_solve() {
     let guide = SqpFunction::dense("aot_guide", &guide_problem(), SqpSettings::default()).unwrap();

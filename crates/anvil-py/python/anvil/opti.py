@@ -22,6 +22,27 @@ function it calls.
 Multipliers are signed, one per constraint row and per variable, for the Lagrangian
 ``L = f + lam_eq'g_eq + lam_ineq'g_ineq + lam_box'x``: positive where the upper bound is
 active, negative where the lower one is (CasADi's ``lam_g``/``lam_x`` convention).
+
+A ``MultistageProblem`` (optimal control) has one variable block ``z_i`` (``nz`` entries) per
+stage ``i = 0..N`` and functions of one stage, ``(z_i, p_global, p_i)``, or of a stage and the
+next, ``(z_i, z_next, p_global, p_i)``: each is traced once and its derivatives are
+block-banded. ``SparseSQPFunction`` solves it; the variables are the stacked ``z`` and the
+parameter is ``[p_global, p_0, ..., p_N]``. ``MultistageProblem.from_dynamics`` builds one
+from dynamics ``x_next = F(x, u, p)``; its results also carry ``X`` and ``U``::
+
+    import numpy as np
+    from anvil.opti import MultistageProblem, SparseSQPFunction
+
+    xup = (av.Arg(2), av.Arg(1), av.Arg(0))      # (x, u, p): p is absent
+    F = av.NumericalFunction("F", lambda x, u, p: av.Tensor.stack(x[0] + 0.1 * x[1], x[1] + 0.1 * u[0]), xup)
+    l = av.NumericalFunction("l", lambda x, u, p: (x**2).sum() + (u**2).sum(), xup)
+    problem = MultistageProblem.from_dynamics(N=20, nx=2, nu=1, dynamics_fn=F, stage_cost_fn=l, u_lb=-1.0, u_ub=1.0)
+    solver = SparseSQPFunction(name="ocp", problem=problem)
+    res = solver(np.zeros(21 * 3), p=[1.0, 0.0])   # p = x_init; res.X: (21, 2), res.U: (20, 1)
+
+A MultistageProblem in the z-form names its functions itself (``cost_initial_fn``,
+``cost_stage_fn``, ``cost_terminal_fn``, ``eq_initial_fn``, ``eq_interstage_fn``,
+``eq_stage_fn``, ``eq_terminal_fn``, ``ineq_stage_fn``); see its docstring.
 """
 
 from __future__ import annotations
@@ -35,12 +56,13 @@ from typing import Any, Optional
 
 import numpy as np
 
-from . import NumericalFunction, _anvil
+from . import CodegenIntConstant, NumericalFunction, _anvil
 
 __all__ = [
     "DenseProblem",
     "DenseSQPFunction",
     "HessianApproximation",
+    "MultistageProblem",
     "SQPResult",
     "SQPSettings",
     "SQPStatus",
@@ -57,6 +79,8 @@ class HessianApproximation(enum.Enum):
     #: (eigenvalues clipped with the dense backend, a diagonal shift with the sparse one).
     EXACT = "EXACT"
     #: ``J'J`` for a least-squares cost ``1/2 ||r||^2``: the cost function returns ``r``.
+    #: For a MultistageProblem (scalar stage costs): the Hessian of the costs alone, without
+    #: the constraints' curvature.
     GAUSS_NEWTON = "GAUSS_NEWTON"
 
 
@@ -151,6 +175,10 @@ class SQPResult:
     comp_res: float
     #: Seconds spent in the native solve.
     solve_time: float
+    #: States ``(N + 1, nx)`` of a problem from ``MultistageProblem.from_dynamics`` (else None).
+    X: Optional[np.ndarray] = None
+    #: Controls ``(N, nu)`` of a problem from ``MultistageProblem.from_dynamics`` (else None).
+    U: Optional[np.ndarray] = None
 
     @property
     def success(self) -> bool:
@@ -223,40 +251,339 @@ class SparseProblem(DenseProblem):
     arguments as ``DenseProblem``."""
 
 
-def _vector(value: Any, n: int, what: str, solver: str) -> np.ndarray:
+def _count(value: Any, what: str, least: int) -> int:
+    """A non-negative int argument (``least``: its smallest allowed value)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{what} must be an int, got {type(value).__name__}")
+    if value < least:
+        raise ValueError(f"{what} must be >= {least}, got {value}")
+    return int(value)
+
+
+def _horizon(value: Any) -> int | CodegenIntConstant:
+    """``N``: an int >= 1, or a CodegenIntConstant (its value >= 1)."""
+    if isinstance(value, CodegenIntConstant):
+        if value.value < 1:
+            raise ValueError(f"N must be >= 1, got {value.name} = {value.value}")
+        return value
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"N must be an int or a CodegenIntConstant, got {type(value).__name__}")
+    return _count(value, "N", 1)
+
+
+def _stage_function(fn: Any, what: str, form: str) -> Optional[NumericalFunction[Any, Any]]:
+    if fn is None:
+        return None
+    if not isinstance(fn, NumericalFunction):
+        raise TypeError(f"{what} must be a NumericalFunction of {form} or None, got {type(fn).__name__}")
+    return fn
+
+
+def _native(fn: Optional[NumericalFunction[Any, Any]]) -> Any:
+    return None if fn is None else fn._native
+
+
+class MultistageProblem:
+    """A multistage (optimal control) problem for ``SparseSQPFunction``, over the stacked
+    stage variables ``z = (z_0, ..., z_N)`` (``nz`` each) with a global parameter
+    ``p_global`` and one parameter ``p_i`` per stage::
+
+        min  l_0(z_0) + sum_{0<i<N} l(z_i) + l_N(z_N)
+        s.t. e_0(z_0) = 0,  c(z_i, z_{i+1}) = 0 (i < N),  e(z_i) = 0 (0 < i < N),  e_N(z_N) = 0,
+             ineq_lb <= h(z_i) <= ineq_ub (0 < i < N),  z_lb <= z_i <= z_ub (every i)
+
+    Every function takes ``(z, p_global, p_i)`` (``Arg(nz), Arg(global_param_dim),
+    Arg(param_dim)``; ``Arg(0)`` for an absent parameter), ``eq_interstage_fn`` takes
+    ``(z, z_next, p_global, p_i)`` with the source stage's ``p_i``; costs return scalars,
+    constraints any shape (read as vectors). Each is traced once and its derivatives are
+    evaluated for all its stages at once. Any function may be None.
+
+    A solver's variables are ``z`` (``(N + 1) * nz`` entries), its parameter
+    ``[p_global, p_0, ..., p_N]`` (``global_param_dim + (N + 1) * param_dim``). Equality
+    multipliers come in the order initial, interstage (stage by stage), stage (stage by
+    stage), terminal; inequality multipliers stage by stage.
+
+    Args:
+      N: stage transitions (``N + 1`` stages): an int, or a CodegenIntConstant that the
+        generated C++ declares.
+      nz: variables per stage.
+      cost_initial_fn, cost_stage_fn, cost_terminal_fn: ``l_0``, ``l``, ``l_N``.
+      eq_initial_fn, eq_interstage_fn, eq_stage_fn, eq_terminal_fn: ``e_0``, ``c``, ``e``, ``e_N``.
+      ineq_stage_fn: ``h``, with ``ineq_lb``/``ineq_ub`` (one entry per row of ``h``, or
+        scalars; default -inf and 0, i.e. ``h <= 0``).
+      z_lb, z_ub: bounds on every stage's variables (``nz`` entries, or scalars; default none).
+      param_dim: entries of each stage parameter ``p_i``.
+      global_param_dim: entries of ``p_global``.
+
+    Bounds are scalars, arrays or constant Tensors; ±inf, or magnitudes >= 1e20, mean none.
+    Signatures and bound lengths are checked here (ValueError saying what is wrong).
+    """
+
+    horizon: int | CodegenIntConstant
+    nz: int
+    param_dim: int
+    global_param_dim: int
+    # The z-form's functions and bounds (None in a problem from ``from_dynamics``).
+    cost_initial_fn: Optional[NumericalFunction[Any, Any]] = None
+    cost_stage_fn: Optional[NumericalFunction[Any, Any]] = None
+    cost_terminal_fn: Optional[NumericalFunction[Any, Any]] = None
+    eq_initial_fn: Optional[NumericalFunction[Any, Any]] = None
+    eq_interstage_fn: Optional[NumericalFunction[Any, Any]] = None
+    eq_stage_fn: Optional[NumericalFunction[Any, Any]] = None
+    eq_terminal_fn: Optional[NumericalFunction[Any, Any]] = None
+    ineq_stage_fn: Optional[NumericalFunction[Any, Any]] = None
+    ineq_lb: Any = None
+    ineq_ub: Any = None
+    z_lb: Any = None
+    z_ub: Any = None
+    #: States and controls per stage (``z = (x, u)``) of a problem from ``from_dynamics``
+    #: (None in the z-form), with its functions and bounds.
+    nx: Optional[int] = None
+    nu: Optional[int] = None
+    dynamics_fn: Optional[NumericalFunction[Any, Any]] = None
+    stage_cost_fn: Optional[NumericalFunction[Any, Any]] = None
+    terminal_cost_fn: Optional[NumericalFunction[Any, Any]] = None
+    path_constraints_fn: Optional[NumericalFunction[Any, Any]] = None
+    path_lb: Any = None
+    path_ub: Any = None
+    x_lb: Any = None
+    x_ub: Any = None
+    u_lb: Any = None
+    u_ub: Any = None
+    _native: _anvil._MultistageProblem
+
+    def __init__(
+        self,
+        N: int | CodegenIntConstant,
+        nz: int,
+        cost_initial_fn: Optional[NumericalFunction[Any, Any]] = None,
+        cost_stage_fn: Optional[NumericalFunction[Any, Any]] = None,
+        cost_terminal_fn: Optional[NumericalFunction[Any, Any]] = None,
+        eq_initial_fn: Optional[NumericalFunction[Any, Any]] = None,
+        eq_interstage_fn: Optional[NumericalFunction[Any, Any]] = None,
+        eq_stage_fn: Optional[NumericalFunction[Any, Any]] = None,
+        eq_terminal_fn: Optional[NumericalFunction[Any, Any]] = None,
+        ineq_stage_fn: Optional[NumericalFunction[Any, Any]] = None,
+        ineq_lb: Any = None,
+        ineq_ub: Any = None,
+        z_lb: Any = None,
+        z_ub: Any = None,
+        param_dim: int = 0,
+        global_param_dim: int = 0,
+    ) -> None:
+        self.horizon = _horizon(N)
+        self.nz = _count(nz, "nz", 1)
+        self.param_dim = _count(param_dim, "param_dim", 0)
+        self.global_param_dim = _count(global_param_dim, "global_param_dim", 0)
+        stage, coupled = "(z, p_global, p_i)", "(z, z_next, p_global, p_i)"
+        self.cost_initial_fn = _stage_function(cost_initial_fn, "cost_initial_fn", stage)
+        self.cost_stage_fn = _stage_function(cost_stage_fn, "cost_stage_fn", stage)
+        self.cost_terminal_fn = _stage_function(cost_terminal_fn, "cost_terminal_fn", stage)
+        self.eq_initial_fn = _stage_function(eq_initial_fn, "eq_initial_fn", stage)
+        self.eq_interstage_fn = _stage_function(eq_interstage_fn, "eq_interstage_fn", coupled)
+        self.eq_stage_fn = _stage_function(eq_stage_fn, "eq_stage_fn", stage)
+        self.eq_terminal_fn = _stage_function(eq_terminal_fn, "eq_terminal_fn", stage)
+        self.ineq_stage_fn = _stage_function(ineq_stage_fn, "ineq_stage_fn", stage)
+        if self.ineq_stage_fn is None and (ineq_lb is not None or ineq_ub is not None):
+            raise ValueError("ineq_lb/ineq_ub are given but there is no ineq_stage_fn")
+        self.ineq_lb = _bound(-np.inf if ineq_lb is None else ineq_lb, "ineq_lb")
+        self.ineq_ub = _bound(0.0 if ineq_ub is None else ineq_ub, "ineq_ub")
+        self.z_lb = _bound(-np.inf if z_lb is None else z_lb, "z_lb")
+        self.z_ub = _bound(np.inf if z_ub is None else z_ub, "z_ub")
+        self._native = _anvil.multistage_problem(
+            self.horizon,
+            self.nz,
+            self.global_param_dim,
+            self.param_dim,
+            _native(self.cost_initial_fn),
+            _native(self.cost_stage_fn),
+            _native(self.cost_terminal_fn),
+            _native(self.eq_initial_fn),
+            _native(self.eq_interstage_fn),
+            _native(self.eq_stage_fn),
+            _native(self.eq_terminal_fn),
+            _native(self.ineq_stage_fn),
+            self.ineq_lb,
+            self.ineq_ub,
+            self.z_lb,
+            self.z_ub,
+        )
+
+    @classmethod
+    def from_dynamics(
+        cls,
+        N: int | CodegenIntConstant,
+        nx: int,
+        nu: int,
+        dynamics_fn: NumericalFunction[Any, Any],
+        stage_cost_fn: Optional[NumericalFunction[Any, Any]] = None,
+        terminal_cost_fn: Optional[NumericalFunction[Any, Any]] = None,
+        path_constraints_fn: Optional[NumericalFunction[Any, Any]] = None,
+        path_lb: Any = None,
+        path_ub: Any = None,
+        x_lb: Any = None,
+        x_ub: Any = None,
+        u_lb: Any = None,
+        u_ub: Any = None,
+        param_dim: int = 0,
+    ) -> MultistageProblem:
+        """An optimal control problem in states ``x`` (``nx``) and controls ``u`` (``nu``)::
+
+            min  sum_{k<N} l(x_k, u_k, p_k) + l_N(x_N, p_N)
+            s.t. x_0 = x_init,  x_{k+1} = F(x_k, u_k, p_k),  path_lb <= h(x_k, u_k, p_k) <= path_ub (k < N),
+                 x_lb <= x_k <= x_ub,  u_lb <= u_k <= u_ub
+
+        as a MultistageProblem with ``z_k = (x_k, u_k)`` (``z_N``'s control is unused: bounded,
+        costed nowhere). Callbacks take ``(x, u, p)`` (``terminal_cost_fn``: ``(x, p)``), ``p``
+        the stage's parameter (``Arg(param_dim)``, ``Arg(0)`` for none).
+
+        A solver's guess has ``(N + 1) * (nx + nu)`` entries (the stacked ``z``), its
+        parameter is ``[x_init, p_0, ..., p_N]`` (None: zeros); results also carry ``X``
+        ``(N + 1, nx)`` and ``U`` ``(N, nu)``. Equality multipliers: the initial state's
+        ``nx`` rows, then the dynamics step by step; inequality multipliers step by step.
+
+        Args:
+          N: steps (an int or a CodegenIntConstant).
+          nx, nu: states and controls.
+          dynamics_fn: ``F``, returning the next state (``nx`` entries).
+          stage_cost_fn, terminal_cost_fn: ``l`` and ``l_N`` (scalars), or None.
+          path_constraints_fn: ``h``, or None; ``path_lb``/``path_ub``: its bounds (default
+            -inf and 0, i.e. ``h <= 0``).
+          x_lb, x_ub, u_lb, u_ub: bounds on every state and control (default: none).
+          param_dim: entries of each stage parameter.
+        """
+        horizon = _horizon(N)
+        nx, nu = _count(nx, "nx", 1), _count(nu, "nu", 0)
+        param_dim = _count(param_dim, "param_dim", 0)
+        xup, xp = "(x, u, p)", "(x, p)"
+        if not isinstance(dynamics_fn, NumericalFunction):
+            raise TypeError(f"dynamics_fn must be a NumericalFunction of {xup}, got {type(dynamics_fn).__name__}")
+        stage_cost_fn = _stage_function(stage_cost_fn, "stage_cost_fn", xup)
+        terminal_cost_fn = _stage_function(terminal_cost_fn, "terminal_cost_fn", xp)
+        path_constraints_fn = _stage_function(path_constraints_fn, "path_constraints_fn", xup)
+        if path_constraints_fn is None and (path_lb is not None or path_ub is not None):
+            raise ValueError("path_lb/path_ub are given but there is no path_constraints_fn")
+        bounds = [
+            _bound(default if value is None else value, what)
+            for value, default, what in (
+                (path_lb, -np.inf, "path_lb"),
+                (path_ub, 0.0, "path_ub"),
+                (x_lb, -np.inf, "x_lb"),
+                (x_ub, np.inf, "x_ub"),
+                (u_lb, -np.inf, "u_lb"),
+                (u_ub, np.inf, "u_ub"),
+            )
+        ]
+        native = _anvil.control_problem(
+            horizon,
+            nx,
+            nu,
+            param_dim,
+            dynamics_fn._native,
+            _native(stage_cost_fn),
+            _native(terminal_cost_fn),
+            _native(path_constraints_fn),
+            *bounds,
+        )
+        problem = cls.__new__(cls)
+        problem.horizon, problem.nz, problem.nx, problem.nu = horizon, nx + nu, nx, nu
+        problem.param_dim, problem.global_param_dim = param_dim, nx
+        problem.dynamics_fn, problem.stage_cost_fn, problem.terminal_cost_fn = dynamics_fn, stage_cost_fn, terminal_cost_fn
+        problem.path_constraints_fn = path_constraints_fn
+        problem.path_lb, problem.path_ub, problem.x_lb, problem.x_ub, problem.u_lb, problem.u_ub = bounds
+        problem._native = native
+        return problem
+
+    @property
+    def N(self) -> int:
+        """Stage transitions (the value of ``horizon`` when it is a CodegenIntConstant)."""
+        return self._native.horizon
+
+    @property
+    def nvars(self) -> int:
+        """All variables, ``(N + 1) * nz``."""
+        return self._native.dims[0]
+
+    @property
+    def neq(self) -> int:
+        """Equality constraint rows."""
+        return self._native.dims[1]
+
+    @property
+    def nineq(self) -> int:
+        """Inequality constraint rows."""
+        return self._native.dims[2]
+
+    @property
+    def param_size(self) -> int:
+        """Entries of a solver's parameter: ``global_param_dim + (N + 1) * param_dim``."""
+        return self._native.dims[3]
+
+    def __repr__(self) -> str:
+        split = "" if self.nx is None else f", nx={self.nx}, nu={self.nu}"
+        return (
+            f"MultistageProblem(N={self.N}, nz={self.nz}{split}, neq={self.neq}, nineq={self.nineq}, "
+            f"param_size={self.param_size})"
+        )
+
+
+def _vector(value: Any, n: int, what: str, solver: str, layout: str = "") -> np.ndarray:
     arr = np.asarray(value)
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"{solver}: {what} must be real numbers, got dtype {arr.dtype}")
     if arr.shape != (n,):
-        raise ValueError(f"{solver}: {what} must have shape ({n},), got {arr.shape}")
+        raise ValueError(f"{solver}: {what} must have shape ({n},){layout}, got {arr.shape}")
     return np.ascontiguousarray(arr, dtype=np.float64)
 
 
 class _SQPFunction:
     _backend = ""
 
-    def __init__(self, name: str, problem: DenseProblem, settings: Optional[SQPSettings] = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        problem: DenseProblem | MultistageProblem,
+        settings: Optional[SQPSettings] = None,
+        qp_backend: Optional[str] = None,
+    ) -> None:
+        cls = type(self).__name__
         if not isinstance(name, str):
             raise TypeError(f"name must be a str, got {type(name).__name__}")
-        if not isinstance(problem, DenseProblem):
-            raise TypeError(f"problem must be a DenseProblem or SparseProblem, got {type(problem).__name__}")
+        if not isinstance(problem, (DenseProblem, MultistageProblem)):
+            raise TypeError(
+                f"problem must be a DenseProblem, SparseProblem or MultistageProblem, got {type(problem).__name__}"
+            )
         settings = SQPSettings() if settings is None else settings
         if not isinstance(settings, SQPSettings):
             raise TypeError(f"settings must be an SQPSettings, got {type(settings).__name__}")
-        native = lambda f: None if f is None else f._native  # noqa: E731
-        self._native = _anvil.sqp_solver(
-            name,
-            self._backend,
-            problem.cost_fn._native,
-            native(problem.eq_constraints_fn),
-            native(problem.ineq_constraints_fn),
-            problem.x_lb,
-            problem.x_ub,
-            problem.eq_rhs,
-            problem.ineq_lb,
-            problem.ineq_ub,
-            settings._as_dict(),
-        )
+        if qp_backend is not None and not isinstance(qp_backend, str):
+            raise TypeError(f"qp_backend must be a str or None, got {type(qp_backend).__name__}")
+        if isinstance(problem, MultistageProblem):
+            if self._backend != "sparse":
+                raise TypeError(
+                    f"{cls} does not solve a MultistageProblem (its derivatives are sparse, stage by stage): "
+                    "use SparseSQPFunction"
+                )
+            self._native = _anvil.multistage_sqp_solver(name, problem._native, qp_backend, settings._as_dict())
+        else:
+            if qp_backend is not None:
+                raise TypeError(
+                    f"qp_backend is for a MultistageProblem; {cls} solves a {type(problem).__name__} with "
+                    f"PIQP's {self._backend} backend (leave qp_backend None)"
+                )
+            self._native = _anvil.sqp_solver(
+                name,
+                self._backend,
+                problem.cost_fn._native,
+                _native(problem.eq_constraints_fn),
+                _native(problem.ineq_constraints_fn),
+                problem.x_lb,
+                problem.x_ub,
+                problem.eq_rhs,
+                problem.ineq_lb,
+                problem.ineq_ub,
+                settings._as_dict(),
+            )
         self._settings = dataclasses.replace(settings)
         self.problem = problem
 
@@ -276,6 +603,12 @@ class _SQPFunction:
             raise TypeError(f"settings must be an SQPSettings, got {type(value).__name__}")
         self._native.set_settings(value._as_dict())
         self._settings = dataclasses.replace(value)
+
+    @property
+    def qp_backend(self) -> Optional[str]:
+        """The QP backend of a MultistageProblem's solver (``"riccati"`` or ``"piqp"``); None
+        for the others."""
+        return self._native.qp_backend
 
     @property
     def nx(self) -> int:
@@ -319,10 +652,14 @@ class _SQPFunction:
         lam_box0: Any = None,
     ) -> SQPResult:
         """Solves from ``x0`` (projected onto the bounds) with parameter ``p`` (None: zeros)
-        and initial multipliers (None: zeros). No state carries over from earlier calls."""
+        and initial multipliers (None: zeros). No state carries over from earlier calls.
+
+        For a MultistageProblem, ``x0`` is the stacked ``z`` and ``p`` is
+        ``[p_global, p_0, ..., p_N]`` (from ``from_dynamics``: ``[x_init, p_0, ..., p_N]``)."""
         name = self.name
         nx, neq, nineq = self._native.dims
-        x = _vector(x0, nx, "x0", name)
+        x_layout, p_layout = self._layouts()
+        x = _vector(x0, nx, "x0", name, x_layout)
         shape = tuple(self._native.param_shape)
         if p is None:
             params = np.zeros(math.prod(shape), dtype=np.float64)
@@ -331,7 +668,7 @@ class _SQPFunction:
             if arr.dtype.kind not in "biuf":
                 raise TypeError(f"{name}: p must be real numbers, got dtype {arr.dtype}")
             if arr.shape != shape:
-                raise ValueError(f"{name}: p must have shape {shape}, got {arr.shape}")
+                raise ValueError(f"{name}: p must have shape {shape}{p_layout}, got {arr.shape}")
             params = np.ascontiguousarray(arr, dtype=np.float64).ravel()
         warm = [
             None if v is None else _vector(v, n, what, name)
@@ -339,6 +676,11 @@ class _SQPFunction:
         ]
         xs, le, li, lb, info = self._native.solve(x, params, *warm)
         status, iterations, qp_iterations, objective, stat, eq, ineq, comp, seconds = info
+        states = controls = None
+        problem = self.problem
+        if isinstance(problem, MultistageProblem) and problem.nx is not None:
+            z = xs.reshape(problem.N + 1, problem.nz)
+            states, controls = z[:, : problem.nx].copy(), z[:-1, problem.nx :].copy()
         return SQPResult(
             x=xs,
             lam_eq=le,
@@ -353,7 +695,23 @@ class _SQPFunction:
             ineq_res=ineq,
             comp_res=comp,
             solve_time=seconds,
+            X=states,
+            U=controls,
         )
+
+    def _layouts(self) -> tuple[str, str]:
+        """How a MultistageProblem's guess and parameter are laid out (for error messages)."""
+        problem = self.problem
+        if not isinstance(problem, MultistageProblem):
+            return "", ""
+        stages = problem.N + 1
+        if problem.nx is not None:
+            x = f" ({stages} stages of (x, u), {problem.nx} + {problem.nu} entries each)"
+            first = f"x_init ({problem.nx})"
+        else:
+            x = f" ({stages} stages of z, {problem.nz} entries each)"
+            first = f"p_global ({problem.global_param_dim})"
+        return x, f" ({first}, then {stages} stage parameters of {problem.param_dim} entries)"
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, nx={self.nx}, neq={self.neq}, nineq={self.nineq})"
@@ -364,16 +722,27 @@ class DenseSQPFunction(_SQPFunction):
 
     Args:
       name: a C++ identifier (the solver's namespace; its functions are ``<name>_*``).
-      problem: a DenseProblem (or SparseProblem).
+      problem: a DenseProblem (or SparseProblem); a MultistageProblem takes SparseSQPFunction.
       settings: SQPSettings (default: ``SQPSettings()``).
+      qp_backend: None (only a MultistageProblem's solver chooses one).
     """
 
     _backend = "dense"
 
 
 class SparseSQPFunction(_SQPFunction):
-    """An SQP solver with sparse derivatives and PIQP's sparse backend, for larger problems;
-    the same arguments as ``DenseSQPFunction``."""
+    """An SQP solver with sparse derivatives and PIQP's sparse backend, for larger problems
+    and for MultistageProblems (stage-wise derivatives stamped into sparse matrices).
+
+    Args:
+      name: a C++ identifier (the solver's namespace; its functions are ``<name>_*``).
+      problem: a SparseProblem (or DenseProblem), or a MultistageProblem.
+      settings: SQPSettings (default: ``SQPSettings()``).
+      qp_backend: for a MultistageProblem, the QP solver: ``"riccati"`` (the default, None:
+        anvil's own interior-point QP on dense stage blocks, factorised stage by stage with
+        the stage sizes compiled in) or ``"piqp"`` (PIQP's sparse backend on the stamped
+        global patterns); must be None for the other problems.
+    """
 
     _backend = "sparse"
 

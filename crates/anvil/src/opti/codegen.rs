@@ -4,6 +4,7 @@
 use super::derive::{Derived, Matrix, Storage};
 use super::layout::{Gathered, Layout};
 use super::settings::{SqpSettings, Status, MAX_MERIT_MEMORY};
+use super::stagewise::{StageDerived, TermLayout};
 use crate::render::ItemSource;
 use minijinja::{context, Environment, Value};
 use serde::Serialize;
@@ -16,10 +17,15 @@ fn templates() -> &'static Environment<'static> {
             ("sqp_header.j2", include_str!("templates/sqp_header.j2")),
             ("sqp_source.j2", include_str!("templates/sqp_source.j2")),
             ("sqp_support.j2", include_str!("templates/sqp_support.j2")),
+            ("sqp_common.j2", include_str!("templates/sqp_common.j2")),
+            ("sqp_solve.j2", include_str!("templates/sqp_solve.j2")),
             ("convexify.j2", include_str!("templates/convexify.j2")),
             ("qp_piqp.j2", include_str!("templates/qp_piqp.j2")),
             ("elastic.j2", include_str!("templates/elastic.j2")),
             ("sqp_jit.j2", include_str!("templates/sqp_jit.j2")),
+            ("ms_source.j2", include_str!("templates/ms_source.j2")),
+            ("ms_blocks.j2", include_str!("templates/ms_blocks.j2")),
+            ("ms_qp.j2", include_str!("templates/ms_qp.j2")),
         ])
     })
 }
@@ -202,6 +208,67 @@ fn layout_context(l: &SolverLayout) -> Value {
 pub(crate) fn render_solver(layout: &SolverLayout) -> ItemSource {
     let ctx = layout_context(layout);
     ItemSource { header: render("sqp_header.j2", ctx.clone()), source: render("sqp_source.j2", ctx) }
+}
+
+/// What the templates need to know about a multistage solver with the Riccati backend.
+pub(crate) struct StageLayout<'a> {
+    pub name: &'a str,
+    pub settings: &'a SqpSettings,
+    pub derived: &'a StageDerived,
+    pub nx: usize,
+    pub neq: usize,
+    pub nineq: usize,
+    pub np: usize,
+    pub nz: usize,
+    pub horizon: &'a str,
+    pub z_lb: &'a [f64],
+    pub z_ub: &'a [f64],
+    pub q_lb: &'a [f64],
+    pub q_ub: &'a [f64],
+}
+
+/// The C++ type of a list of constraint terms.
+fn terms_type(terms: &[TermLayout]) -> String {
+    join(terms.iter().map(|t| {
+        format!("Term<{}, {}, {}, {}, {}, {}>", t.first, t.count, t.rows, t.coupled, t.row_offset, t.jac_offset)
+    }))
+}
+
+/// Stored values of a list of terms' Jacobian blocks.
+fn jacobian_len(terms: &[TermLayout], nz: usize) -> usize {
+    terms.iter().map(|t| t.count * t.rows * if t.coupled { 2 * nz } else { nz }).sum()
+}
+
+/// The multistage solver's part of a module.
+pub(crate) fn render_multistage(l: &StageLayout) -> ItemSource {
+    let d = l.derived;
+    let statuses: Vec<StatusContext> =
+        Status::ALL.iter().map(|s| StatusContext { name: s.cpp_name(), code: *s as i32 }).collect();
+    let ctx = context! {
+        name => l.name,
+        qp_label => "anvil's block-tridiagonal (Riccati) interior-point",
+        nx => l.nx, neq => l.neq, nineq => l.nineq, np => l.np,
+        nz => l.nz,
+        horizon => l.horizon,
+        nq => d.q_rows.len(),
+        q_rows => join(&d.q_rows),
+        q_lb => join(l.q_lb.iter().map(|&v| cpp_f64(v))),
+        q_ub => join(l.q_ub.iter().map(|&v| cpp_f64(v))),
+        z_lb => join(l.z_lb.iter().map(|&v| cpp_f64(v))),
+        z_ub => join(l.z_ub.iter().map(|&v| cpp_f64(v))),
+        eq_terms => terms_type(&d.eq),
+        q_terms => terms_type(&d.q),
+        jac_eq_len => jacobian_len(&d.eq, l.nz),
+        jac_q_len => jacobian_len(&d.q, l.nz),
+        coupled_hessian => if d.coupled_hessian { "true" } else { "false" },
+        values_fn => d.values.name(),
+        linearize_fn => d.linearize.name(),
+        hessian_fn => d.hessian.name(),
+        s => settings_context(l.settings),
+        max_merit_memory => MAX_MERIT_MEMORY,
+        statuses,
+    };
+    ItemSource { header: render("sqp_header.j2", ctx.clone()), source: render("ms_source.j2", ctx) }
 }
 
 /// The `extern "C"` entry points the JIT loads.

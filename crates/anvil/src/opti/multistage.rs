@@ -504,6 +504,7 @@ impl ControlProblem {
     /// The cost `ℓ(x_k, u_k, p_k)` of each step `k < N` (a scalar).
     pub fn stage_cost(mut self, f: &NumericalFunction) -> Result<Self> {
         self.check(f, &self.xup(), "stage_cost_fn")?;
+        check_scalar(f, "stage_cost_fn")?;
         self.stage_cost = Some(f.renamed(f.name())?);
         Ok(self)
     }
@@ -511,6 +512,7 @@ impl ControlProblem {
     /// The cost `ℓ_N(x_N, p_N)` of the final state (a scalar).
     pub fn terminal_cost(mut self, f: &NumericalFunction) -> Result<Self> {
         self.check(f, &[Arg::new(self.nx), Arg::new(self.param_dim)], "terminal_cost_fn")?;
+        check_scalar(f, "terminal_cost_fn")?;
         self.terminal_cost = Some(f.renamed(f.name())?);
         Ok(self)
     }
@@ -540,4 +542,13 @@ impl ControlProblem {
         super::problem::check_ordered(&self.u_lb, &self.u_ub, "u_lb", "u_ub")?;
         Ok(self)
     }
+}
+
+/// A cost returns a scalar.
+fn check_scalar(f: &NumericalFunction, what: &str) -> Result<()> {
+    let out = &f.outputs()[0];
+    if out.numel() == 1 {
+        return Ok(());
+    }
+    Err(problem_error(f.name(), format!("{what} must return a scalar; it returns an array of shape {:?}", out.shape)))
 }

@@ -1,13 +1,13 @@
 //! `SqpFunction`: a generated SQP solver, callable through the JIT and emittable as C++.
 
-use super::codegen::{self, SolverLayout};
+use super::codegen::{self, SolverLayout, StageLayout};
 use super::deps;
 use super::derive::{Derived, Storage};
 use super::multistage::MultistageProblem;
 use super::problem::Problem;
 use super::runtime::{self, Runtime};
 use super::settings::{Info, SqpSettings, INFO_LEN, SETTINGS_LEN};
-use super::stagewise;
+use super::stagewise::{self, StageDerived};
 use crate::error::{Error, Result};
 use crate::function::{
     check_identifier, module_text, Arg, CodegenIntConstant, Includes, ModuleItem, NumericalFunction, MAX_NAME_LEN,
@@ -25,6 +25,11 @@ pub enum QpBackend {
     /// PIQP's sparse backend: sparse derivatives on fixed patterns (coloured, as
     /// [`crate::ad::spjacobian`]), for larger problems.
     PiqpSparse,
+    /// anvil's own interior-point QP for multistage problems, generated with the stage
+    /// sizes as compile-time constants: dense stage blocks, and a block-tridiagonal
+    /// (Riccati) factorisation over the stages, so that a QP iteration costs time linear
+    /// in the horizon. The default for [`MultistageProblem`]s.
+    Riccati,
 }
 
 /// An SQP solver for a [`Problem`], generated as allocation-free C++: the loop (function and
@@ -53,7 +58,7 @@ pub struct SqpFunction {
     name: String,
     backend: QpBackend,
     settings: SqpSettings,
-    derived: Derived,
+    derived: Derivation,
     dims: Dims,
     x_lb: Vec<f64>,
     x_ub: Vec<f64>,
@@ -63,6 +68,40 @@ pub struct SqpFunction {
     constants: Vec<CodegenIntConstant>,
     compiler: CompilerOptions,
     jit: Mutex<Option<Arc<JitSolver>>>,
+}
+
+/// The derived functions, and what the generated code needs to know about them.
+enum Derivation {
+    /// Whole-problem derivatives, dense or on sparse patterns (PIQP backends).
+    General(Box<Derived>),
+    /// Dense stage blocks of a multistage problem (the Riccati backend).
+    Stages(Box<StageSolver>),
+}
+
+/// A multistage problem's block derivatives and stage sizes.
+struct StageSolver {
+    derived: StageDerived,
+    nz: usize,
+    /// The horizon N as the C++ spells it: its constant's name, or its value.
+    horizon: String,
+    z_lb: Vec<f64>,
+    z_ub: Vec<f64>,
+}
+
+impl Derivation {
+    fn functions(&self) -> [&NumericalFunction; 3] {
+        match self {
+            Derivation::General(d) => [&d.values, &d.linearize, &d.hessian],
+            Derivation::Stages(s) => [&s.derived.values, &s.derived.linearize, &s.derived.hessian],
+        }
+    }
+
+    fn q_rows(&self) -> &[usize] {
+        match self {
+            Derivation::General(d) => &d.q_rows,
+            Derivation::Stages(s) => &s.derived.q_rows,
+        }
+    }
 }
 
 /// Problem sizes.
@@ -157,6 +196,15 @@ impl SqpFunction {
         let storage = match backend {
             QpBackend::PiqpDense => Storage::Dense,
             QpBackend::PiqpSparse => Storage::Sparse,
+            QpBackend::Riccati => {
+                return Err(Error::Problem {
+                    what: "solver",
+                    name: name.into(),
+                    message: "QpBackend::Riccati solves multistage problems (SqpFunction::multistage); \
+                              use PiqpDense or PiqpSparse for a Problem"
+                        .into(),
+                })
+            }
         };
         let derived = Derived::new(name, problem, settings.hessian_approximation, storage)?;
         let (q_lb, q_ub) =
@@ -164,11 +212,21 @@ impl SqpFunction {
         let dims =
             Dims { nx: problem.nx(), neq: problem.neq(), nineq: problem.nineq(), param: problem.param().clone() };
         let bounds = Bounds { x_lb: problem.x_lb.clone(), x_ub: problem.x_ub.clone(), q_lb, q_ub };
-        Ok(SqpFunction::from_parts(name, backend, settings, derived, dims, bounds, Vec::new()))
+        Ok(SqpFunction::from_parts(
+            name,
+            backend,
+            settings,
+            Derivation::General(Box::new(derived)),
+            dims,
+            bounds,
+            Vec::new(),
+        ))
     }
 
-    /// A solver for a multistage problem: stage-wise derivatives stamped into the global
-    /// sparse patterns, solved with PIQP's sparse backend (the only one it takes so far).
+    /// A solver for a multistage problem: derivatives stage by stage (each stage function
+    /// traced once and evaluated vmapped over its stages). [`QpBackend::Riccati`] keeps them
+    /// as dense stage blocks for anvil's structured QP; [`QpBackend::PiqpSparse`] stamps
+    /// them into global sparse patterns for PIQP.
     pub fn multistage(
         name: &str,
         problem: &MultistageProblem,
@@ -176,34 +234,45 @@ impl SqpFunction {
         backend: QpBackend,
     ) -> Result<Self> {
         check_solver(name, &settings)?;
-        if backend != QpBackend::PiqpSparse {
-            return Err(Error::Problem {
-                what: "solver",
-                name: name.into(),
-                message: format!("a multistage problem is solved with QpBackend::PiqpSparse, not {backend:?}"),
-            });
-        }
-        let derived = stagewise::derive(name, problem, settings.hessian_approximation)?;
-        let ineq = problem.nineq();
+        let approximation = settings.hessian_approximation;
+        let derivation = match backend {
+            QpBackend::PiqpSparse => Derivation::General(Box::new(stagewise::derive(name, problem, approximation)?)),
+            QpBackend::Riccati => Derivation::Stages(Box::new(StageSolver {
+                derived: stagewise::derive_blocks(name, problem, approximation)?,
+                nz: problem.nz,
+                horizon: problem.horizon.as_ref().map_or(problem.n.to_string(), |c| c.name().to_string()),
+                z_lb: problem.z_lb.clone(),
+                z_ub: problem.z_ub.clone(),
+            })),
+            QpBackend::PiqpDense => {
+                return Err(Error::Problem {
+                    what: "solver",
+                    name: name.into(),
+                    message: "a multistage problem is solved with QpBackend::Riccati (the default) or \
+                              QpBackend::PiqpSparse, not PiqpDense"
+                        .into(),
+                })
+            }
+        };
         let stage_rows = problem.ineq_lb.len().max(1);
-        let bound = |v: &[f64], i: usize| v[i % stage_rows];
-        let (q_lb, q_ub) = derived
-            .q_rows
+        let (q_lb, q_ub) = derivation
+            .q_rows()
             .iter()
-            .map(|&i| (bound(&problem.ineq_lb, i), bound(&problem.ineq_ub, i)))
+            .map(|&i| (problem.ineq_lb[i % stage_rows], problem.ineq_ub[i % stage_rows]))
             .unzip::<_, _, Vec<_>, Vec<_>>();
         let repeat = |v: &[f64]| v.iter().copied().cycle().take(problem.nvars()).collect::<Vec<f64>>();
-        let dims = Dims { nx: problem.nvars(), neq: problem.neq(), nineq: ineq, param: Arg::new(problem.np()) };
+        let dims =
+            Dims { nx: problem.nvars(), neq: problem.neq(), nineq: problem.nineq(), param: Arg::new(problem.np()) };
         let bounds = Bounds { x_lb: repeat(&problem.z_lb), x_ub: repeat(&problem.z_ub), q_lb, q_ub };
         let constants = problem.horizon.iter().cloned().collect();
-        Ok(SqpFunction::from_parts(name, backend, settings, derived, dims, bounds, constants))
+        Ok(SqpFunction::from_parts(name, backend, settings, derivation, dims, bounds, constants))
     }
 
     fn from_parts(
         name: &str,
         backend: QpBackend,
         settings: SqpSettings,
-        derived: Derived,
+        derived: Derivation,
         dims: Dims,
         bounds: Bounds,
         constants: Vec<CodegenIntConstant>,
@@ -286,30 +355,45 @@ impl SqpFunction {
 
     /// The functions the solver calls: values at a trial point, the linearisation, the Hessian.
     pub fn functions(&self) -> [&NumericalFunction; 3] {
-        [&self.derived.values, &self.derived.linearize, &self.derived.hessian]
+        self.derived.functions()
     }
 
-    fn layout(&self) -> SolverLayout<'_> {
-        SolverLayout {
-            name: &self.name,
-            storage: self.storage(),
-            settings: &self.settings,
-            derived: &self.derived,
-            nx: self.dims.nx,
-            neq: self.dims.neq,
-            nineq: self.dims.nineq,
-            np: self.dims.param.numel(),
-            x_lb: &self.x_lb,
-            x_ub: &self.x_ub,
-            q_lb: self.q_lb.clone(),
-            q_ub: self.q_ub.clone(),
-        }
-    }
-
-    fn storage(&self) -> Storage {
-        match self.backend {
-            QpBackend::PiqpDense => Storage::Dense,
-            QpBackend::PiqpSparse => Storage::Sparse,
+    fn render(&self) -> ItemSource {
+        let settings = &self.settings;
+        let (nx, neq, nineq, np) = (self.dims.nx, self.dims.neq, self.dims.nineq, self.dims.param.numel());
+        match &self.derived {
+            Derivation::General(derived) => codegen::render_solver(&SolverLayout {
+                name: &self.name,
+                storage: match self.backend {
+                    QpBackend::PiqpDense => Storage::Dense,
+                    _ => Storage::Sparse,
+                },
+                settings,
+                derived,
+                nx,
+                neq,
+                nineq,
+                np,
+                x_lb: &self.x_lb,
+                x_ub: &self.x_ub,
+                q_lb: self.q_lb.clone(),
+                q_ub: self.q_ub.clone(),
+            }),
+            Derivation::Stages(stages) => codegen::render_multistage(&StageLayout {
+                name: &self.name,
+                settings,
+                derived: &stages.derived,
+                nx,
+                neq,
+                nineq,
+                np,
+                nz: stages.nz,
+                horizon: &stages.horizon,
+                z_lb: &stages.z_lb,
+                z_ub: &stages.z_ub,
+                q_lb: &self.q_lb,
+                q_ub: &self.q_ub,
+            }),
         }
     }
 
@@ -327,14 +411,22 @@ impl SqpFunction {
         if let Some(jit) = slot.as_ref() {
             return Ok(jit.clone());
         }
-        let runtime = deps::runtime_library(&self.compiler)?;
+        // Only PIQP's backends need PIQP's library (and its fingerprint in the cache key).
+        let (defines, link, fingerprint) = match self.derived {
+            Derivation::General(_) => (
+                vec![runtime::EXTERN_DEFINE.into()],
+                vec![deps::runtime_library(&self.compiler)?],
+                deps::fingerprint()?,
+            ),
+            Derivation::Stages(_) => (Vec::new(), Vec::new(), String::new()),
+        };
         let unit = Unit {
             name: self.name.clone(),
             source: self.jit_source()?,
             include_dirs: Vec::new(),
-            defines: vec![runtime::EXTERN_DEFINE.into()],
-            link: vec![runtime],
-            fingerprint: deps::fingerprint()?,
+            defines,
+            link,
+            fingerprint,
         };
         let path = jit::compile_unit(&unit, &self.compiler)?;
         let jit = Arc::new(JitSolver::load(&path, &self.name, self.dims.clone())?);
@@ -427,7 +519,10 @@ impl ModuleItem for SqpFunction {
     }
 
     fn dependencies(&self) -> Vec<&dyn ModuleItem> {
-        let mut items: Vec<&dyn ModuleItem> = vec![&Runtime];
+        let mut items: Vec<&dyn ModuleItem> = match self.derived {
+            Derivation::General(_) => vec![&Runtime],
+            Derivation::Stages(_) => Vec::new(),
+        };
         items.extend(self.functions().into_iter().map(|f| f as &dyn ModuleItem));
         items
     }
@@ -441,7 +536,7 @@ impl ModuleItem for SqpFunction {
     }
 
     fn source(&self) -> Result<ItemSource> {
-        Ok(codegen::render_solver(&self.layout()))
+        Ok(self.render())
     }
 }
 

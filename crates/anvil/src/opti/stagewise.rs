@@ -360,3 +360,193 @@ fn q_rows(problem: &MultistageProblem, kept: &[StageTerm]) -> Vec<usize> {
     }
     rows
 }
+
+/// Where a constraint term's rows and dense Jacobian blocks lie in the block-storage
+/// outputs: rows `row_offset + k·rows + r` of stage `first + k`, the block of stage `k` at
+/// `jac_offset + k·rows·width` (row-major, `width` = `nz`, or `2·nz` when coupled).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct TermLayout {
+    pub first: usize,
+    pub count: usize,
+    pub rows: usize,
+    pub coupled: bool,
+    pub row_offset: usize,
+    pub jac_offset: usize,
+}
+
+/// The derived functions of a multistage problem with dense stage blocks, for a QP that
+/// works stage by stage:
+///
+/// * `<solver>_values(z, p) -> (f, c_eq, g_q)`;
+/// * `<solver>_linearize(z, p) -> (f, ∇f, c_eq, J_eq blocks, g_q, J_q blocks)`;
+/// * `<solver>_hessian(z, p, λ_eq, λ_q) -> (H_ii (N+1, nz, nz), H_{i,i+1} (N, nz, nz))`,
+///   the block-tridiagonal Hessian of the Lagrangian (or of the cost alone, Gauss-Newton).
+pub(crate) struct StageDerived {
+    pub values: NumericalFunction,
+    pub linearize: NumericalFunction,
+    pub hessian: NumericalFunction,
+    pub eq: Vec<TermLayout>,
+    pub q: Vec<TermLayout>,
+    pub q_rows: Vec<usize>,
+    /// Whether any term couples the curvature of neighbouring stages (`H_{i,i+1} ≠ 0`).
+    pub coupled_hessian: bool,
+}
+
+/// A constraint term's `(y, J)`: kept rows and their dense Jacobian over `w`.
+fn dense_constraint_blocks(name: &str, problem: &MultistageProblem, t: &StageTerm) -> Result<NumericalFunction> {
+    NumericalFunction::trace(name, stage_args(problem, t.term), |s| -> Result<Vec<Tensor>> {
+        let y = stage_value(t.term, problem.nz, &s, Some(&t.rows))?;
+        let j = derivatives::jacobian(&y, &s[0])?.reshape([t.rows.len(), t.term.width(problem.nz)]);
+        Ok(vec![y, j])
+    })
+}
+
+/// The dense Hessian over `w` of a cost term, or of `λᵀ y` for a constraint term, and
+/// whether it couples the two stages of a coupled term.
+fn dense_hessian_blocks(
+    name: &str,
+    problem: &MultistageProblem,
+    t: &StageTerm,
+    cost: bool,
+) -> Result<(NumericalFunction, bool)> {
+    let mut inputs = stage_args(problem, t.term);
+    if !cost {
+        inputs.push(Arg::new(t.rows.len()));
+    }
+    let nz = problem.nz;
+    let mut couples = false;
+    let f = NumericalFunction::trace(name, inputs, |s| -> Result<Tensor> {
+        let y = stage_value(t.term, nz, &s, Some(&t.rows))?;
+        let scalar = if cost { y.sum() } else { (&s[3] * &y).sum() };
+        let g = derivatives::gradient(&scalar, &s[0])?;
+        let pattern = crate::transform::sparsity::dependency_pattern(g.node()?, s[0].node()?)?;
+        couples = t.term.coupled && (0..nz).any(|i| pattern.row(i).iter().any(|&j| j >= nz));
+        derivatives::hessian(&scalar, &s[0])
+    })?;
+    Ok((f, couples))
+}
+
+/// Derives the block-storage functions of a multistage problem.
+pub(crate) fn derive_blocks(
+    solver: &str,
+    problem: &MultistageProblem,
+    approximation: HessianApproximation,
+) -> Result<StageDerived> {
+    let (nz, n) = (problem.nz, problem.n);
+    let costs = stage_terms(problem.cost_terms(), |_| true);
+    let eqs = stage_terms(problem.eq_terms(), |_| true);
+    let finite = |r: usize| problem.ineq_lb[r].is_finite() || problem.ineq_ub[r].is_finite();
+    let ineqs = stage_terms(problem.ineq_terms(), finite);
+    if ineqs.iter().any(|t| t.term.coupled) {
+        return Err(tracing_failed(solver));
+    }
+    let q_rows = q_rows(problem, &ineqs);
+    let name = |kind: &str, i: usize| format!("{solver}_{kind}{i}");
+    let layouts = |terms: &[StageTerm]| -> Vec<TermLayout> {
+        let mut jac_offset = 0;
+        terms
+            .iter()
+            .map(|t| {
+                let l = TermLayout {
+                    first: t.term.first,
+                    count: t.term.count,
+                    rows: t.rows.len(),
+                    coupled: t.term.coupled,
+                    row_offset: t.row_offset,
+                    jac_offset,
+                };
+                jac_offset += t.term.count * t.rows.len() * t.term.width(nz);
+                l
+            })
+            .collect()
+    };
+    let cost_fns: Vec<NumericalFunction> =
+        costs.iter().enumerate().map(|(i, t)| cost_blocks(&name("cost", i), problem, t)).collect::<Result<_>>()?;
+    let eq_fns: Vec<NumericalFunction> = eqs
+        .iter()
+        .enumerate()
+        .map(|(i, t)| dense_constraint_blocks(&name("eq", i), problem, t))
+        .collect::<Result<_>>()?;
+    let q_fns: Vec<NumericalFunction> = ineqs
+        .iter()
+        .enumerate()
+        .map(|(i, t)| dense_constraint_blocks(&name("ineq", i), problem, t))
+        .collect::<Result<_>>()?;
+    let xp = vec![Arg::new(problem.nvars()), Arg::new(problem.np())];
+    let flat = |v: Vec<Tensor>| if v.is_empty() { Tensor::zeros([0]) } else { Tensor::cat(&v, 0) };
+    let evaluate = |s: &Symbols, derivatives: bool| -> Result<Vec<Tensor>> {
+        let mut f = Tensor::zeros(());
+        let mut grad = Stamps::default();
+        for (t, cf) in costs.iter().zip(&cost_fns) {
+            let out = per_stage(cf, t.term, s, nz, None)?;
+            f = f + out[0].sum();
+            let row = SparsityPattern::new(1, nz, (0..nz).map(|j| (0, j))).expect("a row");
+            grad.add(out[1].clone(), &row, (0, t.term.first * nz), (0, nz), t.term.count);
+        }
+        let mut out = vec![f];
+        if derivatives {
+            out.push(grad.assemble_row(problem.nvars()));
+        }
+        for (terms, fns) in [(&eqs, &eq_fns), (&ineqs, &q_fns)] {
+            let (mut values, mut jacobians) = (Vec::new(), Vec::new());
+            for (t, tf) in terms.iter().zip(fns) {
+                let blocks = per_stage(tf, t.term, s, nz, None)?;
+                values.push(blocks[0].flatten());
+                jacobians.push(blocks[1].flatten());
+            }
+            out.push(flat(values));
+            if derivatives {
+                out.push(flat(jacobians));
+            }
+        }
+        Ok(out)
+    };
+    let values = NumericalFunction::trace(&format!("{solver}_values"), xp.clone(), |s| {
+        evaluate(&Symbols::new(problem, &s[0], &s[1]), false)
+    })?;
+    let linearize = NumericalFunction::trace(&format!("{solver}_linearize"), xp.clone(), |s| {
+        evaluate(&Symbols::new(problem, &s[0], &s[1]), true)
+    })?;
+
+    let exact = approximation == HessianApproximation::Exact;
+    let mut blocks: Vec<(&StageTerm, NumericalFunction, bool, Option<usize>)> = Vec::new();
+    for (i, t) in costs.iter().enumerate() {
+        let (f, couples) = dense_hessian_blocks(&name("cost_hess", i), problem, t, true)?;
+        blocks.push((t, f, couples, None));
+    }
+    if exact {
+        for (k, (kind, terms)) in [("eq_hess", &eqs), ("ineq_hess", &ineqs)].into_iter().enumerate() {
+            for (i, t) in terms.iter().enumerate() {
+                let (f, couples) = dense_hessian_blocks(&name(kind, i), problem, t, false)?;
+                blocks.push((t, f, couples, Some(2 + k)));
+            }
+        }
+    }
+    let coupled_hessian = blocks.iter().any(|b| b.2);
+    let mut inputs = xp;
+    inputs.extend([Arg::new(problem.neq()), Arg::new(q_rows.len())]);
+    let hessian = NumericalFunction::trace(&format!("{solver}_hessian"), inputs, |s| -> Result<Vec<Tensor>> {
+        let symbols = Symbols::new(problem, &s[0], &s[1]);
+        let mut diag = Tensor::zeros([n + 1, nz, nz]);
+        let mut off = Tensor::zeros([n, nz, nz]);
+        for (t, f, couples, lam) in &blocks {
+            let lam = lam.map(|input| {
+                let (a, m) = (t.row_offset, t.rows.len());
+                s[input].shrink(&[(a, a + t.term.count * m)]).reshape([t.term.count, m])
+            });
+            let h = per_stage(f, t.term, &symbols, nz, lam)?.remove(0);
+            let (a, c) = (t.term.first, t.term.count);
+            let sub = |r: usize, col: usize| h.shrink(&[(0, c), (r, r + nz), (col, col + nz)]);
+            let place = |block: Tensor, at: usize, stages: usize| block.pad(&[(at, stages - at - c), (0, 0), (0, 0)]);
+            diag = diag + place(sub(0, 0), a, n + 1);
+            if t.term.coupled {
+                diag = diag + place(sub(nz, nz), a + 1, n + 1);
+                if *couples {
+                    off = off + place(sub(0, nz), a, n);
+                }
+            }
+        }
+        Ok(vec![diag, off])
+    })?;
+    Ok(StageDerived { values, linearize, hessian, eq: layouts(&eqs), q: layouts(&ineqs), q_rows, coupled_hessian })
+}

@@ -22,8 +22,10 @@ pub fn render_kernel(kernel: &Kernel, name: &str, dtypes: &[DType]) -> String {
     let mut params: Vec<String> =
         kernel.outputs.iter().map(|&b| format!("{}* __restrict b{b}", dtypes[b].cpp_name())).collect();
     let mut args: Vec<String> = kernel.outputs.iter().map(|&b| format!("b{b}")).collect();
+    // Index-set splitting may decide away every read of an input (the padded branches of a
+    // `where`): an input may go unused.
     for b in kernel.inputs() {
-        params.push(format!("const {}* __restrict b{}", dtypes[b].cpp_name(), b));
+        params.push(format!("[[maybe_unused]] const {}* __restrict b{}", dtypes[b].cpp_name(), b));
         args.push(format!("b{b}"));
     }
     let narrows = kernel.exprs.iter().any(|e| matches!(e, Expr::Cast(_, DType::F64, DType::F32)));
@@ -422,7 +424,11 @@ impl<'k> Renderer<'k> {
         let (code, refs) = self.end_part(part);
         let name = format!("{}_part{}", self.name, self.parts.len());
         // A part may not use every buffer or loop variable: no unused-parameter warnings.
-        let mut params: Vec<String> = self.params.iter().map(|p| format!("[[maybe_unused]] {p}")).collect();
+        let mut params: Vec<String> = self
+            .params
+            .iter()
+            .map(|p| if p.starts_with("[[maybe_unused]]") { p.clone() } else { format!("[[maybe_unused]] {p}") })
+            .collect();
         let mut args = self.args.clone();
         for &v in bound {
             params.push(format!("[[maybe_unused]] long long i{v}"));

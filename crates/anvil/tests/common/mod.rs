@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests: random inputs and oracle comparisons.
 #![allow(dead_code)]
 
+pub mod solver_harness;
+
 use anvil::ndarray::{ArrayD, IxDyn};
 use anvil::{DType, HostArray, NumericalFunction};
 use rand::rngs::StdRng;

@@ -1,0 +1,456 @@
+"""anvil.opti.MultistageProblem: the cart-pole swing-up against its known optimum and Ipopt,
+the z-form against the dynamics form, parameters against a KKT solve, stage inequalities and
+path constraints against Ipopt, Gauss-Newton, a named horizon, generated modules, bad input.
+
+The oracles are Ipopt (through CasADi) solved to 1e-10 on the same formulas
+(multistage_problems.py, and the small problems below), and numpy's solve of the KKT system
+of an equality-constrained QP. Solvers are shared between tests (module fixtures): each
+distinct solver is compiled once (the cart-pole's take ~10 s on a cold JIT cache).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import casadi as cs
+import numpy as np
+import pytest
+
+import anvil as av
+from anvil.opti import (
+    DenseProblem,
+    DenseSQPFunction,
+    HessianApproximation,
+    MultistageProblem,
+    SparseProblem,
+    SparseSQPFunction,
+    SQPSettings,
+    SQPStatus,
+)
+
+sys.path.insert(0, os.path.dirname(__file__))
+import multistage_problems as cp  # noqa: E402
+from opti_problems import AnvilMath, CasadiMath  # noqa: E402
+from test_opti import assert_compiles, close  # noqa: E402
+
+SETTINGS = SQPSettings(max_iter=200)
+
+
+def ipopt(nlp, bounds, x0=0.0):
+    """Ipopt's solution to 1e-10: x, f, lam_g, lam_x (CasADi's signs, as anvil's)."""
+    opts = {"ipopt.print_level": 0, "print_time": False, "ipopt.tol": 1e-10, "ipopt.sb": "yes"}
+    solver = cs.nlpsol("ipopt_ms", "ipopt", nlp, opts)
+    r = solver(x0=x0, **bounds)
+    assert solver.stats()["success"], "Ipopt failed"
+    flat = lambda key: np.asarray(r[key]).ravel()  # noqa: E731
+    return {"x": flat("x"), "f": float(r["f"]), "lam_g": flat("lam_g"), "lam_x": flat("lam_x")}
+
+
+def solved(res):
+    assert res.status == SQPStatus.SOLVED, res
+    for r in (res.stat_res, res.eq_res, res.ineq_res, res.comp_res):
+        assert r <= 1e-8
+    return res
+
+
+# The cart-pole swing-up (multistage_problems.py): N = 50, nz = 5, 204 equality rows.
+
+
+@pytest.fixture(scope="module")
+def cartpole():
+    return SparseSQPFunction(name="ms_cartpole", problem=cp.cartpole_from_dynamics(), settings=SETTINGS)
+
+
+@pytest.fixture(scope="module")
+def cartpole_solution(cartpole):
+    return solved(cartpole(np.zeros(cartpole.nx)))
+
+
+def test_cartpole_from_dynamics_reaches_the_known_optimum(cartpole, cartpole_solution):
+    res = cartpole_solution
+    assert (cartpole.nx, cartpole.neq, cartpole.nineq) == (255, 204, 0)
+    assert cartpole.qp_backend == "riccati"
+    assert abs(res.objective - cp.J_STAR) < 1e-6, res.objective
+    assert res.X is not None and res.U is not None
+    assert res.X.shape == (51, 4) and res.U.shape == (50, 1)
+    z = res.x.reshape(51, 5)
+    np.testing.assert_array_equal(res.X, z[:, :4])
+    np.testing.assert_array_equal(res.U, z[:50, 4:])
+    np.testing.assert_allclose(res.X[0], np.zeros(4), atol=1e-12)
+    assert abs(res.X[-1, 1] - np.pi) < 0.1, "the pole ends upright"
+    assert np.all(np.abs(res.U) <= cp.U_MAX + 1e-9) and np.max(np.abs(res.U)) > cp.U_MAX - 1e-6
+    # Another initial state: the first state is the one given (p = x_init).
+    x_init = np.array([0.1, -0.2, 0.05, 0.3])
+    other = solved(cartpole(np.zeros(255), p=x_init))
+    assert other.X is not None
+    np.testing.assert_allclose(other.X[0], x_init, atol=1e-10)
+    assert abs(other.objective - res.objective) > 1e-3
+
+
+def test_z_form_by_hand_equals_from_dynamics(cartpole_solution):
+    problem = cp.cartpole_z_form()
+    assert (problem.N, problem.nz, problem.nvars, problem.neq, problem.param_size) == (50, 5, 255, 204, 4)
+    res = solved(SparseSQPFunction(name="ms_cartpole_z", problem=problem, settings=SETTINGS)(np.zeros(255)))
+    assert abs(res.objective - cp.J_STAR) < 1e-6
+    close(res.x, cartpole_solution.x, 1e-8, "x")
+    close(res.lam_eq, cartpole_solution.lam_eq, 1e-6, "lam_eq")
+    assert res.X is None and res.U is None, "a z-form problem has no state/control split"
+
+
+def test_cartpole_multipliers_agree_with_ipopt(cartpole_solution):
+    nlp, bounds = cp.cartpole_casadi()
+    want = ipopt(nlp, bounds)
+    res = cartpole_solution
+    close(res.x, want["x"], 1e-6, "x")
+    close(res.objective, want["f"], 1e-6, "objective")
+    close(res.objective, cp.J_STAR, 1e-8, "objective vs J*")
+    # lam_eq: the initial state's 4 rows, then the dynamics stage by stage, as Ipopt's lam_g.
+    close(res.lam_eq, want["lam_g"], 1e-5, "lam_eq")
+    assert np.max(np.abs(res.lam_eq[:4])) > 1.0
+    # lam_box: the force bounds (positive at the upper one), as Ipopt's lam_x.
+    close(res.lam_box, want["lam_x"], 1e-5, "lam_box")
+    active = np.abs(want["lam_x"]) > 1e-6
+    assert active.any() and np.all(np.abs(res.lam_box[~active]) < 1e-6)
+    assert np.all(np.sign(res.lam_box[active]) == np.sign(res.x[active]))
+
+
+def test_gauss_newton_converges_to_the_optimum():
+    settings = SQPSettings(max_iter=300, hessian_approximation=HessianApproximation.GAUSS_NEWTON)
+    solver = SparseSQPFunction(name="ms_cartpole_gn", problem=cp.cartpole_from_dynamics(name="cpgn"), settings=settings)
+    res = solved(solver(np.zeros(255)))
+    assert abs(res.objective - cp.J_STAR) < 1e-6, res.objective
+
+
+# A double integrator z = (position, velocity, force, s) tracking a reference: the initial
+# state is p_global, each stage's parameter is (reference r_i, disturbance d_i); an auxiliary
+# s = force + 0.1 r_i on the middle stages (eq_stage) and a zero final velocity (eq_terminal).
+# Quadratic costs and linear constraints: the optimum solves one linear KKT system.
+
+DI_DT = 0.2
+
+
+def di_costs(z, p, m):
+    err = z[0] - p[0]
+    effort = 0.1 * z[2] ** 2 + 0.1 * z[3] ** 2
+    return {
+        "initial": 2.0 * err**2 + effort,
+        "stage": err**2 + 0.05 * z[1] ** 2 + effort,
+        "terminal": 10.0 * err**2 + z[1] ** 2 + effort,
+    }
+
+
+def di_interstage(z, zn, p, m):
+    return m.vec([zn[0] - z[0] - DI_DT * z[1], zn[1] - z[1] - DI_DT * (z[2] + p[1])])
+
+
+def di_stage_eq(z, p, m):
+    return m.vec([z[3] - z[2] - 0.1 * p[0]])
+
+
+def di_problem(n, name="di"):
+    stage = (av.Arg(4), av.Arg(2), av.Arg(2))
+    m = AnvilMath
+
+    def fn(what, body, inputs=stage):
+        return av.NumericalFunction(f"{name}_{what}", body, inputs)
+
+    return MultistageProblem(
+        N=n,
+        nz=4,
+        cost_initial_fn=fn("l0", lambda z, g, p: di_costs(z, p, m)["initial"]),
+        cost_stage_fn=fn("l", lambda z, g, p: di_costs(z, p, m)["stage"]),
+        cost_terminal_fn=fn("lf", lambda z, g, p: di_costs(z, p, m)["terminal"]),
+        eq_initial_fn=fn("e0", lambda z, g, p: z[:2] - g),
+        eq_interstage_fn=fn("dyn", lambda z, zn, g, p: di_interstage(z, zn, p, m), (av.Arg(4),) + stage),
+        eq_stage_fn=fn("e", lambda z, g, p: di_stage_eq(z, p, m)),
+        eq_terminal_fn=fn("ef", lambda z, g, p: m.vec([z[1]])),
+        param_dim=2,
+        global_param_dim=2,
+    )
+
+
+def di_kkt(n, x_init, stage_params):
+    """The optimum and equality multipliers from the KKT system (CasADi for the exact
+    derivatives of the same formulas, numpy for the solve)."""
+    m = CasadiMath
+    z = cs.SX.sym("z", (n + 1) * 4)
+    zs = [z[4 * k : 4 * k + 4] for k in range(n + 1)]
+    ps = [cs.DM(stage_params[k]) for k in range(n + 1)]
+    f = di_costs(zs[0], ps[0], m)["initial"]
+    f += sum(di_costs(zs[k], ps[k], m)["stage"] for k in range(1, n))
+    f += di_costs(zs[n], ps[n], m)["terminal"]
+    g = cs.vertcat(
+        zs[0][:2] - cs.DM(x_init),
+        *[di_interstage(zs[k], zs[k + 1], ps[k], m) for k in range(n)],
+        *[di_stage_eq(zs[k], ps[k], m) for k in range(1, n)],
+        zs[n][1],
+    )
+    at0 = cs.Function("at0", [z], [cs.hessian(f, z)[0], cs.gradient(f, z), cs.jacobian(g, z), g, f])
+    h, c, a, g0, f0 = (np.asarray(v) for v in at0(np.zeros(z.shape[0])))
+    nv, ne = h.shape[0], a.shape[0]
+    kkt = np.block([[h, a.T], [a, np.zeros((ne, ne))]])
+    sol = np.linalg.solve(kkt, np.concatenate([-c.ravel(), -g0.ravel()]))
+    x, lam = sol[:nv], sol[nv:]
+    return x, lam, f0.item() + c.ravel() @ x + 0.5 * x @ h @ x
+
+
+def test_stage_and_global_parameters_match_the_kkt_solution():
+    n = 8
+    problem = di_problem(n)
+    assert (problem.nvars, problem.neq, problem.param_size) == (36, 2 + 2 * n + (n - 1) + 1, 2 + 9 * 2)
+    solver = SparseSQPFunction(name="ms_di", problem=problem, qp_backend="piqp")
+    assert solver.qp_backend == "piqp"
+    rng = np.random.default_rng(3)
+    for _ in range(2):
+        x_init = rng.normal(size=2)
+        stages = np.column_stack([np.sin(np.arange(n + 1)) + rng.normal(size=n + 1), 0.3 * rng.normal(size=n + 1)])
+        res = solved(solver(np.zeros(36), p=np.concatenate([x_init, stages.ravel()])))
+        x, lam, f = di_kkt(n, x_init, stages)
+        close(res.x, x, 1e-8, "x")
+        close(res.lam_eq, lam, 1e-8, "lam_eq (initial, interstage, stage, terminal)")
+        close(res.objective, f, 1e-8, "objective")
+        np.testing.assert_allclose(res.x[:2], x_init, atol=1e-10)
+        assert res.X is None
+
+
+# Stage inequalities: a nonlinear oscillator (x = (position, velocity), force u) pushed from
+# x_init = (1, 0) towards 0 with |velocity| <= 0.5 and |u| <= 2 (as two-sided constraint
+# rows) and position >= 0.4 (a bound). The dynamics form constrains steps 0..N-1 (u_0 = -2
+# is active), the z-form stages 1..N-1 only (u_0 goes beyond -2): Ipopt solves each.
+
+OSC_N, OSC_DT = 15, 0.1
+OSC_LB, OSC_UB = [-0.5, -2.0], [0.5, 2.0]
+OSC_X_LB = [0.4, -np.inf]
+
+
+def osc_step(x, u, m):
+    return m.vec([x[0] + OSC_DT * x[1], x[1] + OSC_DT * (u[0] - m.sin(x[0]))])
+
+
+def osc_cost(x, u):
+    return 10.0 * x[0] ** 2 + x[1] ** 2 + 0.01 * u[0] ** 2
+
+
+def osc_terminal(x):
+    return 10.0 * x[0] ** 2 + 10.0 * x[1] ** 2
+
+
+def osc_rows(x, u, m):
+    return m.vec([x[1], u[0]])
+
+
+def osc_casadi(stages):
+    """The oscillator over z = (x, u) stacked: the initial state, the dynamics, then the
+    constraint rows of `stages` stage by stage."""
+    m, n = CasadiMath, OSC_N
+    z = cs.SX.sym("z", (n + 1) * 3)
+    xs, us = [z[3 * k : 3 * k + 2] for k in range(n + 1)], [z[3 * k + 2 : 3 * k + 3] for k in range(n + 1)]
+    f = sum(osc_cost(xs[k], us[k]) for k in range(n)) + osc_terminal(xs[n])
+    eq = [xs[0] - cs.DM([1.0, 0.0])] + [xs[k + 1] - osc_step(xs[k], us[k], m) for k in range(n)]
+    rows = [osc_rows(xs[k], us[k], m) for k in stages]
+    neq, nin = 2 + 2 * n, 2 * len(stages)
+    bounds = {
+        "lbg": np.r_[np.zeros(neq), np.tile(OSC_LB, len(stages))],
+        "ubg": np.r_[np.zeros(neq), np.tile(OSC_UB, len(stages))],
+        "lbx": np.tile(OSC_X_LB + [-np.inf], n + 1),
+        "ubx": np.full((n + 1) * 3, np.inf),
+    }
+    assert nin == len(bounds["lbg"]) - neq
+    return {"x": z, "f": f, "g": cs.vertcat(*eq, *rows)}, bounds, neq
+
+
+def compare_with_ipopt(res, want, neq):
+    close(res.x, want["x"], 1e-6, "x")
+    close(res.objective, want["f"], 1e-6, "objective")
+    close(res.lam_eq, want["lam_g"][:neq], 1e-5, "lam_eq")
+    close(res.lam_ineq, want["lam_g"][neq:], 1e-5, "lam_ineq (stage by stage)")
+    close(res.lam_box, want["lam_x"], 1e-5, "lam_box")
+    # The same active constraints, each on its side.
+    for got, ref in ((res.lam_ineq, want["lam_g"][neq:]), (res.lam_box, want["lam_x"])):
+        active = np.abs(ref) > 1e-3
+        np.testing.assert_array_equal(np.sign(got[active]), np.sign(ref[active]))
+        assert np.all(np.abs(got[np.abs(ref) < 1e-8]) < 1e-6)
+
+
+@pytest.mark.parametrize("backend", ["riccati", "piqp"])
+def test_path_constraints_and_stage_inequalities_agree_with_ipopt(backend):
+    m = AnvilMath
+    xup = (av.Arg(2), av.Arg(1), av.Arg(0))
+    ocp = MultistageProblem.from_dynamics(
+        N=OSC_N,
+        nx=2,
+        nu=1,
+        dynamics_fn=av.NumericalFunction("osc_f", lambda x, u, p: osc_step(x, u, m), xup),
+        stage_cost_fn=av.NumericalFunction("osc_l", lambda x, u, p: osc_cost(x, u), xup),
+        terminal_cost_fn=av.NumericalFunction("osc_lf", lambda x, p: osc_terminal(x), (av.Arg(2), av.Arg(0))),
+        path_constraints_fn=av.NumericalFunction("osc_h", lambda x, u, p: osc_rows(x, u, m), xup),
+        path_lb=OSC_LB,
+        path_ub=OSC_UB,
+        x_lb=OSC_X_LB,
+    )
+    assert (ocp.nineq, ocp.neq) == (2 * OSC_N, 2 + 2 * OSC_N)
+    res = solved(SparseSQPFunction(name=f"ms_osc_{backend}", problem=ocp, qp_backend=backend)(np.zeros(ocp.nvars), p=[1.0, 0.0]))
+    nlp, bounds, neq = osc_casadi(range(OSC_N))
+    want = ipopt(nlp, bounds)
+    compare_with_ipopt(res, want, neq)
+    assert res.U is not None and res.U[0, 0] == pytest.approx(-2.0, abs=1e-8) and res.lam_ineq[1] < 0
+    assert np.any(res.lam_ineq[0::2] < -1e-3) and np.any(res.lam_ineq[1::2] > 1e-3), "both sides active"
+    assert np.any(res.lam_box[0::3] < -1e-3), "the position bound is active"
+
+    stage = (av.Arg(3), av.Arg(2), av.Arg(0))
+    zform = MultistageProblem(
+        N=OSC_N,
+        nz=3,
+        cost_initial_fn=av.NumericalFunction("oscz_l0", lambda z, g, p: osc_cost(z[:2], z[2:]), stage),
+        cost_stage_fn=av.NumericalFunction("oscz_l", lambda z, g, p: osc_cost(z[:2], z[2:]), stage),
+        cost_terminal_fn=av.NumericalFunction("oscz_lf", lambda z, g, p: osc_terminal(z[:2]), stage),
+        eq_initial_fn=av.NumericalFunction("oscz_e0", lambda z, g, p: z[:2] - g, stage),
+        eq_interstage_fn=av.NumericalFunction(
+            "oscz_dyn", lambda z, zn, g, p: zn[:2] - osc_step(z[:2], z[2:], m), (av.Arg(3),) + stage
+        ),
+        ineq_stage_fn=av.NumericalFunction("oscz_h", lambda z, g, p: osc_rows(z[:2], z[2:], m), stage),
+        ineq_lb=OSC_LB,
+        ineq_ub=OSC_UB,
+        z_lb=OSC_X_LB + [-np.inf],
+        global_param_dim=2,
+    )
+    assert zform.nineq == 2 * (OSC_N - 1)
+    res = solved(SparseSQPFunction(name=f"ms_oscz_{backend}", problem=zform, qp_backend=backend)(np.zeros(zform.nvars), p=[1.0, 0.0]))
+    nlp, bounds, neq = osc_casadi(range(1, OSC_N))
+    compare_with_ipopt(res, ipopt(nlp, bounds), neq)
+    assert res.x[2] < -2.5, "stage 0 is not constrained"
+
+
+# A named horizon, generated modules.
+
+
+def di_ocp(n, name):
+    """A double integrator in the dynamics form, steps n (int or CodegenIntConstant)."""
+    xup = (av.Arg(2), av.Arg(1), av.Arg(1))
+    f = av.NumericalFunction(
+        f"{name}_f", lambda x, u, p: av.Tensor.stack(x[0] + 0.1 * x[1], x[1] + 0.1 * u[0]), xup
+    )
+    l = av.NumericalFunction(f"{name}_l", lambda x, u, p: (x[0] - p[0]) ** 2 + 0.1 * u[0] ** 2, xup)
+    return MultistageProblem.from_dynamics(N=n, nx=2, nu=1, dynamics_fn=f, stage_cost_fn=l, u_lb=-1, u_ub=1, param_dim=1)
+
+
+@pytest.fixture(scope="module")
+def named_horizon():
+    horizon = av.CodegenIntConstant("N_TRACK", 12)
+    problem = di_ocp(horizon, "trk")
+    assert problem.horizon is horizon and problem.N == 12
+    return SparseSQPFunction(name="ms_track", problem=problem)
+
+
+def test_a_codegen_constant_names_the_horizon(named_horizon, in_tmp_dir):
+    av.generate_module("trackmod", [named_horizon])
+    header = (in_tmp_dir / "trackmod.hpp").read_text()
+    assert "constexpr int N_TRACK = 12;" in header
+    assert "namespace ms_track {" in header
+    # It solves as the same problem with an int horizon.
+    p = np.concatenate([[1.0, 0.0], np.linspace(0.0, 1.0, 13)])
+    res = solved(named_horizon(np.zeros(13 * 3), p=p))
+    plain = solved(SparseSQPFunction(name="ms_track_int", problem=di_ocp(12, "trk_int"))(np.zeros(39), p=p))
+    close(res.x, plain.x, 1e-10, "x")
+    assert res.X is not None and res.X.shape == (13, 2) and res.U is not None and res.U.shape == (12, 1)
+    np.testing.assert_allclose(res.X[0], [1.0, 0.0], atol=1e-10)
+
+
+def test_generated_module_with_multistage_solvers_compiles(cartpole, named_horizon, in_tmp_dir):
+    zform = SparseSQPFunction(name="ms_mod_z", problem=di_problem(4, "dimod"))
+    extra = av.NumericalFunction("twice", lambda x: x * 2.0, [av.Arg(3)])
+    av.generate_module("msmod", [named_horizon, zform, extra])
+    header = (in_tmp_dir / "msmod.hpp").read_text()
+    for name in ("ms_track", "ms_mod_z"):
+        assert f"namespace {name} {{" in header
+        for fn in ("values", "linearize", "hessian"):
+            assert header.count(f"namespace {name}_{fn} {{") == 1
+    assert "constexpr int NX = 39;" in header and "constexpr int N_TRACK = 12;" in header
+    assert_compiles(in_tmp_dir / "msmod.cpp")
+    # The cart-pole's module holds its solver (compiled below, in its own test).
+    av.generate_module("cpmod", [cartpole])
+    assert "constexpr int NX = 255;" in (in_tmp_dir / "cpmod.hpp").read_text()
+
+
+def test_cartpole_functions_compile_without_warnings(cartpole, in_tmp_dir):
+    # The solver's derived functions alone (no PIQP headers to parse: fast).
+    av.generate_module("cpfun", cartpole.functions)
+    assert_compiles(in_tmp_dir / "cpfun.cpp")
+
+
+# Bad input: each error says what is wrong.
+
+
+def test_bad_multistage_problems_are_clear_errors(cartpole):
+    stage = (av.Arg(3), av.Arg(0), av.Arg(0))
+    cost = av.NumericalFunction("bm_c", lambda z, g, p: (z**2).sum(), stage)
+    rows = av.NumericalFunction("bm_h", lambda z, g, p: z[:2], stage)
+    two_args = av.NumericalFunction("bm_two", lambda z, p: (z**2).sum(), (av.Arg(3), av.Arg(0)))
+    vector = av.NumericalFunction("bm_v", lambda z, g, p: z * 2.0, stage)
+    with pytest.raises(ValueError, match=r"cost_stage_fn must take \(z, p_global, p_i\).*it takes \(f64 array of shape \[3\], f64 array of shape \[0\]\)$"):
+        MultistageProblem(N=5, nz=3, cost_stage_fn=two_args)
+    with pytest.raises(ValueError, match=r"cost_initial_fn must take .*shape \[4\].*it takes \(f64 array of shape \[3\]"):
+        MultistageProblem(N=5, nz=4, cost_initial_fn=cost)
+    with pytest.raises(ValueError, match="cost_terminal_fn must return a scalar; it returns an array of shape \\[3\\]"):
+        MultistageProblem(N=5, nz=3, cost_terminal_fn=vector)
+    with pytest.raises(ValueError, match=r"eq_interstage_fn must take \(z, z_next, p_global, p_i\)"):
+        MultistageProblem(N=5, nz=3, eq_interstage_fn=cost)
+    with pytest.raises(ValueError, match=r"cost_stage_fn must take .*shape \[2\]"):
+        MultistageProblem(N=5, nz=3, cost_stage_fn=cost, global_param_dim=2)
+    with pytest.raises(ValueError, match="z_lb`: has 2 entries, expected 3"):
+        MultistageProblem(N=5, nz=3, cost_stage_fn=cost, z_lb=[0.0, 0.0])
+    with pytest.raises(ValueError, match="ineq_ub`: has 3 entries, expected 2"):
+        MultistageProblem(N=5, nz=3, ineq_stage_fn=rows, ineq_ub=[1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match="no value satisfies both"):
+        MultistageProblem(N=5, nz=3, z_lb=1.0, z_ub=0.0)
+    with pytest.raises(ValueError, match="ineq_lb/ineq_ub are given but there is no ineq_stage_fn"):
+        MultistageProblem(N=5, nz=3, ineq_lb=0.0)
+    with pytest.raises(TypeError, match="eq_stage_fn must be a NumericalFunction of \\(z, p_global, p_i\\)"):
+        MultistageProblem(N=5, nz=3, eq_stage_fn=lambda z, g, p: z)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="N must be >= 1, got 0"):
+        MultistageProblem(N=0, nz=3)
+    with pytest.raises(ValueError, match="N must be >= 1, got N_BAD = -2"):
+        MultistageProblem(N=av.CodegenIntConstant("N_BAD", -2), nz=3)
+    with pytest.raises(TypeError, match="N must be an int or a CodegenIntConstant, got float"):
+        MultistageProblem(N=5.0, nz=3)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="nz must be >= 1, got 0"):
+        MultistageProblem(N=5, nz=0)
+
+    # The dynamics form.
+    xup = (av.Arg(2), av.Arg(1), av.Arg(0))
+    f = av.NumericalFunction("bm_f", lambda x, u, p: x + u[0], xup)
+    with pytest.raises(ValueError, match=r"dynamics_fn must return the next state \(2 entries\); it returns shape \[1\]"):
+        MultistageProblem.from_dynamics(N=5, nx=2, nu=1, dynamics_fn=av.NumericalFunction("bm_g", lambda x, u, p: x.sum().reshape(1), xup))
+    with pytest.raises(ValueError, match=r"dynamics_fn must take .*shape \[1\]\).*it takes"):
+        MultistageProblem.from_dynamics(N=5, nx=2, nu=1, dynamics_fn=f, param_dim=1)
+    with pytest.raises(ValueError, match="path_lb/path_ub are given but there is no path_constraints_fn"):
+        MultistageProblem.from_dynamics(N=5, nx=2, nu=1, dynamics_fn=f, path_lb=-1.0)
+    with pytest.raises(ValueError, match="x_lb`: has 3 entries, expected 2"):
+        MultistageProblem.from_dynamics(N=5, nx=2, nu=1, dynamics_fn=f, x_lb=[0.0, 0.0, 0.0])
+    with pytest.raises(ValueError, match="stage_cost_fn must return a scalar; it returns an array of shape \\[2\\]"):
+        MultistageProblem.from_dynamics(N=5, nx=2, nu=1, dynamics_fn=f, stage_cost_fn=f)
+    with pytest.raises(ValueError, match=r"terminal_cost_fn must take \(f64 array of shape \[2\], f64 array of shape \[0\]\)"):
+        MultistageProblem.from_dynamics(N=5, nx=2, nu=1, dynamics_fn=f, terminal_cost_fn=f)
+
+    # Solvers and calls.
+    problem = MultistageProblem(N=5, nz=3, cost_stage_fn=cost)
+    with pytest.raises(ValueError, match=r"unknown qp_backend \"hpipm\" for a MultistageProblem; choose one of \"riccati\", \"piqp\""):
+        SparseSQPFunction(name="bm", problem=problem, qp_backend="hpipm")
+    with pytest.raises(TypeError, match="qp_backend must be a str or None"):
+        SparseSQPFunction(name="bm", problem=problem, qp_backend=1)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="DenseSQPFunction does not solve a MultistageProblem.*use SparseSQPFunction"):
+        DenseSQPFunction(name="bm", problem=problem)
+    plain = av.NumericalFunction("bm_plain", lambda x, p: (x**2).sum(), (av.Arg(2), av.Arg(0)))
+    for cls, kind in ((SparseSQPFunction, SparseProblem), (DenseSQPFunction, DenseProblem)):
+        with pytest.raises(TypeError, match=f"qp_backend is for a MultistageProblem; {cls.__name__} solves a {kind.__name__}"):
+            cls(name="bm", problem=kind(cost_fn=plain), qp_backend="piqp")
+    with pytest.raises(ValueError, match=r"x0 must have shape \(255,\) \(51 stages of \(x, u\), 4 \+ 1 entries each\), got \(250,\)"):
+        cartpole(np.zeros(250))
+    with pytest.raises(ValueError, match=r"p must have shape \(4,\) \(x_init \(4\), then 51 stage parameters of 0 entries\), got \(5,\)"):
+        cartpole(np.zeros(255), p=np.zeros(5))
+    solver = SparseSQPFunction(name="bm_z", problem=MultistageProblem(N=5, nz=3, cost_stage_fn=cost))
+    with pytest.raises(ValueError, match=r"x0 must have shape \(18,\) \(6 stages of z, 3 entries each\), got \(3,\)"):
+        solver(np.zeros(3))
+    with pytest.raises(ValueError, match=r"p must have shape \(0,\) \(p_global \(0\), then 6 stage parameters"):
+        solver(np.zeros(18), p=[1.0])

@@ -1,0 +1,86 @@
+//! A C++ harness for generated solver modules: solves each solver twice from a guess,
+//! printing status, iterations, allocations during `solve` (with `-DCOUNT_MALLOC`) and x.
+
+use anvil::opti::SqpFunction;
+use std::fmt::Write;
+use std::path::Path;
+use std::process::Command;
+
+/// The harness's `main.cpp` for `runs` of (solver, x0, p).
+pub fn harness(module: &str, runs: &[(&SqpFunction, &[f64], &[f64])]) -> String {
+    let mut s = format!(
+        r#"#include "{module}.hpp"
+#include <cstdio>
+#include <cstdlib>
+static long g_allocations = 0;
+#ifdef COUNT_MALLOC
+extern "C" void* __libc_malloc(std::size_t);
+extern "C" void* __libc_calloc(std::size_t, std::size_t);
+extern "C" void* __libc_realloc(void*, std::size_t);
+extern "C" void* __libc_memalign(std::size_t, std::size_t);
+extern "C" void* malloc(std::size_t n) noexcept {{ ++g_allocations; return __libc_malloc(n); }}
+extern "C" void* calloc(std::size_t n, std::size_t m) noexcept {{ ++g_allocations; return __libc_calloc(n, m); }}
+extern "C" void* realloc(void* p, std::size_t n) noexcept {{ ++g_allocations; return __libc_realloc(p, n); }}
+extern "C" void* aligned_alloc(std::size_t a, std::size_t n) noexcept {{ ++g_allocations; return __libc_memalign(a, n); }}
+extern "C" int posix_memalign(void** p, std::size_t a, std::size_t n) noexcept {{
+  ++g_allocations;
+  *p = __libc_memalign(a, n);
+  return *p != nullptr ? 0 : 12;
+}}
+#endif
+
+int main() {{
+"#
+    );
+    for (solver, x0, p) in runs {
+        let n = solver.name();
+        let list = |v: &[f64]| v.iter().map(|x| format!("{x:?}")).collect::<Vec<_>>().join(", ");
+        let p_arg = if p.is_empty() { "nullptr".to_string() } else { "p".to_string() };
+        let _ = write!(
+            s,
+            r#"  {{
+    const double x0[] = {{{x0}}};
+    const double p[] = {{{p}}};
+    (void)p;
+    double x[{n}::NX], lam_eq[{n}::NEQ + 1], lam_ineq[{n}::NINEQ + 1], lam_box[{n}::NX];
+    {n}::WS_t ws = {n}::init_ws();
+    if (ws == nullptr) return 2;
+    const {n}::Settings settings;
+    for (int k = 0; k < 2; ++k) {{
+      const long before = g_allocations;
+      const {n}::Info info = {n}::solve(x0, {p_arg}, nullptr, nullptr, nullptr, x, lam_eq, lam_ineq, lam_box, settings, ws);
+      const long allocations = g_allocations - before;
+      std::printf("{n} %d %d %ld", static_cast<int>(info.status), info.iterations, allocations);
+      for (int j = 0; j < {n}::NX; ++j) std::printf(" %.17g", x[j]);
+      std::printf("\n");
+    }}
+    {n}::free_ws(ws);
+  }}
+"#,
+            x0 = list(x0),
+            p = if p.is_empty() { "0.0".to_string() } else { list(p) },
+        );
+    }
+    s + "  return 0;\n}\n"
+}
+
+/// Compiles the harness with the module (`-Wall -Wextra -Werror` and `flags`), runs it,
+/// returns its stdout.
+pub fn build_and_run(compiler: &str, flags: &[&str], dir: &Path, module: &str, exe: &str) -> String {
+    let mut cmd = Command::new(compiler);
+    cmd.args(["-std=c++17", "-Wall", "-Wextra", "-Werror"]).args(flags);
+    for d in anvil::opti::include_dirs().unwrap() {
+        cmd.arg(format!("-isystem{}", d.display()));
+    }
+    let out = cmd
+        .arg(dir.join("main.cpp"))
+        .arg(dir.join(format!("{module}.cpp")))
+        .arg("-o")
+        .arg(dir.join(exe))
+        .output()
+        .expect("run the C++ compiler");
+    assert!(out.status.success(), "{compiler} rejected the module:\n{}", String::from_utf8_lossy(&out.stderr));
+    let run = Command::new(dir.join(exe)).env("ASAN_OPTIONS", "detect_leaks=1").output().expect("run the harness");
+    assert!(run.status.success(), "{exe} failed:\n{}", String::from_utf8_lossy(&run.stderr));
+    String::from_utf8(run.stdout).unwrap()
+}
