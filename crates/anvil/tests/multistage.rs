@@ -10,7 +10,7 @@ use anvil::opti::{
     Status, WarmStart,
 };
 use anvil::{generate_module, Arg, CodegenIntConstant, Error, ModuleItem, NumericalFunction, Tensor};
-use common::solver_harness::{build_and_run, harness};
+use common::solver_harness::check_module_against_jit;
 use ndarray::ArrayD;
 
 const DT: f64 = 0.05;
@@ -234,35 +234,8 @@ fn generated_multistage_module_compiles_cleanly_runs_under_sanitizers_and_never_
     assert!(header.contains("N_CARTPOLE = 20"), "the horizon is declared");
     assert!(source.contains("kStages = N_CARTPOLE + 1"), "the stage loops use the constant");
     assert!(!source.contains("piqp"), "the Riccati backend needs no PIQP");
-    std::fs::write(dir.join("main.cpp"), harness("ocpmod", &runs)).unwrap();
-    let clang = std::process::Command::new("clang++").arg("--version").output().is_ok_and(|o| o.status.success());
-    let counting = if clang { "clang++" } else { "g++" };
-    let (sanitized, counted) = std::thread::scope(|scope| {
-        let a = scope.spawn(|| {
-            let flags = ["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"];
-            build_and_run("g++", &flags, &dir, "ocpmod", "asan")
-        });
-        let b = scope.spawn(|| build_and_run(counting, &["-O2", "-DCOUNT_MALLOC"], &dir, "ocpmod", "counted"));
-        (a.join().unwrap(), b.join().unwrap())
-    });
-    for (stdout, count) in [(sanitized, false), (counted, true)] {
-        let lines: Vec<&str> = stdout.lines().collect();
-        assert_eq!(lines.len(), 2 * runs.len(), "{stdout}");
-        for (line, (solver, x0, p)) in lines.iter().zip(runs.iter().flat_map(|r| [r, r])) {
-            let words: Vec<&str> = line.split_whitespace().collect();
-            assert_eq!(words[0], solver.name());
-            assert_eq!(words[1], "0", "{line}: not solved");
-            if count {
-                assert_eq!(words[3], "0", "{line}: solve allocated");
-            }
-            let x: Vec<f64> = words[4..].iter().map(|v| v.parse().unwrap()).collect();
-            let jit = solver.solve(x0, p, &WarmStart::default()).unwrap();
-            assert_eq!(words[2], jit.info.iterations.to_string(), "{line}: iterations differ from the JIT's");
-            for (a, b) in x.iter().zip(&jit.x) {
-                assert!((a - b).abs() <= 1e-9 * (1.0 + b.abs()), "AOT {a} vs JIT {b}");
-            }
-            assert!((x[0] - 0.1).abs() < 1e-12, "x_0 is the parameter");
-        }
+    for x in check_module_against_jit(&dir, "ocpmod", &runs, 1e-9) {
+        assert!((x[0] - 0.1).abs() < 1e-12, "x_0 is the parameter");
     }
     if std::env::var_os("ANVIL_KEEP").is_none() {
         std::fs::remove_dir_all(dir).unwrap();

@@ -8,10 +8,9 @@ mod common;
 
 use anvil::opti::{Problem, SolutionMut, SqpFunction, SqpSettings, Status, WarmStart};
 use anvil::{generate_module, Arg, Error, ModuleItem, NumericalFunction, Tensor};
-use common::solver_harness::{build_and_run, harness};
+use common::solver_harness::check_module_against_jit;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
-use std::process::Command;
 
 /// Counts this thread's Rust heap allocations (tests run on several threads).
 struct CountingAllocator;
@@ -264,40 +263,7 @@ fn generated_module_compiles_cleanly_runs_under_sanitizers_and_never_allocates_i
     // The runtime (PIQP's glue) is emitted once for all solvers.
     assert_eq!(source.matches("#ifndef ANVIL_OPTI_RUNTIME_EXTERN").count(), 1, "the runtime is emitted once");
     assert!(header.contains("namespace aot_hs071 {") && header.contains("constexpr int NP = 1;"));
-    std::fs::write(dir.join("main.cpp"), harness("sqpmod", &runs)).unwrap();
-
-    // Both builds at once (each compiles PIQP's templates).
-    let clang = Command::new("clang++").arg("--version").output().is_ok_and(|o| o.status.success());
-    let counting = if clang { "clang++" } else { "g++" };
-    let (sanitized, counted) = std::thread::scope(|scope| {
-        let a = scope.spawn(|| {
-            build_and_run(
-                "g++",
-                &["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"],
-                &dir,
-                "sqpmod",
-                "asan",
-            )
-        });
-        let b = scope.spawn(|| build_and_run(counting, &["-O2", "-DCOUNT_MALLOC"], &dir, "sqpmod", "counted"));
-        (a.join().unwrap(), b.join().unwrap())
-    });
-    for (stdout, count) in [(sanitized, false), (counted, true)] {
-        let lines: Vec<&str> = stdout.lines().collect();
-        assert_eq!(lines.len(), 2 * runs.len(), "{stdout}");
-        for (line, (solver, x0, p)) in lines.iter().zip(runs.iter().flat_map(|r| [r, r])) {
-            let words: Vec<&str> = line.split_whitespace().collect();
-            assert_eq!(words[0], solver.name());
-            assert_eq!(words[1], "0", "{line}: not solved");
-            if count {
-                assert_eq!(words[3], "0", "{line}: solve allocated");
-            }
-            let x: Vec<f64> = words[4..].iter().map(|v| v.parse().unwrap()).collect();
-            let jit = solver.solve(x0, p, &WarmStart::default()).unwrap();
-            assert_eq!(words[2], jit.info.iterations.to_string(), "{line}: iterations differ from the JIT's");
-            assert_close("x (AOT vs JIT)", &x, &jit.x, 1e-9);
-        }
-    }
+    check_module_against_jit(&dir, "sqpmod", &runs, 1e-9);
     if std::env::var_os("ANVIL_KEEP").is_none() {
         std::fs::remove_dir_all(dir).unwrap();
     }

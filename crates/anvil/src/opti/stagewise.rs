@@ -220,6 +220,43 @@ fn stage_terms<'a>(terms: impl Iterator<Item = &'a Term>, keep: impl Fn(usize) -
     out
 }
 
+/// A problem's stage terms by kind, with the rows each passes on, and the global inequality
+/// rows the QP sees.
+struct StageTerms<'a> {
+    costs: Vec<StageTerm<'a>>,
+    eqs: Vec<StageTerm<'a>>,
+    ineqs: Vec<StageTerm<'a>>,
+    q_rows: Vec<usize>,
+}
+
+impl<'a> StageTerms<'a> {
+    fn new(problem: &'a MultistageProblem) -> Self {
+        let finite = |r: usize| problem.ineq_lb[r].is_finite() || problem.ineq_ub[r].is_finite();
+        let ineqs = stage_terms(problem.ineq_terms(), finite);
+        StageTerms {
+            costs: stage_terms(problem.cost_terms(), |_| true),
+            eqs: stage_terms(problem.eq_terms(), |_| true),
+            q_rows: q_rows(problem, &ineqs),
+            ineqs,
+        }
+    }
+}
+
+/// `<solver>_values` and `<solver>_linearize` from `evaluate(symbols, derivatives)`.
+fn trace_values_and_linearize(
+    solver: &str,
+    problem: &MultistageProblem,
+    evaluate: &dyn Fn(&Symbols, bool) -> Result<Vec<Tensor>>,
+) -> Result<(NumericalFunction, NumericalFunction)> {
+    let xp = vec![Arg::new(problem.nvars()), Arg::new(problem.np())];
+    let trace = |suffix: &str, derivatives: bool| {
+        NumericalFunction::trace(&format!("{solver}_{suffix}"), xp.clone(), |s| {
+            evaluate(&Symbols::new(problem, &s[0], &s[1]), derivatives)
+        })
+    };
+    Ok((trace("values", false)?, trace("linearize", true)?))
+}
+
 /// Derives `<solver>_values`, `<solver>_linearize` and `<solver>_hessian` of a multistage
 /// problem (sparse storage).
 pub(crate) fn derive(
@@ -228,11 +265,7 @@ pub(crate) fn derive(
     approximation: HessianApproximation,
 ) -> Result<Derived> {
     let (nz, nv) = (problem.nz, problem.nvars());
-    let costs = stage_terms(problem.cost_terms(), |_| true);
-    let eqs = stage_terms(problem.eq_terms(), |_| true);
-    let finite = |r: usize| problem.ineq_lb[r].is_finite() || problem.ineq_ub[r].is_finite();
-    let ineqs = stage_terms(problem.ineq_terms(), finite);
-    let q_rows = q_rows(problem, &ineqs);
+    let StageTerms { costs, eqs, ineqs, q_rows } = StageTerms::new(problem);
     let (neq, nq) = (problem.neq(), q_rows.len());
     let name = |kind: &str, i: usize| format!("{solver}_{kind}{i}");
 
@@ -281,12 +314,7 @@ pub(crate) fn derive(
         }
         Ok(out)
     };
-    let values = NumericalFunction::trace(&format!("{solver}_values"), xp.clone(), |s| {
-        evaluate(&Symbols::new(problem, &s[0], &s[1]), false)
-    })?;
-    let linearize = NumericalFunction::trace(&format!("{solver}_linearize"), xp.clone(), |s| {
-        evaluate(&Symbols::new(problem, &s[0], &s[1]), true)
-    })?;
+    let (values, linearize) = trace_values_and_linearize(solver, problem, &evaluate)?;
     let mut patterns = patterns.into_inner();
     let (jac_q, jac_eq) = match (patterns.pop(), patterns.pop()) {
         (Some(q), Some(e)) => (q, e),
@@ -433,14 +461,7 @@ pub(crate) fn derive_blocks(
     approximation: HessianApproximation,
 ) -> Result<StageDerived> {
     let (nz, n) = (problem.nz, problem.n);
-    let costs = stage_terms(problem.cost_terms(), |_| true);
-    let eqs = stage_terms(problem.eq_terms(), |_| true);
-    let finite = |r: usize| problem.ineq_lb[r].is_finite() || problem.ineq_ub[r].is_finite();
-    let ineqs = stage_terms(problem.ineq_terms(), finite);
-    if ineqs.iter().any(|t| t.term.coupled) {
-        return Err(tracing_failed(solver));
-    }
-    let q_rows = q_rows(problem, &ineqs);
+    let StageTerms { costs, eqs, ineqs, q_rows } = StageTerms::new(problem);
     let name = |kind: &str, i: usize| format!("{solver}_{kind}{i}");
     let layouts = |terms: &[StageTerm]| -> Vec<TermLayout> {
         let mut jac_offset = 0;
@@ -501,12 +522,7 @@ pub(crate) fn derive_blocks(
         }
         Ok(out)
     };
-    let values = NumericalFunction::trace(&format!("{solver}_values"), xp.clone(), |s| {
-        evaluate(&Symbols::new(problem, &s[0], &s[1]), false)
-    })?;
-    let linearize = NumericalFunction::trace(&format!("{solver}_linearize"), xp.clone(), |s| {
-        evaluate(&Symbols::new(problem, &s[0], &s[1]), true)
-    })?;
+    let (values, linearize) = trace_values_and_linearize(solver, problem, &evaluate)?;
 
     let exact = approximation == HessianApproximation::Exact;
     let mut blocks: Vec<(&StageTerm, NumericalFunction, bool, Option<usize>)> = Vec::new();

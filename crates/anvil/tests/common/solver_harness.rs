@@ -1,7 +1,7 @@
 //! A C++ harness for generated solver modules: solves each solver twice from a guess,
 //! printing status, iterations, allocations during `solve` (with `-DCOUNT_MALLOC`) and x.
 
-use anvil::opti::SqpFunction;
+use anvil::opti::{SqpFunction, WarmStart};
 use std::fmt::Write;
 use std::path::Path;
 use std::process::Command;
@@ -83,4 +83,49 @@ pub fn build_and_run(compiler: &str, flags: &[&str], dir: &Path, module: &str, e
     let run = Command::new(dir.join(exe)).env("ASAN_OPTIONS", "detect_leaks=1").output().expect("run the harness");
     assert!(run.status.success(), "{exe} failed:\n{}", String::from_utf8_lossy(&run.stderr));
     String::from_utf8(run.stdout).unwrap()
+}
+
+/// Builds the harness of `runs` with the generated `module` in `dir` twice at once — g++
+/// under ASan and UBSan, and clang++ (g++ without it) with `malloc` interposed — and checks
+/// every solve: solved, no allocation in `solve` (counted build), the JIT's iterations and x
+/// (to `tol`). Returns the AOT x of every line (each run twice, per build).
+pub fn check_module_against_jit(
+    dir: &Path,
+    module: &str,
+    runs: &[(&SqpFunction, &[f64], &[f64])],
+    tol: f64,
+) -> Vec<Vec<f64>> {
+    std::fs::write(dir.join("main.cpp"), harness(module, runs)).unwrap();
+    let clang = Command::new("clang++").arg("--version").output().is_ok_and(|o| o.status.success());
+    let counting = if clang { "clang++" } else { "g++" };
+    let (sanitized, counted) = std::thread::scope(|scope| {
+        let a = scope.spawn(|| {
+            let flags = ["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"];
+            build_and_run("g++", &flags, dir, module, "asan")
+        });
+        let b = scope.spawn(|| build_and_run(counting, &["-O2", "-DCOUNT_MALLOC"], dir, module, "counted"));
+        (a.join().unwrap(), b.join().unwrap())
+    });
+    let mut xs = Vec::new();
+    for (stdout, count) in [(sanitized, false), (counted, true)] {
+        let lines: Vec<&str> = stdout.lines().collect();
+        assert_eq!(lines.len(), 2 * runs.len(), "{stdout}");
+        for (line, (solver, x0, p)) in lines.iter().zip(runs.iter().flat_map(|r| [r, r])) {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            assert_eq!(words[0], solver.name());
+            assert_eq!(words[1], "0", "{line}: not solved");
+            if count {
+                assert_eq!(words[3], "0", "{line}: solve allocated");
+            }
+            let x: Vec<f64> = words[4..].iter().map(|v| v.parse().unwrap()).collect();
+            let jit = solver.solve(x0, p, &WarmStart::default()).unwrap();
+            assert_eq!(words[2], jit.info.iterations.to_string(), "{line}: iterations differ from the JIT's");
+            assert_eq!(x.len(), jit.x.len(), "{line}");
+            for (i, (a, b)) in x.iter().zip(&jit.x).enumerate() {
+                assert!((a - b).abs() <= tol * (1.0 + b.abs()), "x[{i}] (AOT vs JIT): {a} vs {b}");
+            }
+            xs.push(x);
+        }
+    }
+    xs
 }
