@@ -198,6 +198,12 @@ fn bad_multistage_problems_get_errors_that_say_what_to_fix() {
     let e = MultistageProblem::new(5, 3, 0, 0).unwrap().bounds(1.0, 0.0).unwrap_err();
     assert!(message(e).contains("no value satisfies both"));
     assert!(message(MultistageProblem::new(0, 3, 0, 0).unwrap_err()).contains("N ≥ 1"));
+    // Sizes no generated solver can index, and NaN bounds.
+    assert!(message(MultistageProblem::new(usize::MAX, 3, 0, 0).unwrap_err()).contains("use a shorter horizon"));
+    assert!(message(MultistageProblem::new(1 << 30, 4, 0, 0).unwrap_err()).contains("use a shorter horizon"));
+    assert!(message(MultistageProblem::new(10, 3, 0, usize::MAX).unwrap_err()).contains("use a shorter horizon"));
+    let e = MultistageProblem::new(5, 3, 0, 0).unwrap().bounds(f64::NAN, 1.0).unwrap_err();
+    assert!(message(e).contains("entry 0 is NaN"));
     // Dynamics returning the wrong number of states.
     let xup = [Arg::new(2), Arg::new(1), Arg::new(0)];
     let f = NumericalFunction::new("f", |[x, _u, _p]| x.sum().reshape([1]), xup).unwrap();

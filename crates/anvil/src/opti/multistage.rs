@@ -116,6 +116,21 @@ impl MultistageProblem {
                 format!("needs N ≥ 1 stage transitions and nz ≥ 1 variables per stage (got N = {n}, nz = {nz})"),
             ));
         }
+        // The generated C++ sizes its arrays with `int` constants.
+        let fits = |v: Option<usize>| v.is_some_and(|v| v <= i32::MAX as usize);
+        let stages = n.checked_add(1);
+        if !fits(stages.and_then(|s| s.checked_mul(nz)))
+            || !fits(stages.and_then(|s| s.checked_mul(param_dim)).and_then(|p| p.checked_add(global_param_dim)))
+        {
+            return Err(problem_error(
+                "multistage",
+                format!(
+                    "N = {n} stages of nz = {nz} variables (and {global_param_dim} + (N + 1)·{param_dim} parameters) \
+                     exceed the {} entries a generated solver can index; use a shorter horizon",
+                    i32::MAX
+                ),
+            ));
+        }
         Ok(MultistageProblem {
             n,
             nz,
@@ -329,7 +344,8 @@ impl MultistageProblem {
     /// parameter, `z_N`'s control is unused (bounded as every control, costed nowhere).
     pub fn from_dynamics(ocp: &ControlProblem) -> Result<Self> {
         let (n, nx, nu, np) = (ocp.n, ocp.nx, ocp.nu, ocp.param_dim);
-        let nz = nx + nu;
+        // Saturated: a sum that overflows is rejected as too large by `new`.
+        let nz = nx.saturating_add(nu);
         let mut problem = MultistageProblem::new(n, nz, nx, np)?;
         problem.horizon = ocp.horizon.clone();
         problem.state_control = Some(StateControl { nx, nu });
