@@ -239,6 +239,11 @@ fn jacobian_len(terms: &[TermLayout], nz: usize) -> usize {
     terms.iter().map(|t| t.count * t.rows * if t.coupled { 2 * nz } else { nz }).sum()
 }
 
+/// The positions of the finite entries of `bounds`.
+fn finite(bounds: &[f64]) -> Vec<usize> {
+    (0..bounds.len()).filter(|&j| bounds[j].is_finite()).collect()
+}
+
 /// The multistage solver's part of a module.
 pub(crate) fn render_multistage(l: &StageLayout) -> ItemSource {
     let d = l.derived;
@@ -256,6 +261,10 @@ pub(crate) fn render_multistage(l: &StageLayout) -> ItemSource {
         q_ub => join(l.q_ub.iter().map(|&v| cpp_f64(v))),
         z_lb => join(l.z_lb.iter().map(|&v| cpp_f64(v))),
         z_ub => join(l.z_ub.iter().map(|&v| cpp_f64(v))),
+        nbl => finite(l.z_lb).len(),
+        nbu => finite(l.z_ub).len(),
+        lower_idx => join(finite(l.z_lb)),
+        upper_idx => join(finite(l.z_ub)),
         eq_terms => terms_type(&d.eq),
         q_terms => terms_type(&d.q),
         jac_eq_len => jacobian_len(&d.eq, l.nz),
