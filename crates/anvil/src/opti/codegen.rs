@@ -4,7 +4,7 @@
 use super::derive::{Derived, Matrix, Storage};
 use super::layout::{Gathered, Layout};
 use super::settings::{SqpSettings, Status, MAX_MERIT_MEMORY};
-use super::stagewise::{StageDerived, TermLayout};
+use super::stagewise::{StageCall, StageDerived, StageMultipliers, StageRole, TermLayout};
 use crate::render::ItemSource;
 use minijinja::{context, Environment, Value};
 use serde::Serialize;
@@ -220,6 +220,8 @@ pub(crate) struct StageLayout<'a> {
     pub nineq: usize,
     pub np: usize,
     pub nz: usize,
+    pub global_param: usize,
+    pub stage_param: usize,
     pub horizon: &'a str,
     pub z_lb: &'a [f64],
     pub z_ub: &'a [f64],
@@ -237,6 +239,32 @@ fn terms_type(terms: &[TermLayout]) -> String {
 /// Stored values of a list of terms' Jacobian blocks.
 fn jacobian_len(terms: &[TermLayout], nz: usize) -> usize {
     terms.iter().map(|t| t.count * t.rows * if t.coupled { 2 * nz } else { nz }).sum()
+}
+
+/// What the templates need to call a stage function (the `index`-th) in a loop over its stages.
+fn stage_call_context(index: usize, call: &StageCall, nz: usize) -> Value {
+    let l = &call.layout;
+    let (role, lambda, couples) = match call.role {
+        StageRole::Cost => ("cost", "", false),
+        StageRole::Eq => ("eq", "", false),
+        StageRole::Ineq => ("ineq", "", false),
+        StageRole::Hessian { lambda, couples } => (
+            "hessian",
+            match lambda {
+                None => "",
+                Some(StageMultipliers::Eq) => "lam_eq",
+                Some(StageMultipliers::Ineq) => "lam_q",
+            },
+            couples,
+        ),
+    };
+    context! {
+        index, function => call.f.name(),
+        role, lambda, couples,
+        first => l.first, count => l.count, rows => l.rows,
+        coupled => l.coupled, width => if l.coupled { 2 * nz } else { nz },
+        row_offset => l.row_offset, jac_offset => l.jac_offset,
+    }
 }
 
 /// The positions of the finite entries of `bounds`.
@@ -271,8 +299,9 @@ pub(crate) fn render_multistage(l: &StageLayout) -> ItemSource {
         jac_q_len => jacobian_len(&d.q, l.nz),
         coupled_hessian => if d.coupled_hessian { "true" } else { "false" },
         values_fn => d.values.name(),
-        linearize_fn => d.linearize.name(),
-        hessian_fn => d.hessian.name(),
+        calls => d.calls.iter().enumerate().map(|(i, c)| stage_call_context(i, c, l.nz)).collect::<Vec<Value>>(),
+        ng => l.global_param,
+        nps => l.stage_param,
         s => settings_context(l.settings),
         max_merit_memory => MAX_MERIT_MEMORY,
         statuses,

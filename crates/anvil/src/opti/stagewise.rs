@@ -402,22 +402,70 @@ pub(crate) struct TermLayout {
     pub jac_offset: usize,
 }
 
+/// What a stage function evaluates, and so where the generated solver puts its outputs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum StageRole {
+    /// A cost term's `(ℓ, ∇ℓ)`: summed into `f` and the gradient.
+    Cost,
+    /// An equality term's `(y, J)`: rows of `c_eq` and Jacobian blocks.
+    Eq,
+    /// An inequality term's `(y, J)` (rows with a finite bound).
+    Ineq,
+    /// A term's dense Hessian block over its stage variables: of a cost (`lambda` None), or of
+    /// `λᵀ y` with the equality (`Some(Eq)`) or inequality (`Some(Ineq)`) multipliers;
+    /// `couples`: its off-diagonal part between two stages is not zero.
+    Hessian { lambda: Option<StageMultipliers>, couples: bool },
+}
+
+/// Which multipliers a constraint term's Hessian block weighs its rows with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum StageMultipliers {
+    Eq,
+    Ineq,
+}
+
+/// One traced stage function `(w, p_global, p_i[, λ_i])` and the stages it is evaluated at:
+/// the generated solver calls it in a loop over `layout`'s stages, with `w = z_i` (or
+/// `(z_i, z_{i+1})`, contiguous in the interleaved variables).
+pub(crate) struct StageCall {
+    pub f: NumericalFunction,
+    pub role: StageRole,
+    pub layout: TermLayout,
+}
+
 /// The derived functions of a multistage problem with dense stage blocks, for a QP that
 /// works stage by stage:
 ///
 /// * `<solver>_values(z, p) -> (f, c_eq, g_q)`;
 /// * `<solver>_linearize(z, p) -> (f, ∇f, c_eq, J_eq blocks, g_q, J_q blocks)`;
 /// * `<solver>_hessian(z, p, λ_eq, λ_q) -> (H_ii (N+1, nz, nz), H_{i,i+1} (N, nz, nz))`,
-///   the block-tridiagonal Hessian of the Lagrangian (or of the cost alone, Gauss-Newton).
+///   the block-tridiagonal Hessian of the Lagrangian (or of the cost alone, Gauss-Newton);
+/// * `calls`: the stage functions the last two are made of, vmapped over their stages. The
+///   generated solver evaluates linearisation and Hessian by calling these in a loop over the
+///   stages (the per-stage code stays in cache and is several times faster than the batched
+///   kernels); `linearize` and `hessian` are the same functions as whole-problem graphs.
 pub(crate) struct StageDerived {
     pub values: NumericalFunction,
     pub linearize: NumericalFunction,
     pub hessian: NumericalFunction,
+    pub calls: Vec<StageCall>,
     pub eq: Vec<TermLayout>,
     pub q: Vec<TermLayout>,
     pub q_rows: Vec<usize>,
     /// Whether any term couples the curvature of neighbouring stages (`H_{i,i+1} ≠ 0`).
     pub coupled_hessian: bool,
+}
+
+/// Where a term's rows lie, its Jacobian blocks from `jac_offset`.
+fn term_layout(t: &StageTerm, jac_offset: usize) -> TermLayout {
+    TermLayout {
+        first: t.term.first,
+        count: t.term.count,
+        rows: t.rows.len(),
+        coupled: t.term.coupled,
+        row_offset: t.row_offset,
+        jac_offset,
+    }
 }
 
 /// A constraint term's `(y, J)`: kept rows and their dense Jacobian over `w`.
@@ -468,14 +516,7 @@ pub(crate) fn derive_blocks(
         terms
             .iter()
             .map(|t| {
-                let l = TermLayout {
-                    first: t.term.first,
-                    count: t.term.count,
-                    rows: t.rows.len(),
-                    coupled: t.term.coupled,
-                    row_offset: t.row_offset,
-                    jac_offset,
-                };
+                let l = term_layout(t, jac_offset);
                 jac_offset += t.term.count * t.rows.len() * t.term.width(nz);
                 l
             })
@@ -539,6 +580,7 @@ pub(crate) fn derive_blocks(
         }
     }
     let coupled_hessian = blocks.iter().any(|b| b.2);
+    let (eq_layouts, q_layouts) = (layouts(&eqs), layouts(&ineqs));
     let mut inputs = xp;
     inputs.extend([Arg::new(problem.neq()), Arg::new(q_rows.len())]);
     let hessian = NumericalFunction::trace(&format!("{solver}_hessian"), inputs, |s| -> Result<Vec<Tensor>> {
@@ -564,5 +606,17 @@ pub(crate) fn derive_blocks(
         }
         Ok(vec![diag, off])
     })?;
-    Ok(StageDerived { values, linearize, hessian, eq: layouts(&eqs), q: layouts(&ineqs), q_rows, coupled_hessian })
+    let mut calls: Vec<StageCall> = Vec::new();
+    for (t, f) in costs.iter().zip(cost_fns) {
+        calls.push(StageCall { f, role: StageRole::Cost, layout: term_layout(t, 0) });
+    }
+    for (role, fns, ls) in [(StageRole::Eq, eq_fns, &eq_layouts), (StageRole::Ineq, q_fns, &q_layouts)] {
+        calls.extend(fns.into_iter().zip(ls).map(|(f, l)| StageCall { f, role, layout: l.clone() }));
+    }
+    for (t, f, couples, lam) in blocks {
+        let lambda = lam.map(|input| if input == 2 { StageMultipliers::Eq } else { StageMultipliers::Ineq });
+        let role = StageRole::Hessian { lambda, couples };
+        calls.push(StageCall { f, role, layout: term_layout(t, 0) });
+    }
+    Ok(StageDerived { values, linearize, hessian, calls, eq: eq_layouts, q: q_layouts, q_rows, coupled_hessian })
 }
