@@ -5,8 +5,8 @@ use crate::constant::PyConstant;
 use crate::errors::IntoPyResult;
 use crate::function::PyFunction;
 use anvil::opti::{
-    Bound as BoundValues, ControlProblem, HessianApproximation, MultistageProblem, Problem, QpBackend, SqpFunction,
-    SqpSettings, WarmStart,
+    Bound as BoundValues, ControlProblem, HessianApproximation, Info, MultistageProblem, Problem, QpBackend, Solution,
+    SqpFunction, SqpSettings, WarmStart,
 };
 use numpy::{IntoPyArray, PyReadonlyArray1};
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -284,6 +284,28 @@ impl PyMultistageProblem {
     #[getter]
     fn state_control(&self) -> Option<(usize, usize)> {
         self.0.state_control().map(|s| (s.nx, s.nu))
+    }
+
+    /// A solution's variables and multipliers moved one stage earlier (the next MPC step's
+    /// warm start): `(x, lam_eq, lam_ineq, lam_box)`.
+    fn shift<'py>(
+        &self,
+        py: Python<'py>,
+        x: PyReadonlyArray1<'py, f64>,
+        lam_eq: PyReadonlyArray1<'py, f64>,
+        lam_ineq: PyReadonlyArray1<'py, f64>,
+        lam_box: PyReadonlyArray1<'py, f64>,
+    ) -> PyResult<[Bound<'py, PyAny>; 4]> {
+        let vec = |a: &PyReadonlyArray1<'py, f64>| a.as_array().to_vec();
+        let solution = Solution {
+            x: vec(&x),
+            lam_eq: vec(&lam_eq),
+            lam_ineq: vec(&lam_ineq),
+            lam_box: vec(&lam_box),
+            info: Info::unsolved(),
+        };
+        let s = self.0.shift(&solution).py()?;
+        Ok([s.x, s.lam_eq, s.lam_ineq, s.lam_box].map(|v| v.into_pyarray(py).into_any()))
     }
 }
 

@@ -454,3 +454,46 @@ def test_bad_multistage_problems_are_clear_errors(cartpole):
         solver(np.zeros(3))
     with pytest.raises(ValueError, match=r"p must have shape \(0,\) \(p_global \(0\), then 6 stage parameters"):
         solver(np.zeros(18), p=[1.0])
+
+
+def test_warm_starts_and_shifts_reject_what_does_not_fit(cartpole, cartpole_solution):
+    with pytest.raises(TypeError, match="give the initial guess x0 \\(or warm_start=, an earlier result\\)"):
+        cartpole()
+    with pytest.raises(TypeError, match="warm_start must be an SQPResult, got ndarray"):
+        cartpole(p=np.zeros(4), warm_start=np.zeros(255))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="shift takes the SQPResult of a solve of this problem, got dict"):
+        cartpole.problem.shift({})  # type: ignore[arg-type]
+    other = cp.cartpole_from_dynamics(n=10, name="cp10")
+    with pytest.raises(ValueError, match=r"the solution's `x` has 255 entries, expected 55 \(a solution of another problem\?\)"):
+        other.shift(cartpole_solution)
+    # The shifted result's plan: stage i is the solution's stage i + 1, the last repeated.
+    shifted = cartpole.problem.shift(cartpole_solution)
+    np.testing.assert_array_equal(shifted.X[:-1], cartpole_solution.X[1:])
+    np.testing.assert_array_equal(shifted.X[-1], cartpole_solution.X[-1])
+    np.testing.assert_array_equal(shifted.U[:-1], cartpole_solution.U[1:])
+    np.testing.assert_array_equal(shifted.lam_eq[:4], cartpole_solution.lam_eq[:4])
+    np.testing.assert_array_equal(shifted.lam_eq[4:-4], cartpole_solution.lam_eq[8:])
+    # Explicit arguments win over the warm start's: the converged solve restarted at its own
+    # optimum stops at once, one given a worse x0 does not.
+    assert cartpole(p=np.zeros(4), warm_start=cartpole_solution).iterations == 0
+    assert cartpole(np.zeros(255), p=np.zeros(4), warm_start=cartpole_solution).iterations > 0
+
+
+def test_closed_loop_example_swings_the_pole_up_and_saves_its_plot(tmp_path):
+    """examples/cartpole_mpc.py: MPC with real-time iterations from the shifted solution."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "examples"))
+    import cartpole_mpc
+
+    loop = cartpole_mpc.run(steps=60)
+    assert loop.first_iterations > 1
+    final = loop.states[-1]
+    assert abs(final[1] - np.pi) < 0.02, final
+    assert np.all(np.abs(final[[0, 2, 3]]) < 0.1), final
+    assert np.all(np.abs(loop.forces) <= cartpole_mpc.U_MAX + 1e-6)
+    # The pole passes upright within the first 1.5 s and stays near it from then on.
+    after = loop.states[loop.t > 1.5][:, 1]
+    assert np.all(np.abs(after - np.pi) < 0.1)
+    assert np.all(loop.rti_seconds > 0)
+    path = tmp_path / "cartpole_mpc.png"
+    cartpole_mpc.plot(loop, str(path))
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

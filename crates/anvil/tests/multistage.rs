@@ -6,8 +6,8 @@
 mod common;
 
 use anvil::opti::{
-    ControlProblem, HessianApproximation, MultistageProblem, Problem, QpBackend, Solution, SqpFunction, SqpSettings,
-    Status, WarmStart,
+    ControlProblem, HessianApproximation, Info, MultistageProblem, Problem, QpBackend, Solution, SqpFunction,
+    SqpSettings, Status, WarmStart,
 };
 use anvil::{generate_module, Arg, CodegenIntConstant, Error, ModuleItem, NumericalFunction, Tensor};
 use common::solver_harness::check_module_against_jit;
@@ -215,6 +215,50 @@ fn bad_multistage_problems_get_errors_that_say_what_to_fix() {
     assert!(message(e).contains("`x0` has 3 entries, expected 12"));
     let e = SqpFunction::multistage("ms_dense", &problem, SqpSettings::default(), QpBackend::PiqpDense).unwrap_err();
     assert!(message(e).contains("PiqpSparse"));
+}
+
+/// The MPC warm start: variables and each term's multipliers move one stage earlier, the
+/// last stage keeps its own, single-stage terms (x_0 = x_init) keep theirs; a real-time
+/// iteration from the shifted optimum of a moved initial state is one full step.
+#[test]
+fn shifted_solutions_warm_start_real_time_iterations() {
+    let n = 4;
+    let problem = MultistageProblem::from_dynamics(&cartpole(n)).unwrap();
+    let (nv, neq) = (problem.nvars(), problem.neq());
+    let ramp = |len: usize| (0..len).map(|i| i as f64).collect::<Vec<f64>>();
+    let solution =
+        Solution { x: ramp(nv), lam_eq: ramp(neq), lam_ineq: vec![], lam_box: ramp(nv), info: Info::unsolved() };
+    let shifted = problem.shift(&solution).unwrap();
+    let stage = |v: &[f64], i: usize| v[5 * i..5 * i + 5].to_vec();
+    for i in 0..n {
+        assert_eq!(stage(&shifted.x, i), stage(&solution.x, i + 1));
+    }
+    assert_eq!(stage(&shifted.x, n), stage(&solution.x, n));
+    assert_eq!(shifted.lam_box, shifted.x);
+    // lam_eq: x_0 = x_init (4 rows), then the n dynamics blocks of 4 rows.
+    let mut expected: Vec<f64> = ramp(4);
+    expected.extend((8..4 + 4 * n).map(|i| i as f64));
+    expected.extend((4 * n..4 + 4 * n).map(|i| i as f64));
+    assert_eq!(shifted.lam_eq, expected);
+    let wrong = Solution { x: vec![0.0; 3], ..solution.clone() };
+    let e = problem.shift(&wrong).unwrap_err().to_string();
+    assert!(e.contains("`x` has 3 entries, expected 25"), "{e}");
+
+    let problem = MultistageProblem::from_dynamics(&cartpole(20)).unwrap();
+    let gn = SqpSettings { hessian_approximation: HessianApproximation::GaussNewton, ..SqpSettings::default() };
+    let solver = SqpFunction::multistage("cartpole_rti", &problem, gn, QpBackend::Riccati).unwrap();
+    let optimum = solver.solve(&[0.0; 105], &[0.0; 4], &WarmStart::default()).unwrap();
+    assert_eq!(optimum.info.status, Status::Solved);
+    let warm = problem.shift(&optimum).unwrap();
+    let start = WarmStart { lam_eq: Some(&warm.lam_eq), lam_ineq: None, lam_box: Some(&warm.lam_box) };
+    let x_next = &optimum.x[5..9];
+    let rti = SqpSettings::real_time_iteration();
+    let step = solver.solve_with(&warm.x, x_next, &start, &rti).unwrap();
+    assert_eq!((step.info.status, step.info.iterations), (Status::MaxIter, 1));
+    // One Gauss-Newton step lands on the new initial state exactly (a linear constraint) and
+    // close to the shifted plan (the horizon's end is new).
+    assert!(step.x[..4].iter().zip(x_next).all(|(a, b)| (a - b).abs() < 1e-9));
+    assert!((step.x[4] - optimum.x[9]).abs() < 0.5, "first force {} vs {}", step.x[4], optimum.x[9]);
 }
 
 /// The Riccati solver written into a module with its horizon a named constant: the header

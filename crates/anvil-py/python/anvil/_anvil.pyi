@@ -208,6 +208,9 @@ class _MultistageProblem:
     def dims(self) -> tuple[int, int, int, int]: ...
     @property
     def state_control(self) -> tuple[int, int] | None: ...
+    def shift(
+        self, x: np.ndarray, lam_eq: np.ndarray, lam_ineq: np.ndarray, lam_box: np.ndarray
+    ) -> list[np.ndarray]: ...
 
 def multistage_problem(
     n: int | CodegenIntConstant, nz: int, global_param_dim: int, param_dim: int,

@@ -131,6 +131,24 @@ class SQPSettings:
     #: 0: silent; 1: one line per iteration (on the process's stdout).
     verbose: int = 0
 
+    @classmethod
+    def real_time_iteration(cls, **overrides: Any) -> "SQPSettings":
+        """Real-time iteration (RTI), the MPC mode: each solve is one SQP step — linearise at
+        the warm start, solve one QP, take the full step (no line search) — with the
+        Gauss-Newton Hessian (``overrides`` change any field). A solve then reports
+        ``SQPStatus.MAX_ITER`` unless the warm start already was optimal: the step is the
+        answer.
+
+        >>> s = SQPSettings.real_time_iteration()
+        >>> (s.max_iter, s.line_search, s.hessian_approximation.name)
+        (1, False, 'GAUSS_NEWTON')
+        """
+        values: dict[str, Any] = dict(
+            max_iter=1, line_search=False, hessian_approximation=HessianApproximation.GAUSS_NEWTON
+        )
+        values.update(overrides)
+        return cls(**values)
+
     def _as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for field in dataclasses.fields(self):
@@ -519,6 +537,27 @@ class MultistageProblem:
         """Entries of a solver's parameter: ``global_param_dim + (N + 1) * param_dim``."""
         return self._native.dims[3]
 
+    def shift(self, result: SQPResult) -> SQPResult:
+        """The warm start of the next step of a receding-horizon (MPC) loop: ``result`` moved
+        one stage earlier. Stage ``i`` takes stage ``i + 1``'s variables, each constraint's
+        multipliers move the same way, the last stage keeps its own. Pass it as
+        ``solver(p=..., warm_start=problem.shift(result))``."""
+        if not isinstance(result, SQPResult):
+            raise TypeError(f"shift takes the SQPResult of a solve of this problem, got {type(result).__name__}")
+        x, lam_eq, lam_ineq, lam_box = self._native.shift(
+            *(np.ascontiguousarray(v, dtype=np.float64).ravel() for v in (result.x, result.lam_eq, result.lam_ineq, result.lam_box))
+        )
+        states, controls = self._split(x)
+        return dataclasses.replace(result, x=x, lam_eq=lam_eq, lam_ineq=lam_ineq, lam_box=lam_box, X=states, U=controls)
+
+    def _split(self, z: np.ndarray) -> tuple[Optional[np.ndarray], Optional[np.ndarray]]:
+        """States ``(N + 1, nx)`` and controls ``(N, nu)`` of stacked stage variables (None,
+        None for a problem not built from dynamics)."""
+        if self.nx is None:
+            return None, None
+        stages = z.reshape(self.N + 1, self.nz)
+        return stages[:, : self.nx].copy(), stages[:-1, self.nx :].copy()
+
     def __repr__(self) -> str:
         split = "" if self.nx is None else f", nx={self.nx}, nu={self.nu}"
         return (
@@ -645,18 +684,33 @@ class _SQPFunction:
 
     def __call__(
         self,
-        x0: Any,
+        x0: Any = None,
         p: Any = None,
         lam_eq0: Any = None,
         lam_ineq0: Any = None,
         lam_box0: Any = None,
+        *,
+        warm_start: Optional[SQPResult] = None,
     ) -> SQPResult:
         """Solves from ``x0`` (projected onto the bounds) with parameter ``p`` (None: zeros)
         and initial multipliers (None: zeros). No state carries over from earlier calls.
 
+        ``warm_start``: an earlier SQPResult whose ``x`` and multipliers start this solve
+        (``x0`` and ``lam_*0`` given explicitly take precedence); in an MPC loop, the last
+        result shifted by ``MultistageProblem.shift``.
+
         For a MultistageProblem, ``x0`` is the stacked ``z`` and ``p`` is
         ``[p_global, p_0, ..., p_N]`` (from ``from_dynamics``: ``[x_init, p_0, ..., p_N]``)."""
         name = self.name
+        if warm_start is not None:
+            if not isinstance(warm_start, SQPResult):
+                raise TypeError(f"{name}: warm_start must be an SQPResult, got {type(warm_start).__name__}")
+            x0 = warm_start.x if x0 is None else x0
+            lam_eq0 = warm_start.lam_eq if lam_eq0 is None else lam_eq0
+            lam_ineq0 = warm_start.lam_ineq if lam_ineq0 is None else lam_ineq0
+            lam_box0 = warm_start.lam_box if lam_box0 is None else lam_box0
+        if x0 is None:
+            raise TypeError(f"{name}: give the initial guess x0 (or warm_start=, an earlier result)")
         nx, neq, nineq = self._native.dims
         x_layout, p_layout = self._layouts()
         x = _vector(x0, nx, "x0", name, x_layout)
@@ -677,10 +731,8 @@ class _SQPFunction:
         xs, le, li, lb, info = self._native.solve(x, params, *warm)
         status, iterations, qp_iterations, objective, stat, eq, ineq, comp, seconds = info
         states = controls = None
-        problem = self.problem
-        if isinstance(problem, MultistageProblem) and problem.nx is not None:
-            z = xs.reshape(problem.N + 1, problem.nz)
-            states, controls = z[:, : problem.nx].copy(), z[:-1, problem.nx :].copy()
+        if isinstance(self.problem, MultistageProblem):
+            states, controls = self.problem._split(xs)
         return SQPResult(
             x=xs,
             lam_eq=le,

@@ -3,6 +3,7 @@
 //! block-banded and each stage function is traced once.
 
 use super::problem::{problem_error, Bound};
+use super::solver::Solution;
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::function::{Arg, CodegenIntConstant, NumericalFunction};
@@ -268,6 +269,55 @@ impl MultistageProblem {
     /// The state/control split of a problem built with [`from_dynamics`](Self::from_dynamics).
     pub fn state_control(&self) -> Option<StateControl> {
         self.state_control
+    }
+
+    /// The warm start of the next step of a receding-horizon (MPC) loop: `solution` moved
+    /// one stage earlier. Stage `i` takes stage `i + 1`'s variables, and each term's
+    /// multipliers move the same way; the last stage keeps its own (the best guess at hand).
+    ///
+    /// ```
+    /// # use anvil::opti::{Info, MultistageProblem, Solution};
+    /// # fn main() -> anvil::Result<()> {
+    /// // Three stages of one variable; no constraints.
+    /// let problem = MultistageProblem::new(2, 1, 0, 0)?;
+    /// let x = vec![1.0, 2.0, 3.0];
+    /// let solved = Solution { x: x.clone(), lam_eq: vec![], lam_ineq: vec![], lam_box: x, info: Info::unsolved() };
+    /// let next = problem.shift(&solved)?;
+    /// assert_eq!((next.x, next.lam_box), (vec![2.0, 3.0, 3.0], vec![2.0, 3.0, 3.0]));
+    /// # Ok(()) }
+    /// ```
+    pub fn shift(&self, solution: &Solution) -> Result<Solution> {
+        let check = |v: &[f64], expected: usize, what: &str| -> Result<()> {
+            if v.len() == expected {
+                return Ok(());
+            }
+            Err(problem_error(
+                "shift",
+                format!(
+                    "the solution's `{what}` has {} entries, expected {expected} (a solution of another problem?)",
+                    v.len()
+                ),
+            ))
+        };
+        check(&solution.x, self.nvars(), "x")?;
+        check(&solution.lam_eq, self.neq(), "lam_eq")?;
+        check(&solution.lam_ineq, self.nineq(), "lam_ineq")?;
+        check(&solution.lam_box, self.nvars(), "lam_box")?;
+        let by_terms = |v: &[f64], terms: &mut dyn Iterator<Item = &Term>| {
+            let mut out = Vec::with_capacity(v.len());
+            for t in terms {
+                let start = out.len();
+                out.extend(shift_stages(&v[start..start + t.count * t.rows], t.rows));
+            }
+            out
+        };
+        Ok(Solution {
+            x: shift_stages(&solution.x, self.nz),
+            lam_eq: by_terms(&solution.lam_eq, &mut self.eq_terms()),
+            lam_ineq: by_terms(&solution.lam_ineq, &mut self.ineq_terms()),
+            lam_box: shift_stages(&solution.lam_box, self.nz),
+            info: solution.info,
+        })
     }
 
     /// The cost terms (initial, stage, terminal).
@@ -567,4 +617,14 @@ fn check_scalar(f: &NumericalFunction, what: &str) -> Result<()> {
         return Ok(());
     }
     Err(problem_error(f.name(), format!("{what} must return a scalar; it returns an array of shape {:?}", out.shape)))
+}
+
+/// Stage-major blocks of `width` entries moved one block earlier, the last block repeated.
+fn shift_stages(v: &[f64], width: usize) -> Vec<f64> {
+    if v.len() <= width {
+        return v.to_vec();
+    }
+    let mut out = v[width..].to_vec();
+    out.extend_from_slice(&v[v.len() - width..]);
+    out
 }

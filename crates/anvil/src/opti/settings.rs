@@ -103,6 +103,26 @@ impl Default for SqpSettings {
 const MAX_COUNT: usize = i32::MAX as usize;
 
 impl SqpSettings {
+    /// Real-time iteration (RTI), the MPC mode: each solve is one SQP step — linearise at the
+    /// warm start, solve one QP, take the full step (no line search) — with the Gauss-Newton
+    /// Hessian. A solve reports `Status::MaxIter` unless the warm start already was optimal;
+    /// that is the expected outcome, the step is the answer.
+    ///
+    /// ```
+    /// use anvil::opti::{HessianApproximation, SqpSettings};
+    /// let rti = SqpSettings::real_time_iteration();
+    /// assert_eq!((rti.max_iter, rti.line_search), (1, false));
+    /// assert_eq!(rti.hessian_approximation, HessianApproximation::GaussNewton);
+    /// ```
+    pub fn real_time_iteration() -> SqpSettings {
+        SqpSettings {
+            max_iter: 1,
+            line_search: false,
+            hessian_approximation: HessianApproximation::GaussNewton,
+            ..SqpSettings::default()
+        }
+    }
+
     /// Checks every value; the error names the setting and what it must be.
     pub fn validate(&self) -> Result<()> {
         let bad = |setting: &str, must: &str, value: String| {
@@ -270,8 +290,9 @@ pub struct Info {
 pub(crate) const INFO_LEN: usize = 8;
 
 impl Info {
-    /// The report of a solve that has not run.
-    pub(crate) fn unsolved() -> Info {
+    /// The report of a solve that has not run (status `InvalidInput`, no iterations, NaN
+    /// residuals): for a [`Solution`](super::Solution) put together by hand.
+    pub fn unsolved() -> Info {
         Info::from_scalars(
             &[Status::InvalidInput as i32 as f64, 0.0, 0.0, f64::NAN, f64::NAN, f64::NAN, f64::NAN, f64::NAN],
             0.0,
