@@ -135,7 +135,8 @@ class SQPSettings:
     def real_time_iteration(cls, **overrides: Any) -> "SQPSettings":
         """Real-time iteration (RTI), the MPC mode: each solve is one SQP step — linearise at
         the warm start, solve one QP, take the full step (no line search) — with the
-        Gauss-Newton Hessian (``overrides`` change any field). A solve then reports
+        Gauss-Newton Hessian and the QP solved to 1e-6 (``overrides`` change any field;
+        ``SqpSettings::real_time_iteration`` in Rust is the same). A solve then reports
         ``SQPStatus.MAX_ITER`` unless the warm start already was optimal: the step is the
         answer.
 
@@ -144,7 +145,11 @@ class SQPSettings:
         (1, False, 'GAUSS_NEWTON')
         """
         values: dict[str, Any] = dict(
-            max_iter=1, line_search=False, hessian_approximation=HessianApproximation.GAUSS_NEWTON
+            max_iter=1,
+            line_search=False,
+            hessian_approximation=HessianApproximation.GAUSS_NEWTON,
+            qp_eps_abs=1e-6,
+            qp_eps_rel=1e-6,
         )
         values.update(overrides)
         return cls(**values)

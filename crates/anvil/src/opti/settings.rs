@@ -105,8 +105,10 @@ const MAX_COUNT: usize = i32::MAX as usize;
 impl SqpSettings {
     /// Real-time iteration (RTI), the MPC mode: each solve is one SQP step — linearise at the
     /// warm start, solve one QP, take the full step (no line search) — with the Gauss-Newton
-    /// Hessian. A solve reports `Status::MaxIter` unless the warm start already was optimal;
-    /// that is the expected outcome, the step is the answer.
+    /// Hessian, the QP solved to 1e-6 (the step is an approximation of the optimum anyway; the
+    /// looser tolerance saves interior-point iterations). A solve reports `Status::MaxIter`
+    /// unless the warm start already was optimal; that is the expected outcome, the step is
+    /// the answer.
     ///
     /// ```
     /// use anvil::opti::{HessianApproximation, SqpSettings};
@@ -119,6 +121,8 @@ impl SqpSettings {
             max_iter: 1,
             line_search: false,
             hessian_approximation: HessianApproximation::GaussNewton,
+            qp_eps_abs: 1e-6,
+            qp_eps_rel: 1e-6,
             ..SqpSettings::default()
         }
     }
