@@ -242,6 +242,16 @@ impl<'a> StageTerms<'a> {
     }
 }
 
+/// One traced function per term, named `<solver>_<kind><index>`.
+fn per_term<T>(
+    solver: &str,
+    kind: &str,
+    terms: &[StageTerm],
+    trace: impl Fn(&str, &StageTerm) -> Result<T>,
+) -> Result<Vec<T>> {
+    terms.iter().enumerate().map(|(i, t)| trace(&format!("{solver}_{kind}{i}"), t)).collect()
+}
+
 /// `<solver>_values` and `<solver>_linearize` from `evaluate(symbols, derivatives)`.
 fn trace_values_and_linearize(
     solver: &str,
@@ -267,17 +277,9 @@ pub(crate) fn derive(
     let (nz, nv) = (problem.nz, problem.nvars());
     let StageTerms { costs, eqs, ineqs, q_rows } = StageTerms::new(problem);
     let (neq, nq) = (problem.neq(), q_rows.len());
-    let name = |kind: &str, i: usize| format!("{solver}_{kind}{i}");
-
-    let cost_fns: Vec<NumericalFunction> =
-        costs.iter().enumerate().map(|(i, t)| cost_blocks(&name("cost", i), problem, t)).collect::<Result<_>>()?;
-    let eq_fns: Vec<Traced> =
-        eqs.iter().enumerate().map(|(i, t)| constraint_blocks(&name("eq", i), problem, t)).collect::<Result<_>>()?;
-    let q_fns: Vec<Traced> = ineqs
-        .iter()
-        .enumerate()
-        .map(|(i, t)| constraint_blocks(&name("ineq", i), problem, t))
-        .collect::<Result<_>>()?;
+    let cost_fns = per_term(solver, "cost", &costs, |n, t| cost_blocks(n, problem, t))?;
+    let eq_fns = per_term(solver, "eq", &eqs, |n, t| constraint_blocks(n, problem, t))?;
+    let q_fns = per_term(solver, "ineq", &ineqs, |n, t| constraint_blocks(n, problem, t))?;
 
     let xp = vec![Arg::new(nv), Arg::new(problem.np())];
     let patterns = std::cell::RefCell::new(Vec::new());
@@ -322,16 +324,12 @@ pub(crate) fn derive(
     };
 
     let exact = approximation == HessianApproximation::Exact;
-    let hess_cost: Vec<Traced> = costs
-        .iter()
-        .enumerate()
-        .map(|(i, t)| hessian_blocks(&name("cost_hess", i), problem, t, true))
-        .collect::<Result<_>>()?;
+    let hess_cost = per_term(solver, "cost_hess", &costs, |n, t| hessian_blocks(n, problem, t, true))?;
     let constraint_hess = |terms: &[StageTerm], kind: &str| -> Result<Vec<Traced>> {
         if !exact {
             return Ok(Vec::new());
         }
-        terms.iter().enumerate().map(|(i, t)| hessian_blocks(&name(kind, i), problem, t, false)).collect()
+        per_term(solver, kind, terms, |n, t| hessian_blocks(n, problem, t, false))
     };
     let (hess_eq, hess_q) = (constraint_hess(&eqs, "eq_hess")?, constraint_hess(&ineqs, "ineq_hess")?);
     let mut hess_pattern = None;
@@ -510,7 +508,6 @@ pub(crate) fn derive_blocks(
 ) -> Result<StageDerived> {
     let (nz, n) = (problem.nz, problem.n);
     let StageTerms { costs, eqs, ineqs, q_rows } = StageTerms::new(problem);
-    let name = |kind: &str, i: usize| format!("{solver}_{kind}{i}");
     let layouts = |terms: &[StageTerm]| -> Vec<TermLayout> {
         let mut jac_offset = 0;
         terms
@@ -522,18 +519,9 @@ pub(crate) fn derive_blocks(
             })
             .collect()
     };
-    let cost_fns: Vec<NumericalFunction> =
-        costs.iter().enumerate().map(|(i, t)| cost_blocks(&name("cost", i), problem, t)).collect::<Result<_>>()?;
-    let eq_fns: Vec<NumericalFunction> = eqs
-        .iter()
-        .enumerate()
-        .map(|(i, t)| dense_constraint_blocks(&name("eq", i), problem, t))
-        .collect::<Result<_>>()?;
-    let q_fns: Vec<NumericalFunction> = ineqs
-        .iter()
-        .enumerate()
-        .map(|(i, t)| dense_constraint_blocks(&name("ineq", i), problem, t))
-        .collect::<Result<_>>()?;
+    let cost_fns = per_term(solver, "cost", &costs, |n, t| cost_blocks(n, problem, t))?;
+    let eq_fns = per_term(solver, "eq", &eqs, |n, t| dense_constraint_blocks(n, problem, t))?;
+    let q_fns = per_term(solver, "ineq", &ineqs, |n, t| dense_constraint_blocks(n, problem, t))?;
     let xp = vec![Arg::new(problem.nvars()), Arg::new(problem.np())];
     let flat = |v: Vec<Tensor>| if v.is_empty() { Tensor::zeros([0]) } else { Tensor::cat(&v, 0) };
     let evaluate = |s: &Symbols, derivatives: bool| -> Result<Vec<Tensor>> {
@@ -567,14 +555,14 @@ pub(crate) fn derive_blocks(
 
     let exact = approximation == HessianApproximation::Exact;
     let mut blocks: Vec<(&StageTerm, NumericalFunction, bool, Option<usize>)> = Vec::new();
-    for (i, t) in costs.iter().enumerate() {
-        let (f, couples) = dense_hessian_blocks(&name("cost_hess", i), problem, t, true)?;
+    let hess_cost = per_term(solver, "cost_hess", &costs, |n, t| dense_hessian_blocks(n, problem, t, true))?;
+    for (t, (f, couples)) in costs.iter().zip(hess_cost) {
         blocks.push((t, f, couples, None));
     }
     if exact {
         for (k, (kind, terms)) in [("eq_hess", &eqs), ("ineq_hess", &ineqs)].into_iter().enumerate() {
-            for (i, t) in terms.iter().enumerate() {
-                let (f, couples) = dense_hessian_blocks(&name(kind, i), problem, t, false)?;
+            let hess = per_term(solver, kind, terms, |n, t| dense_hessian_blocks(n, problem, t, false))?;
+            for (t, (f, couples)) in terms.iter().zip(hess) {
                 blocks.push((t, f, couples, Some(2 + k)));
             }
         }
