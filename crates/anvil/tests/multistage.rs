@@ -264,6 +264,88 @@ fn shifted_solutions_warm_start_real_time_iterations() {
 /// The Riccati solver written into a module with its horizon a named constant: the header
 /// declares it, the stage loops use it; compiled with `-Wall -Wextra -Werror`, run under
 /// ASan and UBSan and with `malloc` interposed (no allocation in `solve`), equal to the JIT.
+/// A double integrator (position, velocity; force in [−1, 1]) over `n` steps of 0.1 s,
+/// from the initial state given as the global parameter to rest at the origin.
+const DI_DT: f64 = 0.1;
+
+fn double_integrator_dynamics(x: &Tensor, u: &Tensor) -> Tensor {
+    let (p, v) = (x.get(0), x.get(1));
+    Tensor::stack(&[&p + &v * DI_DT, &v + &u.get(0) * DI_DT], 0)
+}
+
+/// The double integrator as `from_dynamics` builds it.
+fn double_integrator(n: usize) -> MultistageProblem {
+    let xup = || [Arg::new(2), Arg::new(1), Arg::new(0)];
+    let f = NumericalFunction::new("di_f", |[x, u, _p]| double_integrator_dynamics(&x, &u), xup()).unwrap();
+    let l = NumericalFunction::new("di_l", |[x, u, _p]| x.square().sum() + u.square().sum() * 0.1, xup()).unwrap();
+    let lf = NumericalFunction::new("di_lf", |[x, _p]| x.square().sum() * 10.0, [Arg::new(2), Arg::new(0)]).unwrap();
+    let ocp = ControlProblem::new(n, 2, 1, 0, &f).unwrap();
+    let ocp = ocp.stage_cost(&l).unwrap().terminal_cost(&lf).unwrap().control_bounds(-1.0, 1.0).unwrap();
+    MultistageProblem::from_dynamics(&ocp).unwrap()
+}
+
+/// The same problem written in the z-form by hand, z = (position, velocity, force).
+fn double_integrator_z_form(n: usize) -> MultistageProblem {
+    let stage = || [Arg::new(3), Arg::new(2), Arg::new(0)];
+    let states = |z: &Tensor| z.shrink(&[(0, 2)]);
+    let cost =
+        NumericalFunction::new("di_z_l", |[z, _g, _p]| states(&z).square().sum() + z.get(2).square() * 0.1, stage())
+            .unwrap();
+    let terminal = NumericalFunction::new("di_z_lf", |[z, _g, _p]| states(&z).square().sum() * 10.0, stage()).unwrap();
+    let start = NumericalFunction::new("di_z_start", |[z, g, _p]| states(&z) - g, stage()).unwrap();
+    let dynamics = NumericalFunction::new(
+        "di_z_dyn",
+        |[z, zn, _g, _p]| states(&zn) - double_integrator_dynamics(&states(&z), &z.shrink(&[(2, 3)])),
+        [Arg::new(3), Arg::new(3), Arg::new(2), Arg::new(0)],
+    )
+    .unwrap();
+    let problem = MultistageProblem::new(n, 3, 2, 0).unwrap();
+    let problem = problem.cost_initial(&cost).unwrap().cost_stage(&cost).unwrap().cost_terminal(&terminal).unwrap();
+    let problem = problem.eq_initial(&start).unwrap().eq_interstage(&dynamics).unwrap();
+    problem.bounds([-1e20, -1e20, -1.0], [1e20, 1e20, 1.0]).unwrap()
+}
+
+/// The Riccati backend's two Newton-system solvers: with explicit dynamics (from
+/// `from_dynamics`: states eliminated, a recursion over (x, u)) and without (the z-form's
+/// block-tridiagonal recursion with penalised equality rows). They solve the same problem
+/// to the same solution and multipliers; adding an equality term to a `from_dynamics`
+/// problem falls back to the z-form recursion.
+#[test]
+fn explicit_dynamics_and_z_form_recursions_agree() {
+    let n = 30;
+    let x_init = [1.0, 0.5];
+    let settings = SqpSettings { max_iter: 50, ..SqpSettings::default() };
+    let solve = |name: &str, problem: &MultistageProblem| {
+        let solver = SqpFunction::multistage(name, problem, settings.clone(), QpBackend::Riccati).unwrap();
+        let source = solver.jit_source().unwrap();
+        let solution = solver.solve(&vec![0.0; 3 * (n + 1)], &x_init, &WarmStart::default()).unwrap();
+        assert_eq!(solution.info.status, Status::Solved, "{name}: {:?}", solution.info);
+        (source.contains("constexpr bool kDynamics = true;"), solution)
+    };
+    let (explicit, dynamics) = solve("di_dynamics", &double_integrator(n));
+    let (z_explicit, z_form) = solve("di_z_form", &double_integrator_z_form(n));
+    assert!(explicit && !z_explicit, "from_dynamics eliminates the states, the z-form does not");
+    // The force saturates early on: the bounds are active.
+    assert!(dynamics.x.chunks(3).take(3).any(|z| (z[2].abs() - 1.0).abs() < 1e-7), "{:?}", &dynamics.x[..9]);
+    let close = |a: &[f64], b: &[f64], what: &str| {
+        for (i, (u, v)) in a.iter().zip(b).enumerate() {
+            assert!((u - v).abs() <= 1e-7 * (1.0 + v.abs()), "{what}[{i}]: {u} vs {v}");
+        }
+    };
+    // z_N's force is free of cost: any value is optimal; the rest is unique.
+    close(&dynamics.x[..3 * n + 2], &z_form.x[..3 * n + 2], "x");
+    close(&dynamics.lam_eq, &z_form.lam_eq, "lam_eq");
+    close(&dynamics.lam_box[..3 * n], &z_form.lam_box[..3 * n], "lam_box");
+    assert!((dynamics.info.objective - z_form.info.objective).abs() < 1e-9);
+
+    let rest =
+        NumericalFunction::new("di_rest", |[z, _g, _p]| z.get(1).reshape([1]), [Arg::new(3), Arg::new(2), Arg::new(0)])
+            .unwrap();
+    let (explicit, at_rest) = solve("di_rest", &double_integrator(n).eq_terminal(&rest).unwrap());
+    assert!(!explicit, "an added equality term leaves the z-form recursion");
+    assert!(at_rest.x[3 * n + 1].abs() < 1e-8, "the terminal velocity is zero");
+}
+
 #[test]
 fn generated_multistage_module_compiles_cleanly_runs_under_sanitizers_and_never_allocates() {
     let horizon = CodegenIntConstant::new("N_CARTPOLE", 20).unwrap();
@@ -273,19 +355,27 @@ fn generated_multistage_module_compiles_cleanly_runs_under_sanitizers_and_never_
     let exact = SqpFunction::multistage("aot_cartpole", &problem, settings.clone(), QpBackend::Riccati).unwrap();
     let gn_settings = SqpSettings { hessian_approximation: HessianApproximation::GaussNewton, ..settings };
     let gn = SqpFunction::multistage("aot_cartpole_gn", &problem, gn_settings, QpBackend::Riccati).unwrap();
+    // The z-form's block-tridiagonal recursion (the cart-pole has explicit dynamics).
+    let z_form =
+        SqpFunction::multistage("aot_di_z_form", &double_integrator_z_form(10), settings.clone(), QpBackend::Riccati)
+            .unwrap();
     let zeros = vec![0.0; 105];
     let x_init = [0.1, 0.0, 0.0, 0.0];
-    let runs: Vec<(&SqpFunction, &[f64], &[f64])> = vec![(&exact, &zeros, &x_init), (&gn, &zeros, &x_init)];
+    let (di_zeros, di_init) = (vec![0.0; 33], [1.0, 0.5]);
+    let runs: Vec<(&SqpFunction, &[f64], &[f64])> =
+        vec![(&exact, &zeros, &x_init), (&gn, &zeros, &x_init), (&z_form, &di_zeros, &di_init)];
     let dir = std::env::temp_dir().join(format!("anvil_multistage_module_{}", std::process::id()));
-    let items: Vec<&dyn ModuleItem> = vec![&exact, &gn];
+    let items: Vec<&dyn ModuleItem> = vec![&exact, &gn, &z_form];
     let (hpp, cpp) = generate_module("ocpmod", &items, &dir).unwrap();
     let header = std::fs::read_to_string(hpp).unwrap();
     let source = std::fs::read_to_string(cpp).unwrap();
     assert!(header.contains("N_CARTPOLE = 20"), "the horizon is declared");
     assert!(source.contains("kStages = N_CARTPOLE + 1"), "the stage loops use the constant");
     assert!(!source.contains("piqp"), "the Riccati backend needs no PIQP");
-    for x in check_module_against_jit(&dir, "ocpmod", &runs, 1e-9) {
-        assert!((x[0] - 0.1).abs() < 1e-12, "x_0 is the parameter");
+    // Each run twice (sanitised, allocation-counted), in both builds.
+    let parameters = runs.iter().flat_map(|r| [r.2, r.2]).cycle();
+    for (x, p) in check_module_against_jit(&dir, "ocpmod", &runs, 1e-9).iter().zip(parameters) {
+        assert!((x[0] - p[0]).abs() < 1e-9, "x_0 is the parameter");
     }
     if std::env::var_os("ANVIL_KEEP").is_none() {
         std::fs::remove_dir_all(dir).unwrap();

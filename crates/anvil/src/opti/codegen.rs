@@ -4,7 +4,7 @@
 use super::derive::{Derived, Matrix, Storage};
 use super::layout::{Gathered, Layout};
 use super::settings::{SqpSettings, Status, MAX_MERIT_MEMORY};
-use super::stagewise::{StageCall, StageDerived, StageMultipliers, StageRole, TermLayout};
+use super::stagewise::{Dynamics, StageCall, StageDerived, StageMultipliers, StageRole, TermLayout};
 use crate::render::ItemSource;
 use minijinja::{context, Environment, Value};
 use serde::Serialize;
@@ -25,6 +25,7 @@ fn templates() -> &'static Environment<'static> {
             ("sqp_jit.j2", include_str!("templates/sqp_jit.j2")),
             ("ms_source.j2", include_str!("templates/ms_source.j2")),
             ("ms_blocks.j2", include_str!("templates/ms_blocks.j2")),
+            ("ms_riccati.j2", include_str!("templates/ms_riccati.j2")),
             ("ms_qp.j2", include_str!("templates/ms_qp.j2")),
         ])
     })
@@ -229,10 +230,15 @@ pub(crate) struct StageLayout<'a> {
     pub q_ub: &'a [f64],
 }
 
-/// The C++ type of a list of constraint terms.
-fn terms_type(terms: &[TermLayout]) -> String {
-    join(terms.iter().map(|t| {
-        format!("Term<{}, {}, {}, {}, {}, {}>", t.first, t.count, t.rows, t.coupled, t.row_offset, t.jac_offset)
+/// The C++ type of a list of constraint terms; `identity`: the terms whose blocks end in
+/// `[I 0]` (the initial-state and dynamics rows of explicit dynamics).
+fn terms_type(terms: &[TermLayout], identity: &[bool]) -> String {
+    join(terms.iter().enumerate().map(|(i, t)| {
+        let identity = identity.get(i).copied().unwrap_or(false);
+        format!(
+            "Term<{}, {}, {}, {}, {}, {}, {identity}>",
+            t.first, t.count, t.rows, t.coupled, t.row_offset, t.jac_offset
+        )
     }))
 }
 
@@ -272,6 +278,20 @@ fn finite(bounds: &[f64]) -> Vec<usize> {
     (0..bounds.len()).filter(|&j| bounds[j].is_finite()).collect()
 }
 
+/// The state/control split and where the initial-state and dynamics rows lie, for the
+/// Riccati recursion over `(x, u)`; `enabled` false (and sizes of one) without explicit dynamics.
+fn dynamics_context(d: &StageDerived) -> Value {
+    match (d.dynamics, d.eq.as_slice()) {
+        (Some(Dynamics { nx, nu }), [initial, interstage]) => context! {
+            enabled => true, nx, nu,
+            initial_row => initial.row_offset,
+            row => interstage.row_offset,
+            jac => interstage.jac_offset,
+        },
+        _ => context! { enabled => false, nx => 1, nu => 0, initial_row => 0, row => 0, jac => 0 },
+    }
+}
+
 /// The multistage solver's part of a module.
 pub(crate) fn render_multistage(l: &StageLayout) -> ItemSource {
     let d = l.derived;
@@ -293,11 +313,12 @@ pub(crate) fn render_multistage(l: &StageLayout) -> ItemSource {
         nbu => finite(l.z_ub).len(),
         lower_idx => join(finite(l.z_lb)),
         upper_idx => join(finite(l.z_ub)),
-        eq_terms => terms_type(&d.eq),
-        q_terms => terms_type(&d.q),
+        eq_terms => terms_type(&d.eq, if d.dynamics.is_some() { &[true, true] } else { &[] }),
+        q_terms => terms_type(&d.q, &[]),
         jac_eq_len => jacobian_len(&d.eq, l.nz),
         jac_q_len => jacobian_len(&d.q, l.nz),
         coupled_hessian => if d.coupled_hessian { "true" } else { "false" },
+        dynamics => dynamics_context(d),
         values_fn => d.values.name(),
         calls => d.calls.iter().enumerate().map(|(i, c)| stage_call_context(i, c, l.nz)).collect::<Vec<Value>>(),
         ng => l.global_param,

@@ -95,6 +95,8 @@ pub struct MultistageProblem {
     pub(crate) z_lb: Vec<f64>,
     pub(crate) z_ub: Vec<f64>,
     pub(crate) state_control: Option<StateControl>,
+    /// The equality terms are those `from_dynamics` made (no setter replaced or added one).
+    dynamics_terms: bool,
 }
 
 /// The kinds of stage function, with the stages each acts on.
@@ -151,6 +153,7 @@ impl MultistageProblem {
             z_lb: vec![f64::NEG_INFINITY; nz],
             z_ub: vec![f64::INFINITY; nz],
             state_control: None,
+            dynamics_terms: false,
         })
     }
 
@@ -190,24 +193,28 @@ impl MultistageProblem {
 
     /// The equality constraints `e_0(z_0, p_global, p_0) = 0`.
     pub fn eq_initial(mut self, f: &NumericalFunction) -> Result<Self> {
+        self.dynamics_terms = false;
         self.eq_initial = self.constraint(f, Kind::Initial, "eq_initial_fn")?;
         Ok(self)
     }
 
     /// The equality constraints `c(z_i, z_{i+1}, p_global, p_i) = 0` for `i < N`.
     pub fn eq_interstage(mut self, f: &NumericalFunction) -> Result<Self> {
+        self.dynamics_terms = false;
         self.eq_interstage = self.constraint(f, Kind::Interstage, "eq_interstage_fn")?;
         Ok(self)
     }
 
     /// The equality constraints `e(z_i, p_global, p_i) = 0` for `0 < i < N`.
     pub fn eq_stage(mut self, f: &NumericalFunction) -> Result<Self> {
+        self.dynamics_terms = false;
         self.eq_stage = self.constraint(f, Kind::Stage, "eq_stage_fn")?;
         Ok(self)
     }
 
     /// The equality constraints `e_N(z_N, p_global, p_N) = 0`.
     pub fn eq_terminal(mut self, f: &NumericalFunction) -> Result<Self> {
+        self.dynamics_terms = false;
         self.eq_terminal = self.constraint(f, Kind::Terminal, "eq_terminal_fn")?;
         Ok(self)
     }
@@ -269,6 +276,14 @@ impl MultistageProblem {
     /// The state/control split of a problem built with [`from_dynamics`](Self::from_dynamics).
     pub fn state_control(&self) -> Option<StateControl> {
         self.state_control
+    }
+
+    /// The state/control split when the equality constraints are exactly those of
+    /// [`from_dynamics`](Self::from_dynamics): `x_0 − x_init = 0` and
+    /// `x_{k+1} − F(x_k, u_k) = 0`, both `[I 0]` in the stage whose states they fix (no
+    /// equality term set afterwards). The Riccati QP then eliminates the states exactly.
+    pub(crate) fn explicit_dynamics(&self) -> Option<StateControl> {
+        self.state_control.filter(|_| self.dynamics_terms)
     }
 
     /// The warm start of the next step of a receding-horizon (MPC) loop: `solution` moved
@@ -399,6 +414,7 @@ impl MultistageProblem {
         let mut problem = MultistageProblem::new(n, nz, nx, np)?;
         problem.horizon = ocp.horizon.clone();
         problem.state_control = Some(StateControl { nx, nu });
+        problem.dynamics_terms = true;
         let stage = || vec![Arg::new(nz), Arg::new(nx), Arg::new(np)];
         let split = |z: &Tensor| (z.shrink(&[(0, nx)]), z.shrink(&[(nx, nz)]));
         let first = |f: &NumericalFunction, args: &[Tensor]| -> Result<Tensor> { Ok(f.apply(args)?.remove(0)) };

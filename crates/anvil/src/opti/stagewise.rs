@@ -5,7 +5,7 @@
 //! result has the shape of [`Derived`], so any QP backend of the SQP method takes it.
 
 use super::derive::{Derived, Matrix};
-use super::multistage::{MultistageProblem, Term};
+use super::multistage::{MultistageProblem, StateControl, Term};
 use super::settings::HessianApproximation;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -452,6 +452,18 @@ pub(crate) struct StageDerived {
     pub q_rows: Vec<usize>,
     /// Whether any term couples the curvature of neighbouring stages (`H_{i,i+1} ≠ 0`).
     pub coupled_hessian: bool,
+    /// The explicit dynamics, when the QP may eliminate the states (see [`Dynamics`]).
+    pub dynamics: Option<Dynamics>,
+}
+
+/// A problem whose equality rows are its initial state and its dynamics (`eq[0]` and `eq[1]`,
+/// `[I 0]` in the states they fix) and whose Hessian does not couple stages: the QP's
+/// Newton systems are then solved by a Riccati recursion over states and controls, with the
+/// dynamics as exact constraints (one `nu × nu` factorisation per stage instead of `nz × nz`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Dynamics {
+    pub nx: usize,
+    pub nu: usize,
 }
 
 /// Where a term's rows lie, its Jacobian blocks from `jac_offset`.
@@ -606,5 +618,17 @@ pub(crate) fn derive_blocks(
         let role = StageRole::Hessian { lambda, couples };
         calls.push(StageCall { f, role, layout: term_layout(t, 0) });
     }
-    Ok(StageDerived { values, linearize, hessian, calls, eq: eq_layouts, q: q_layouts, q_rows, coupled_hessian })
+    let dynamics =
+        problem.explicit_dynamics().filter(|_| !coupled_hessian).map(|StateControl { nx, nu }| Dynamics { nx, nu });
+    Ok(StageDerived {
+        values,
+        linearize,
+        hessian,
+        calls,
+        eq: eq_layouts,
+        q: q_layouts,
+        q_rows,
+        coupled_hessian,
+        dynamics,
+    })
 }
