@@ -28,7 +28,9 @@ pub enum QpBackend {
     /// anvil's own interior-point QP for multistage problems, generated with the stage
     /// sizes as compile-time constants: dense stage blocks, and a block-tridiagonal
     /// (Riccati) factorisation over the stages, so that a QP iteration costs time linear
-    /// in the horizon. The default for [`MultistageProblem`]s.
+    /// in the horizon; with explicit dynamics ([`MultistageProblem::from_dynamics`]) a
+    /// Riccati recursion over states and controls that keeps the dynamics exact. The
+    /// default for [`MultistageProblem`]s.
     Riccati,
 }
 
