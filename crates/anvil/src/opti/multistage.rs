@@ -193,29 +193,25 @@ impl MultistageProblem {
 
     /// The equality constraints `e_0(z_0, p_global, p_0) = 0`.
     pub fn eq_initial(mut self, f: &NumericalFunction) -> Result<Self> {
-        self.dynamics_terms = false;
-        self.eq_initial = self.constraint(f, Kind::Initial, "eq_initial_fn")?;
+        self.eq_initial = self.equality(f, Kind::Initial, "eq_initial_fn")?;
         Ok(self)
     }
 
     /// The equality constraints `c(z_i, z_{i+1}, p_global, p_i) = 0` for `i < N`.
     pub fn eq_interstage(mut self, f: &NumericalFunction) -> Result<Self> {
-        self.dynamics_terms = false;
-        self.eq_interstage = self.constraint(f, Kind::Interstage, "eq_interstage_fn")?;
+        self.eq_interstage = self.equality(f, Kind::Interstage, "eq_interstage_fn")?;
         Ok(self)
     }
 
     /// The equality constraints `e(z_i, p_global, p_i) = 0` for `0 < i < N`.
     pub fn eq_stage(mut self, f: &NumericalFunction) -> Result<Self> {
-        self.dynamics_terms = false;
-        self.eq_stage = self.constraint(f, Kind::Stage, "eq_stage_fn")?;
+        self.eq_stage = self.equality(f, Kind::Stage, "eq_stage_fn")?;
         Ok(self)
     }
 
     /// The equality constraints `e_N(z_N, p_global, p_N) = 0`.
     pub fn eq_terminal(mut self, f: &NumericalFunction) -> Result<Self> {
-        self.dynamics_terms = false;
-        self.eq_terminal = self.constraint(f, Kind::Terminal, "eq_terminal_fn")?;
+        self.eq_terminal = self.equality(f, Kind::Terminal, "eq_terminal_fn")?;
         Ok(self)
     }
 
@@ -364,6 +360,13 @@ impl MultistageProblem {
     fn constraint(&self, f: &NumericalFunction, kind: Kind, what: &str) -> Result<Option<Term>> {
         let term = self.term(f, kind, what, false)?;
         Ok((term.rows > 0 && term.count > 0).then_some(term))
+    }
+
+    /// An equality term set by the user: the equality rows are no longer (only) those
+    /// `from_dynamics` made.
+    fn equality(&mut self, f: &NumericalFunction, kind: Kind, what: &str) -> Result<Option<Term>> {
+        self.dynamics_terms = false;
+        self.constraint(f, kind, what)
     }
 
     /// Checks `f`'s signature for `kind` and makes it a term.

@@ -252,6 +252,28 @@ fn per_term<T>(
     terms.iter().enumerate().map(|(i, t)| trace(&format!("{solver}_{kind}{i}"), t)).collect()
 }
 
+/// The cost terms at the symbols: their sum, and their gradients stamped stage by stage.
+fn summed_costs(costs: &[StageTerm], fns: &[NumericalFunction], s: &Symbols, nz: usize) -> Result<(Tensor, Stamps)> {
+    let mut f = Tensor::zeros(());
+    let mut grad = Stamps::default();
+    let row = SparsityPattern::new(1, nz, (0..nz).map(|j| (0, j))).expect("a row");
+    for (t, cf) in costs.iter().zip(fns) {
+        let out = per_stage(cf, t.term, s, nz, None)?;
+        f = f + out[0].sum();
+        grad.add(out[1].clone(), &row, (0, t.term.first * nz), (0, nz), t.term.count);
+    }
+    Ok((f, grad))
+}
+
+/// Flat tensors one after another (an empty vector for none).
+fn stacked(parts: Vec<Tensor>) -> Tensor {
+    if parts.is_empty() {
+        Tensor::zeros([0])
+    } else {
+        Tensor::cat(&parts, 0)
+    }
+}
+
 /// `<solver>_values` and `<solver>_linearize` from `evaluate(symbols, derivatives)`.
 fn trace_values_and_linearize(
     solver: &str,
@@ -285,14 +307,7 @@ pub(crate) fn derive(
     let patterns = std::cell::RefCell::new(Vec::new());
     // Cost, constraint values and (with `derivatives`) their blocks at the symbols.
     let evaluate = |s: &Symbols, derivatives: bool| -> Result<Vec<Tensor>> {
-        let mut f = Tensor::zeros(());
-        let mut grad = Stamps::default();
-        for (t, cf) in costs.iter().zip(&cost_fns) {
-            let out = per_stage(cf, t.term, s, nz, None)?;
-            f = f + out[0].sum();
-            let row = SparsityPattern::new(1, t.term.width(nz), (0..t.term.width(nz)).map(|j| (0, j))).expect("a row");
-            grad.add(out[1].clone(), &row, (0, t.term.first * nz), (0, nz), t.term.count);
-        }
+        let (f, grad) = summed_costs(&costs, &cost_fns, s, nz)?;
         let mut out = vec![f];
         for (terms, fns, rows) in [(&eqs, &eq_fns, neq), (&ineqs, &q_fns, nq)] {
             let mut values = Vec::new();
@@ -303,8 +318,7 @@ pub(crate) fn derive(
                 let step = (t.rows.len(), nz);
                 jac.add(blocks[1].clone(), &tf.pattern, (t.row_offset, t.term.first * nz), step, t.term.count);
             }
-            let value = if values.is_empty() { Tensor::zeros([0]) } else { Tensor::cat(&values, 0) };
-            out.push(value);
+            out.push(stacked(values));
             if derivatives {
                 let (j, pattern) = jac.assemble(rows, nv, false);
                 out.push(j);
@@ -535,16 +549,8 @@ pub(crate) fn derive_blocks(
     let eq_fns = per_term(solver, "eq", &eqs, |n, t| dense_constraint_blocks(n, problem, t))?;
     let q_fns = per_term(solver, "ineq", &ineqs, |n, t| dense_constraint_blocks(n, problem, t))?;
     let xp = vec![Arg::new(problem.nvars()), Arg::new(problem.np())];
-    let flat = |v: Vec<Tensor>| if v.is_empty() { Tensor::zeros([0]) } else { Tensor::cat(&v, 0) };
     let evaluate = |s: &Symbols, derivatives: bool| -> Result<Vec<Tensor>> {
-        let mut f = Tensor::zeros(());
-        let mut grad = Stamps::default();
-        for (t, cf) in costs.iter().zip(&cost_fns) {
-            let out = per_stage(cf, t.term, s, nz, None)?;
-            f = f + out[0].sum();
-            let row = SparsityPattern::new(1, nz, (0..nz).map(|j| (0, j))).expect("a row");
-            grad.add(out[1].clone(), &row, (0, t.term.first * nz), (0, nz), t.term.count);
-        }
+        let (f, grad) = summed_costs(&costs, &cost_fns, s, nz)?;
         let mut out = vec![f];
         if derivatives {
             out.push(grad.assemble_row(problem.nvars()));
@@ -556,9 +562,9 @@ pub(crate) fn derive_blocks(
                 values.push(blocks[0].flatten());
                 jacobians.push(blocks[1].flatten());
             }
-            out.push(flat(values));
+            out.push(stacked(values));
             if derivatives {
-                out.push(flat(jacobians));
+                out.push(stacked(jacobians));
             }
         }
         Ok(out)
