@@ -72,7 +72,9 @@ def test_agrees_with_ipopt_and_the_literature(spec, sparse):
     if spec.unique_multipliers:
         for key in ("lam_eq", "lam_ineq", "lam_box"):
             close(getattr(res, key), want[key], 1e-6, key)
-    assert res.iterations >= 1 and res.qp_iterations >= res.iterations
+    # Far from the solution a QP is solved loosely, sometimes at its starting point (0 QP
+    # iterations); the count still adds up over the solve.
+    assert res.iterations >= 1 and res.qp_iterations >= 1
     assert 0.0 < res.solve_time < 10.0
 
 
