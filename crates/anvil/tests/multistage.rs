@@ -107,6 +107,33 @@ fn cartpole_swing_up_converges_with_the_cost_hessian_alone() {
     solve_cartpole("cartpole_gn", QpBackend::Riccati, HessianApproximation::GaussNewton);
 }
 
+/// At N = 1000 the swing-up's value Hessians P_k span many orders of magnitude (the upright
+/// pole is unstable), and the QPs must keep converging in a few iterations each. (A Riccati
+/// factor that stored P_k with rounding-different triangles made every QP from about the
+/// 96th SQP iteration on fail and retry with raised Hessian floors, ~600 QP iterations per
+/// SQP iteration.)
+#[test]
+fn long_horizon_qps_keep_converging() {
+    let n = 1000;
+    let problem = MultistageProblem::from_dynamics(&cartpole(n)).unwrap();
+    let settings = SqpSettings {
+        max_iter: 120,
+        hessian_approximation: HessianApproximation::GaussNewton,
+        ..SqpSettings::default()
+    };
+    let solver = SqpFunction::multistage("cartpole_long", &problem, settings, QpBackend::Riccati).unwrap();
+    let solution = solver.solve(&vec![0.0; 5 * (n + 1)], &[0.0; 4], &WarmStart::default()).unwrap();
+    let info = &solution.info;
+    eprintln!("N = {n}: {info:?}");
+    assert!(matches!(info.status, Status::MaxIter | Status::Solved), "{info:?}");
+    assert!(
+        info.qp_iterations < 30 * info.iterations,
+        "{} QP iterations in {} SQP iterations",
+        info.qp_iterations,
+        info.iterations
+    );
+}
+
 /// The same problem written by hand as one flat NLP: cost, constraints and their
 /// derivatives agree with the stage-wise ones.
 #[test]
