@@ -66,12 +66,13 @@ pub struct SqpSettings {
     /// Merit values remembered by the non-monotone line search (1: monotone). A step is
     /// accepted against the largest of them, which lets full steps through near the solution.
     pub merit_memory: usize,
-    /// The QPs' absolute tolerance near the solution. Farther away, each QP is solved only to
+    /// The QPs' absolute tolerance. PIQP solves every QP to it. The multistage solvers'
+    /// Riccati backend reaches it near the solution; farther away it solves each QP only to
     /// 1e-4 times the current KKT error (at most 1e-3, never tighter than this): an inexact
     /// step there costs fewer QP iterations and few if any extra SQP iterations. A step that
     /// is no descent direction is recomputed to this tolerance before anything else changes.
     pub qp_eps_abs: f64,
-    /// The QPs' relative tolerance near the solution (loosened far from it as `qp_eps_abs`).
+    /// The QPs' relative tolerance (loosened far from the solution as `qp_eps_abs`).
     pub qp_eps_rel: f64,
     /// The QP solver's iteration limit.
     pub qp_max_iter: usize,
