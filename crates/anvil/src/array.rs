@@ -2,6 +2,8 @@
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::graph::scalar::literal_from_f64;
+use crate::graph::Literal;
 use ndarray::{ArrayD, ArrayViewD, IxDyn};
 use std::sync::OnceLock;
 
@@ -107,6 +109,30 @@ impl HostArray {
     /// The array converted to `f64`.
     pub fn to_f64(&self) -> ArrayD<f64> {
         with_host_array!(self, a => a.mapv(Element::to_f64))
+    }
+
+    /// The element at row-major position `k` as a literal of the array's dtype, or `None`
+    /// past the end.
+    ///
+    /// ```
+    /// use anvil::{DType, HostArray};
+    /// use anvil::graph::Literal;
+    /// let a = HostArray::I64(ndarray::arr2(&[[1i64, 2], [3, 4]]).into_dyn());
+    /// assert_eq!(a.literal_at(2), Some(Literal::Int(3)));
+    /// assert_eq!(a.literal_at(4), None);
+    /// ```
+    pub fn literal_at(&self, k: usize) -> Option<Literal> {
+        fn nth<T: Copy>(a: &ArrayD<T>, k: usize) -> Option<T> {
+            match a.as_slice() {
+                Some(elements) => elements.get(k).copied(),
+                None => a.iter().nth(k).copied(),
+            }
+        }
+        let dtype = self.dtype();
+        match self {
+            HostArray::I64(a) => nth(a, k).map(Literal::Int),
+            _ => with_host_array!(self, a => nth(a, k).map(|v| literal_from_f64(dtype, Element::to_f64(v)))),
+        }
     }
 
     /// A zero-filled array of the given dtype and shape, or [`Error::OutOfMemory`] if it

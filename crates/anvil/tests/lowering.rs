@@ -2,7 +2,7 @@
 
 mod common;
 
-use anvil::lower::{BufferKind, Program};
+use anvil::lower::{BufferKind, LowerOptions, Program};
 use anvil::ndarray::{Array1, Array2};
 use anvil::{Arg, DType, HostArray, NumericalFunction, Tensor};
 use common::{check_jit, random, rng};
@@ -160,9 +160,78 @@ fn functions_compose_by_application() {
     let swapped = step.eval(&[u.view(), once.view()]).unwrap().remove(0);
     assert_eq!(out[0], once);
     assert_eq!(out[1], swapped);
-    // Applied graphs fuse like any other: one kernel per output (the second reads the first).
-    assert_eq!(f.program().kernels.len(), 2);
+    // Applied graphs fuse like any other: straight-line code for this small graph, or as
+    // loops one kernel per output (the second reads the first).
+    assert_eq!(f.program().kernels.len(), 1);
+    let looped = f.with_lowering(LowerOptions::loops_only());
+    assert_eq!(looped.program().kernels.len(), 2);
+    assert_eq!(looped.eval(&[x.view(), u.view()]).unwrap(), looped.call(&[x.view(), u.view()]).unwrap());
     let bad = NumericalFunction::new("bad_apply", |[x]| step.apply(&[x.clone(), x.sum()]), [Arg::new(3)]).unwrap_err();
     assert!(bad.to_string().contains("replaces an input of shape [3]"), "{bad}");
     assert!(step.apply(&[Tensor::input(0, 3, DType::F64)]).is_err());
+}
+
+/// The cart-pole of the multistage benchmark: one RK4 step of its dynamics.
+fn cartpole_step(x: &Tensor, u: &Tensor) -> Tensor {
+    let f = |x: &Tensor| {
+        let (theta, v, omega) = (x.get(1), x.get(2), x.get(3));
+        let (s, c) = (theta.sin(), theta.cos());
+        let den = s.square() * 0.1 + 1.0;
+        let pdd = (u + &s * (omega.square() * 0.05 + &c * 9.81) * 0.1) / &den;
+        let tdd = (-(u * &c) - omega.square() * &c * &s * 0.05 - &s * 10.791) / (den * 0.5);
+        Tensor::stack(&[v, omega, pdd, tdd], 0)
+    };
+    let dt = 0.05;
+    let k1 = f(x);
+    let k2 = f(&(x + &k1 * (dt / 2.0)));
+    let k3 = f(&(x + &k2 * (dt / 2.0)));
+    let k4 = f(&(x + &k3 * dt));
+    x + (k1 + (k2 + k3) * 2.0 + k4) * (dt / 6.0)
+}
+
+#[test]
+fn small_scalar_heavy_functions_are_one_straight_line_kernel() {
+    let step =
+        NumericalFunction::new("cartpole_rk4", |[x, u]| cartpole_step(&x, &u), [Arg::new(4), Arg::new(())]).unwrap();
+    let jac = anvil::ad::jacobian(&step).unwrap();
+    let mut r = rng(4);
+    let inputs = [random(&mut r, &[4], DType::F64, -1.0, 1.0), random(&mut r, &[], DType::F64, -1.0, 1.0)];
+    for f in [&step, &jac] {
+        let p = f.program();
+        // Nothing between kernels: no intermediate buffer, no workspace beyond constants.
+        assert_eq!(p.kernels.len(), 1, "{}", f.name());
+        assert!(intermediates(p).is_empty(), "{}", f.name());
+        assert!(p.kernels[0].extents.is_empty(), "{}: no loops", f.name());
+        check_jit(f, &inputs);
+        // As loops, the values that two paths read are stored between kernels.
+        let looped = f.renamed(&format!("{}_looped", f.name())).unwrap().with_lowering(LowerOptions::loops_only());
+        assert!(looped.program().kernels.len() > 1);
+        check_jit(&looped, &inputs);
+    }
+}
+
+#[test]
+fn reductions_written_out_keep_the_loop_order() {
+    // Sums of values of mixed magnitudes: the written-out fold adds in the interpreter's
+    // order, so the results are bitwise equal (vectorised loops may add in another).
+    let f = NumericalFunction::new(
+        "mixed_sums",
+        |[x]| (x.sum_axes(0, false), x.max_axes(1, false), (&x * 1e16).sum() + x.sum()),
+        [Arg::new([5, 7])],
+    )
+    .unwrap();
+    assert_eq!(f.program().kernels.len(), 1);
+    assert!(f.program().kernels[0].extents.is_empty());
+    let mut r = rng(5);
+    let inputs = [random(&mut r, &[5, 7], DType::F64, -1.0, 1.0)];
+    assert_eq!(f.call_dyn(&inputs).unwrap(), f.eval_dyn(&inputs).unwrap());
+}
+
+#[test]
+fn large_graphs_stay_loops() {
+    let big = NumericalFunction::new("big", |[x]| x.sin().sum(), [Arg::new(1000)]).unwrap();
+    assert_eq!(big.program().kernels[0].extents, vec![1000]);
+    let long =
+        NumericalFunction::new("long_chain", |[x]| (0..3000).fold(x, |acc, _| acc.sin()), [Arg::new(4)]).unwrap();
+    assert!(long.program().kernels.iter().all(|k| k.extents == vec![4]));
 }

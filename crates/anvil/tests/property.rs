@@ -1,8 +1,10 @@
 //! Property tests: random graphs over random shapes (elementwise chains, movement chains,
-//! reductions, broadcasting) lower to native code that agrees with the interpreter.
+//! reductions, broadcasting) lower to native code that agrees with the interpreter, both
+//! as straight-line code and as loops.
 
 mod common;
 
+use anvil::lower::LowerOptions;
 use anvil::{Arg, DType, HostArray, NumericalFunction, Tensor};
 use common::{check_jit, random, rng};
 use proptest::prelude::*;
@@ -120,6 +122,8 @@ proptest! {
         let mut r = rng(seed);
         let inputs: Vec<HostArray> = shapes.iter().map(|s| random(&mut r, s, DType::F64, -2.0, 2.0)).collect();
         check_jit(&f, &inputs);
+        // These graphs are small enough for straight-line code: the loops too.
+        check_jit(&f.with_lowering(LowerOptions::loops_only()), &inputs);
     }
 }
 

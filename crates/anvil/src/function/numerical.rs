@@ -7,7 +7,7 @@ use crate::array::{Element, HostArray};
 use crate::error::{Error, Result};
 use crate::graph::{self, NodeRef, TraceId};
 use crate::jit::{self, CompilerOptions, JitFunction};
-use crate::lower::{self, Program};
+use crate::lower::{self, LowerOptions, Program};
 use crate::pattern::SparsityPattern;
 use crate::render::{self, ItemSource};
 use crate::tensor::Tensor;
@@ -42,6 +42,7 @@ pub struct NumericalFunction {
     trace: TraceId,
     sparsity: Option<SparsityPattern>,
     compiler: CompilerOptions,
+    lowering: LowerOptions,
     program: OnceLock<Program>,
     jit: Mutex<Option<Arc<JitFunction>>>,
 }
@@ -124,6 +125,7 @@ impl NumericalFunction {
             trace: seen_trace.unwrap_or_else(TraceId::fresh),
             sparsity: None,
             compiler: CompilerOptions::default(),
+            lowering: LowerOptions::default(),
             program: OnceLock::new(),
             jit: Mutex::new(None),
         })
@@ -146,6 +148,14 @@ impl NumericalFunction {
     /// The same function with other JIT compiler options (before the first call).
     pub fn with_compiler(mut self, options: CompilerOptions) -> Self {
         self.compiler = options;
+        self.jit = Mutex::new(None);
+        self
+    }
+
+    /// The same function lowered with other options (before the first call).
+    pub fn with_lowering(mut self, options: LowerOptions) -> Self {
+        self.lowering = options;
+        self.program = OnceLock::new();
         self.jit = Mutex::new(None);
         self
     }
@@ -176,6 +186,7 @@ impl NumericalFunction {
             trace: self.trace,
             sparsity: self.sparsity.clone(),
             compiler: self.compiler.clone(),
+            lowering: self.lowering.clone(),
             program,
             jit: Mutex::new(None),
         })
@@ -260,7 +271,7 @@ impl NumericalFunction {
     pub fn program(&self) -> &Program {
         self.program.get_or_init(|| {
             let inputs: Vec<_> = self.inputs.iter().map(|a| (a.dtype, a.shape.clone())).collect();
-            lower::lower(&self.output_nodes, &inputs)
+            lower::lower_with(&self.output_nodes, &inputs, &self.lowering)
         })
     }
 

@@ -190,3 +190,28 @@ pub fn literal_int(v: Literal) -> i64 {
         Literal::Bool(b) => b as i64,
     }
 }
+
+/// `op(v)` for a node of dtype `dtype`, as a literal.
+pub fn unary_literal(op: UnaryOp, dtype: DType, v: Literal) -> Literal {
+    if dtype.is_float() {
+        Literal::Float(unary_float(op, dtype, v.as_f64()))
+    } else {
+        literal(dtype, 0.0, unary_int(op, dtype, literal_int(v)))
+    }
+}
+
+/// `op(a, b)` for operands of dtype `operand`, as a literal (`bool` for comparisons).
+pub fn binary_literal(op: BinaryOp, operand: DType, a: Literal, b: Literal) -> Literal {
+    if operand.is_float() {
+        let r = binary_float(op, operand, a.as_f64(), b.as_f64());
+        if op.is_comparison() {
+            Literal::Bool(r != 0.0)
+        } else {
+            Literal::Float(r)
+        }
+    } else {
+        let r = binary_int(op, operand, literal_int(a), literal_int(b));
+        let dtype = if op.is_comparison() { DType::Bool } else { operand };
+        literal(dtype, 0.0, r)
+    }
+}

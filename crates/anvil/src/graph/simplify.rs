@@ -73,8 +73,8 @@ fn fold_constants(op: &Op, dtype: DType, shape: &[usize], srcs: &[NodeRef]) -> O
     }
     let values: Vec<Literal> = srcs.iter().map(literal_of).collect::<Option<_>>()?;
     let folded = match op {
-        Op::Unary(u) => Some(unary_literal(*u, dtype, values[0])),
-        Op::Binary(b) => Some(binary_literal(*b, srcs[0].dtype, values[0], values[1])),
+        Op::Unary(u) => Some(scalar::unary_literal(*u, dtype, values[0])),
+        Op::Binary(b) => Some(scalar::binary_literal(*b, srcs[0].dtype, values[0], values[1])),
         Op::Cast => Some(scalar::cast(dtype, values[0])),
         Op::Reshape | Op::Permute(_) | Op::Expand | Op::Shrink(_) | Op::Flip(_) => Some(values[0]),
         Op::Pad(_) if values[0].is(0.0) => Some(values[0]),
@@ -86,29 +86,6 @@ fn fold_constants(op: &Op, dtype: DType, shape: &[usize], srcs: &[NodeRef]) -> O
         _ => None,
     }?;
     Some(constant(folded, dtype, shape))
-}
-
-fn unary_literal(op: UnaryOp, dtype: DType, v: Literal) -> Literal {
-    if dtype.is_float() {
-        Literal::Float(scalar::unary_float(op, dtype, v.as_f64()))
-    } else {
-        scalar::literal(dtype, 0.0, scalar::unary_int(op, dtype, scalar::literal_int(v)))
-    }
-}
-
-fn binary_literal(op: BinaryOp, operand: DType, a: Literal, b: Literal) -> Literal {
-    if operand.is_float() {
-        let r = scalar::binary_float(op, operand, a.as_f64(), b.as_f64());
-        if op.is_comparison() {
-            Literal::Bool(r != 0.0)
-        } else {
-            Literal::Float(r)
-        }
-    } else {
-        let r = scalar::binary_int(op, operand, scalar::literal_int(a), scalar::literal_int(b));
-        let dtype = if op.is_comparison() { DType::Bool } else { operand };
-        scalar::literal(dtype, 0.0, r)
-    }
 }
 
 /// Chains of the same movement op collapse into one.

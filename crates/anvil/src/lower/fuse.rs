@@ -1,10 +1,16 @@
 //! Builds one kernel: pushes index expressions from a realized node down through inlined
 //! elementwise, movement and reduction nodes until they reach buffers.
+//!
+//! A loop kernel builds each node once, at the loop variables' index. A straight-line
+//! kernel builds each element at its constant index, reductions folded out in the loop's
+//! order: a node read twice at one element is one expression, so nothing is stored
+//! between kernels.
 
+use super::fold::{fold, Folded};
 use super::index::IndexExpr;
-use super::kernel::{Bound, BufferId, Expr, ExprId, Kernel, Scatter};
+use super::kernel::{Bound, BufferId, Expr, ExprId, Kernel, Scatter, Store};
 use crate::dtype::DType;
-use crate::graph::{scalar, BinaryOp, NodeRef, Op, ReduceOp, UnaryOp};
+use crate::graph::{reduce_identity, scalar, BinaryOp, NodeRef, Op, ReduceOp, UnaryOp};
 use std::collections::HashMap;
 
 /// Builds the kernel that computes each `(node, buffer)` of `stores` (all of one shape)
@@ -23,9 +29,84 @@ pub fn build_kernel(stores: &[(NodeRef, BufferId)], buffer_of: &HashMap<u64, Buf
         .enumerate()
         .map(|(d, &n)| if n == 1 { IndexExpr::constant(0) } else { IndexExpr::var(d) })
         .collect();
-    let roots = stores.iter().map(|(node, _)| builder.build(node, &index, true)).collect();
-    let outputs = stores.iter().map(|&(_, b)| b).collect();
-    Kernel { outputs, roots, shape, extents: builder.extents, exprs: builder.exprs, scatter: None }
+    let linear = IndexExpr::linearize(&index, &shape);
+    let stores = stores
+        .iter()
+        .map(|(node, buffer)| Store {
+            buffer: *buffer,
+            index: linear.clone(),
+            value: builder.build(node, &index, true),
+        })
+        .collect();
+    finish(builder, stores, shape, None)
+}
+
+/// Builds one straight-line kernel storing every element of each `(node, buffer)` of
+/// `stores`; `buffer_of` holds only the buffers that exist before it runs (inputs and
+/// constants), so everything else is computed in it, once per element.
+pub fn build_straight_line_kernel(stores: &[(NodeRef, BufferId)], buffer_of: &HashMap<u64, BufferId>) -> Kernel {
+    let mut builder = KernelBuilder::new(buffer_of, Vec::new(), Vec::new());
+    builder.straight_line = true;
+    let mut out = Vec::new();
+    for (node, buffer) in stores {
+        for (k, index) in constant_points(&node.shape).into_iter().enumerate() {
+            let value = builder.build(node, &index, false);
+            out.push(Store { buffer: *buffer, index: IndexExpr::constant(k as i64), value });
+        }
+    }
+    finish(builder, out, Vec::new(), None)
+}
+
+/// Every multi-index of `shape` as constants, in row-major order.
+fn constant_points(shape: &[usize]) -> Vec<Vec<IndexExpr>> {
+    let mut points = vec![Vec::new()];
+    for &n in shape {
+        points = points
+            .into_iter()
+            .flat_map(|p: Vec<IndexExpr>| {
+                (0..n).map(move |i| {
+                    let mut q = p.clone();
+                    q.push(IndexExpr::constant(i as i64));
+                    q
+                })
+            })
+            .collect();
+    }
+    points
+}
+
+/// The kernel of `stores`, keeping only the expressions they use (folding leaves some
+/// behind).
+fn finish(builder: KernelBuilder, mut stores: Vec<Store>, shape: Vec<usize>, mut scatter: Option<Scatter>) -> Kernel {
+    let mut outputs: Vec<BufferId> = Vec::new();
+    for s in &stores {
+        if !outputs.contains(&s.buffer) {
+            outputs.push(s.buffer);
+        }
+    }
+    let exprs = builder.exprs;
+    let mut used = vec![false; exprs.len()];
+    let mut pending: Vec<ExprId> = stores.iter().map(|s| s.value).chain(scatter.as_ref().map(|s| s.index)).collect();
+    while let Some(id) = pending.pop() {
+        if !std::mem::replace(&mut used[id], true) {
+            pending.extend(exprs[id].operands());
+        }
+    }
+    let mut new_id = vec![usize::MAX; exprs.len()];
+    let mut kept = Vec::new();
+    for (id, expr) in exprs.into_iter().enumerate() {
+        if used[id] {
+            new_id[id] = kept.len();
+            kept.push(expr.renumbered(&new_id));
+        }
+    }
+    for s in &mut stores {
+        s.value = new_id[s.value];
+    }
+    if let Some(s) = &mut scatter {
+        s.index = new_id[s.index];
+    }
+    Kernel { outputs, stores, shape, extents: builder.extents, exprs: kept, scatter }
 }
 
 /// A scatter-add: loops over the values, adding each into the output at its index.
@@ -41,7 +122,8 @@ fn build_scatter_kernel(node: &NodeRef, output: BufferId, buffer_of: &HashMap<u6
     let value = builder.build(values, &index, false);
     let target = builder.build(indices, &index, false);
     let scatter = Some(Scatter { index: target, len: node.numel() });
-    Kernel { outputs: vec![output], roots: vec![value], shape, extents: builder.extents, exprs: builder.exprs, scatter }
+    let store = Store { buffer: output, index: IndexExpr::linearize(&index, &shape), value };
+    finish(builder, vec![store], shape, scatter)
 }
 
 /// How to finish the expression of a node once its operands' expressions exist.
@@ -54,6 +136,11 @@ enum Combine {
     Reduce {
         op: ReduceOp,
         vars: Vec<usize>,
+        dtype: DType,
+    },
+    /// A reduction written out: the operands folded into the identity in order.
+    Fold {
+        op: ReduceOp,
         dtype: DType,
     },
     /// A movement op: the operand's expression at the moved index is the value.
@@ -95,14 +182,30 @@ struct KernelBuilder<'a> {
     exprs: Vec<Expr>,
     dedup: HashMap<Expr, ExprId>,
     memo: HashMap<(u64, Vec<IndexExpr>), ExprId>,
+    /// Reductions are folded out at constant indices instead of looped.
+    straight_line: bool,
 }
 
 impl<'a> KernelBuilder<'a> {
     fn new(buffer_of: &'a HashMap<u64, BufferId>, roots: Vec<u64>, extents: Vec<usize>) -> Self {
-        KernelBuilder { buffer_of, roots, extents, exprs: Vec::new(), dedup: HashMap::new(), memo: HashMap::new() }
+        KernelBuilder {
+            buffer_of,
+            roots,
+            extents,
+            exprs: Vec::new(),
+            dedup: HashMap::new(),
+            memo: HashMap::new(),
+            straight_line: false,
+        }
     }
 
+    /// The id of `expr`, folded (see [`fold`]) and stored once.
     fn push(&mut self, expr: Expr) -> ExprId {
+        let expr = match fold(&expr, &self.exprs) {
+            Some(Folded::To(id)) => return id,
+            Some(Folded::Const(value, dtype)) => Expr::Const(value, dtype),
+            None => expr,
+        };
         if let Some(&id) = self.dedup.get(&expr) {
             return id;
         }
@@ -176,6 +279,20 @@ impl<'a> KernelBuilder<'a> {
             Op::Binary(op) => Step::Needs(same(2), Combine::Binary(*op, src(0).dtype)),
             Op::Where => Step::Needs(same(3), Combine::Where(dtype)),
             Op::Cast => Step::Needs(same(1), Combine::Cast(src(0).dtype, dtype)),
+            Op::Reduce(op, axes) if self.straight_line => {
+                let points = constant_points(&axes.iter().map(|&a| src(0).shape[a]).collect::<Vec<_>>());
+                let operands = points
+                    .into_iter()
+                    .map(|point| {
+                        let mut inner = index.to_vec();
+                        for (&a, i) in axes.iter().zip(point) {
+                            inner[a] = i;
+                        }
+                        at(0, inner)
+                    })
+                    .collect();
+                Step::Needs(operands, Combine::Fold { op: *op, dtype })
+            }
             Op::Reduce(op, axes) => {
                 let mut inner = index.to_vec();
                 let mut vars = Vec::new();
@@ -260,6 +377,10 @@ impl<'a> KernelBuilder<'a> {
             Combine::Where(dtype) => self.push(Expr::Where(operands[0], operands[1], operands[2], dtype)),
             Combine::Cast(from, to) => self.push(Expr::Cast(operands[0], from, to)),
             Combine::Reduce { op, vars, dtype } => self.push(Expr::Reduce { op, vars, body: operands[0], dtype }),
+            Combine::Fold { op, dtype } => {
+                let identity = self.push(Expr::Const(reduce_identity(op, dtype), dtype));
+                operands.iter().fold(identity, |acc, &x| self.push(Expr::Binary(op.into(), acc, x, dtype)))
+            }
             Combine::Forward => operands[0],
             Combine::Pad { bounds, dtype } => {
                 let cond = self.push(Expr::InBounds(bounds));
@@ -284,8 +405,14 @@ impl<'a> KernelBuilder<'a> {
         }
     }
 
+    /// `buffer[index]`; a captured constant's element at a constant index is a literal.
     fn load(&mut self, buffer: BufferId, node: &NodeRef, index: &[IndexExpr]) -> ExprId {
         let index = IndexExpr::linearize(index, &node.shape);
+        if let (Op::Array(array), Some(k)) = (&node.op, index.as_constant()) {
+            if let Some(value) = usize::try_from(k).ok().and_then(|k| array.0.literal_at(k)) {
+                return self.push(Expr::Const(value, node.dtype));
+            }
+        }
         self.push(Expr::Load { buffer, index, len: node.numel(), dtype: node.dtype })
     }
 }

@@ -1,4 +1,5 @@
-//! The kernel IR: one loop nest over an output buffer with a scalar expression DAG as body.
+//! The kernel IR: one loop nest over an output shape with a scalar expression DAG as body,
+//! or (no loops) straight-line code storing each element of small outputs.
 
 use super::index::IndexExpr;
 use crate::array::HostArray;
@@ -87,16 +88,42 @@ impl Expr {
             Expr::Const(..) | Expr::Load { .. } | Expr::InBounds(_) => vec![],
         }
     }
+
+    /// The same expression with each operand `x` replaced by `new_id[x]`.
+    pub fn renumbered(self, new_id: &[ExprId]) -> Expr {
+        match self {
+            Expr::Unary(op, x, dtype) => Expr::Unary(op, new_id[x], dtype),
+            Expr::Cast(x, from, to) => Expr::Cast(new_id[x], from, to),
+            Expr::Binary(op, a, b, dtype) => Expr::Binary(op, new_id[a], new_id[b], dtype),
+            Expr::Where(c, a, b, dtype) => Expr::Where(new_id[c], new_id[a], new_id[b], dtype),
+            Expr::Reduce { op, vars, body, dtype } => Expr::Reduce { op, vars, body: new_id[body], dtype },
+            Expr::Gather { buffer, index, len, dtype } => Expr::Gather { buffer, index: new_id[index], len, dtype },
+            leaf @ (Expr::Const(..) | Expr::Load { .. } | Expr::InBounds(_)) => leaf,
+        }
+    }
 }
 
-/// A loop nest computing every element of one or more buffers of the same shape.
+/// `buffer[index] = value`, once per point of the kernel's loop nest.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Store {
+    /// The buffer written.
+    pub buffer: BufferId,
+    /// The element written (over the output loop variables; a constant in straight-line
+    /// kernels). A scatter-add kernel adds at [`Scatter::index`] instead.
+    pub index: IndexExpr,
+    /// The value stored.
+    pub value: ExprId,
+}
+
+/// A loop nest computing every element of one or more buffers of the same shape, or, with
+/// an empty shape, straight-line code computing each element of its outputs once.
 #[derive(Clone, Debug)]
 pub struct Kernel {
-    /// The buffers written.
+    /// The buffers written, each once.
     pub outputs: Vec<BufferId>,
-    /// The value stored into each output at each element.
-    pub roots: Vec<ExprId>,
-    /// The output shape: loop variables `0..shape.len()` index it.
+    /// What is stored at each point of the loop nest.
+    pub stores: Vec<Store>,
+    /// The loop nest's shape: loop variables `0..shape.len()` index it.
     pub shape: Vec<usize>,
     /// Extent of every loop variable (output variables first, then reduction variables).
     pub extents: Vec<usize>,
@@ -179,7 +206,8 @@ pub struct Program {
     pub buffers: Vec<Buffer>,
     /// Kernels in execution order.
     pub kernels: Vec<Kernel>,
-    /// Byte offset in the workspace of each workspace buffer (`None` for caller buffers).
+    /// Byte offset in the workspace of each workspace buffer (`None` for caller buffers and
+    /// for constants that no kernel reads).
     pub offsets: Vec<Option<usize>>,
     /// Workspace size in bytes.
     pub workspace_size: usize,
@@ -194,5 +222,14 @@ impl Program {
     /// The output buffers, in order.
     pub fn outputs(&self) -> impl Iterator<Item = (BufferId, &Buffer)> {
         self.buffers.iter().enumerate().filter(|(_, b)| matches!(b.kind, BufferKind::Output(_)))
+    }
+
+    /// The captured constants that kernels read, with their data and workspace offset
+    /// (empty ones included).
+    pub fn constants(&self) -> impl Iterator<Item = (BufferId, &HostArray, usize)> {
+        self.buffers.iter().enumerate().filter_map(|(b, buffer)| match (&buffer.kind, self.offsets[b]) {
+            (BufferKind::Constant(data), Some(offset)) => Some((b, &**data, offset)),
+            _ => None,
+        })
     }
 }

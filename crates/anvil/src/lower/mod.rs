@@ -1,9 +1,12 @@
-//! Lowering: graph → fused loop kernels over buffers, with a planned workspace.
+//! Lowering: graph → kernels (straight-line code for small graphs, fused loop nests for the
+//! rest) over buffers, with a planned workspace.
 //!
 //! Input: the output nodes of a traced function and its input specs. Output: a
-//! [`Program`]. Stages: [`schedule`] picks the realize set, [`fuse`] builds each kernel
-//! (pushing [`index`] expressions through movement ops), [`workspace`] plans memory.
+//! [`Program`]. Stages: [`schedule`] picks straight-line code or loops and, for loops, the
+//! realize set; [`fuse`] builds each kernel (pushing [`index`] expressions through movement
+//! ops, simplifying each scalar expression with [`fold`]); [`workspace`] plans memory.
 
+pub mod fold;
 pub mod fuse;
 pub mod index;
 pub mod kernel;
@@ -11,13 +14,47 @@ pub mod schedule;
 pub mod workspace;
 
 pub use index::IndexExpr;
-pub use kernel::{Bound, Buffer, BufferId, BufferKind, Expr, ExprId, Kernel, Program, Scatter};
+pub use kernel::{Bound, Buffer, BufferId, BufferKind, Expr, ExprId, Kernel, Program, Scatter, Store};
 
 use crate::dtype::DType;
 use crate::graph::{toposort, NodeRef, Op};
 use std::collections::HashMap;
 
-/// Lowers the graph computing `outputs` from inputs of the given dtypes and shapes.
+/// Choices of the lowering that trade code size and compile time for speed.
+///
+/// ```
+/// use anvil::{Arg, NumericalFunction, lower::LowerOptions};
+/// # fn main() -> anvil::Result<()> {
+/// let f = NumericalFunction::new("product", |[x]| { let s = x.sin(); s.get(0) * s.get(1) }, [Arg::new(2)])?;
+/// assert_eq!(f.program().kernels.len(), 1); // small: straight-line code
+/// let looped = f.with_lowering(LowerOptions::loops_only());
+/// assert_eq!(looped.program().kernels.len(), 2); // the sines are stored, then read
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LowerOptions {
+    /// Most elements of any node of a straight-line program.
+    pub straight_line_max_numel: usize,
+    /// Most scalar operations of a straight-line program (its code grows with them); 0:
+    /// loops always.
+    pub straight_line_max_work: usize,
+}
+
+impl Default for LowerOptions {
+    fn default() -> Self {
+        LowerOptions { straight_line_max_numel: 128, straight_line_max_work: 8192 }
+    }
+}
+
+impl LowerOptions {
+    /// Loop kernels for every graph, however small.
+    pub fn loops_only() -> Self {
+        LowerOptions { straight_line_max_work: 0, ..LowerOptions::default() }
+    }
+}
+
+/// Lowers the graph computing `outputs` from inputs of the given dtypes and shapes, with
+/// the default [`LowerOptions`].
 ///
 /// ```
 /// use anvil::{Tensor, DType, lower::lower};
@@ -27,19 +64,49 @@ use std::collections::HashMap;
 /// assert_eq!(program.kernels.len(), 1); // the whole chain fuses into the reduction
 /// ```
 pub fn lower(outputs: &[NodeRef], inputs: &[(DType, Vec<usize>)]) -> Program {
+    lower_with(outputs, inputs, &LowerOptions::default())
+}
+
+/// [`lower`] with the given options.
+pub fn lower_with(outputs: &[NodeRef], inputs: &[(DType, Vec<usize>)], options: &LowerOptions) -> Program {
     let order = toposort(outputs);
     let mut plan = BufferPlan::new(inputs, outputs);
     plan.add_leaves(&order);
+    let kernels = if schedule::is_straight_line(&order, options) {
+        straight_line_kernels(outputs, &plan)
+    } else {
+        loop_kernels(&order, outputs, &mut plan)
+    };
+    let kernels = schedule::order_kernels(kernels);
+    let (offsets, workspace_size) = workspace::workspace_layout(&plan.buffers, &kernels);
+    Program { buffers: plan.buffers, kernels, offsets, workspace_size }
+}
+
+/// One kernel computing every element of every output from the leaves (none if there is
+/// nothing to store).
+fn straight_line_kernels(outputs: &[NodeRef], plan: &BufferPlan) -> Vec<Kernel> {
+    let stores: Vec<_> = outputs.iter().enumerate().map(|(k, o)| (o.clone(), plan.output(k))).collect();
+    let kernel = fuse::build_straight_line_kernel(&stores, &plan.buffer_of);
+    if kernel.stores.is_empty() {
+        Vec::new()
+    } else {
+        vec![kernel]
+    }
+}
+
+/// Loop kernels: one per realized node or output group, and copies of the outputs that
+/// are inputs, constants or repeats.
+fn loop_kernels(order: &[NodeRef], outputs: &[NodeRef], plan: &mut BufferPlan) -> Vec<Kernel> {
     let (computed, copies) = plan.add_outputs(outputs);
     let groups = schedule::output_groups(outputs, &computed);
-    let realization = schedule::realize_set(&order, outputs, &group_representatives(outputs, &groups));
-    plan.add_intermediates(&order, &realization);
+    let realization = schedule::realize_set(order, outputs, &group_representatives(outputs, &groups));
+    plan.add_intermediates(order, &realization);
 
     let mut kernels = Vec::new();
     let mut emitted_group = vec![false; groups.len()];
     let group_of: HashMap<u64, usize> =
         groups.iter().enumerate().flat_map(|(g, members)| members.iter().map(move |&k| (outputs[k].id(), g))).collect();
-    for node in &order {
+    for node in order {
         if !realization.realized.contains(&node.id()) || matches!(node.op, Op::Input(_) | Op::Array(_)) {
             continue;
         }
@@ -56,9 +123,7 @@ pub fn lower(outputs: &[NodeRef], inputs: &[(DType, Vec<usize>)]) -> Program {
     for (k, node) in copies {
         kernels.push(fuse::build_kernel(&[(copy_of(&node), plan.output(k))], &plan.buffer_of));
     }
-    let kernels = schedule::order_kernels(kernels);
-    let (offsets, workspace_size) = workspace::workspace_layout(&plan.buffers, &kernels);
-    Program { buffers: plan.buffers, kernels, offsets, workspace_size }
+    kernels
 }
 
 /// The buffers of a program and which node lives in which.

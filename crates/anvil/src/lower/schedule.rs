@@ -1,5 +1,8 @@
 //! Which nodes become buffers (the realize set) and in what order kernels run.
 //!
+//! A small graph (every node small, few scalar operations in all, as [`LowerOptions`]
+//! says: a robot model, a cost and their derivative blocks) is one straight-line kernel,
+//! and nothing but its outputs is stored. Otherwise:
 //! A node is realized when it is an input, a captured constant or an output, or when
 //! inlining it into its consumers would compute it more than once per element: it feeds
 //! more than one kernel, it is broadcast (reached through an `expand`), or it is read at
@@ -7,6 +10,7 @@
 //! (with casts and movement on top) are cheap and always inlined.
 
 use super::kernel::Kernel;
+use super::LowerOptions;
 use crate::graph::{toposort, NodeRef, Op};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet};
@@ -20,6 +24,31 @@ struct Uses {
     broadcast: bool,
     /// Number of distinct index paths it is read through.
     paths: usize,
+}
+
+/// True if the graph of `order` runs as one straight-line kernel: every node small, the
+/// work in all small, and every gathered table a leaf (a buffer before the kernel runs).
+pub fn is_straight_line(order: &[NodeRef], options: &LowerOptions) -> bool {
+    let leaf = |n: &NodeRef| matches!(n.op, Op::Input(_) | Op::Array(_));
+    let mut work = 0;
+    for node in order {
+        if leaf(node) {
+            continue;
+        }
+        let gathers_computed = matches!(node.op, Op::Gather) && !leaf(&node.srcs[0]);
+        if matches!(node.op, Op::ScatterAdd) || gathers_computed || node.numel() > options.straight_line_max_numel {
+            return false;
+        }
+        work += match node.op {
+            Op::Reduce(..) => node.srcs[0].numel(),
+            _ if node.op.is_movement() => 0,
+            _ => node.numel(),
+        };
+        if work > options.straight_line_max_work {
+            return false;
+        }
+    }
+    true
 }
 
 /// Splits the outputs that kernels compute into groups that one kernel can compute

@@ -1,6 +1,7 @@
 //! Workspace layout: byte offsets of constants and intermediates in one allocation.
 //!
-//! Constants live for the whole call. An intermediate lives from the kernel that writes it
+//! Constants that a kernel reads live for the whole call (the others, folded into the
+//! kernels, get no space). An intermediate lives from the kernel that writes it
 //! to the last kernel that reads it; afterwards its bytes are reused (first fit). Every
 //! buffer starts on a 64-byte boundary (a cache line, and the widest vector register).
 
@@ -9,20 +10,21 @@ use super::kernel::{Buffer, Kernel};
 /// Alignment of every workspace buffer, in bytes.
 pub const ALIGNMENT: usize = 64;
 
-/// Offsets of each workspace buffer (`None` for caller buffers) and the total size.
+/// Offsets of each workspace buffer (`None` for caller buffers and for constants no kernel
+/// reads) and the total size.
 pub fn workspace_layout(buffers: &[Buffer], kernels: &[Kernel]) -> (Vec<Option<usize>>, usize) {
     let mut offsets = vec![None; buffers.len()];
     let mut live: Vec<(usize, usize, usize)> = Vec::new(); // (offset, size, buffer)
     let mut size = 0;
-    for (b, buffer) in buffers.iter().enumerate() {
-        if matches!(buffer.kind, super::kernel::BufferKind::Constant(_)) {
-            offsets[b] = Some(allocate(&mut live, &mut size, buffer.nbytes(), b));
-        }
-    }
-    let mut last_use = vec![0usize; buffers.len()];
+    let mut last_use = vec![None; buffers.len()];
     for (k, kernel) in kernels.iter().enumerate() {
         for b in kernel.inputs() {
-            last_use[b] = k;
+            last_use[b] = Some(k);
+        }
+    }
+    for (b, buffer) in buffers.iter().enumerate() {
+        if matches!(buffer.kind, super::kernel::BufferKind::Constant(_)) && last_use[b].is_some() {
+            offsets[b] = Some(allocate(&mut live, &mut size, buffer.nbytes(), b));
         }
     }
     for (k, kernel) in kernels.iter().enumerate() {
@@ -32,7 +34,8 @@ pub fn workspace_layout(buffers: &[Buffer], kernels: &[Kernel]) -> (Vec<Option<u
             }
         }
         live.retain(|&(_, _, b)| {
-            let dead = matches!(buffers[b].kind, super::kernel::BufferKind::Intermediate) && last_use[b] <= k;
+            let dead =
+                matches!(buffers[b].kind, super::kernel::BufferKind::Intermediate) && last_use[b].unwrap_or(0) <= k;
             !dead
         });
     }

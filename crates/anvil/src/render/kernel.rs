@@ -35,12 +35,11 @@ pub fn render_kernel(kernel: &Kernel, name: &str, dtypes: &[DType]) -> String {
     let mut bound = Vec::new();
     match &kernel.scatter {
         None => {
-            let index = linear_output_index(&kernel.shape);
-            let stores = kernel.outputs.iter().zip(&kernel.roots).map(|(&b, &e)| (b, index.clone(), e)).collect();
+            let stores = kernel.stores.iter().map(|s| (s.buffer, s.index.to_string(), s.value)).collect();
             r.loop_nest(&out_vars, &mut bound, 1, &Body::Stores(stores), None, true);
         }
         Some(scatter) => {
-            let (out, value) = (kernel.outputs[0], kernel.roots[0]);
+            let (out, value) = (kernel.stores[0].buffer, kernel.stores[0].value);
             let dtype = dtypes[out];
             let zero = literal(Literal::Int(0), dtype);
             let _ = writeln!(r.code, "  for (long long i = 0; i < {}; ++i) b{out}[i] = {zero};", scatter.len);
@@ -110,11 +109,6 @@ float atan2f(float, float) noexcept ANVIL_VECTOR_MATH;
 #endif
 #endif
 "#;
-
-fn linear_output_index(shape: &[usize]) -> String {
-    let idx: Vec<IndexExpr> = (0..shape.len()).map(IndexExpr::var).collect();
-    IndexExpr::linearize(&idx, shape).to_string()
-}
 
 /// The statement in the innermost loop of a nest.
 enum Body {

@@ -114,16 +114,15 @@ fn pointer(program: &Program, b: usize, flavour: &Flavour) -> String {
 fn body(program: &Program) -> String {
     let dtypes: Vec<DType> = program.buffers.iter().map(|b| b.dtype).collect();
     let mut out = String::new();
-    for (b, buffer) in program.buffers.iter().enumerate() {
-        if let BufferKind::Constant(data) = &buffer.kind {
-            if buffer.numel() > 0 {
-                out += &format!(
-                    "static constexpr {} constant{b}[{}] = {{{}}};\n",
-                    buffer.dtype.cpp_name(),
-                    buffer.numel(),
-                    values(data)
-                );
-            }
+    for (b, data, _) in program.constants() {
+        let buffer = &program.buffers[b];
+        if buffer.numel() > 0 {
+            out += &format!(
+                "static constexpr {} constant{b}[{}] = {{{}}};\n",
+                buffer.dtype.cpp_name(),
+                buffer.numel(),
+                values(data)
+            );
         }
     }
     for (k, kernel) in program.kernels.iter().enumerate() {
@@ -157,14 +156,9 @@ fn calls(program: &Program, flavour: &Flavour) -> Vec<String> {
 
 fn copies(program: &Program) -> Vec<Copy> {
     program
-        .buffers
-        .iter()
-        .enumerate()
-        .filter(|(_, b)| matches!(b.kind, BufferKind::Constant(_)) && b.numel() > 0)
-        .map(|(i, _)| Copy {
-            offset: program.offsets[i].expect("constants have offsets"),
-            name: format!("constant{i}"),
-        })
+        .constants()
+        .filter(|(b, _, _)| program.buffers[*b].numel() > 0)
+        .map(|(b, _, offset)| Copy { offset, name: format!("constant{b}") })
         .collect()
 }
 
