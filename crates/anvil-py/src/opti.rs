@@ -82,6 +82,7 @@ fn settings_from(d: &Bound<'_, PyDict>) -> PyResult<SqpSettings> {
             "qp_eps_rel" => s.qp_eps_rel = value.extract()?,
             "qp_max_iter" => s.qp_max_iter = count(&value)?,
             "verbose" => s.verbose = value.extract()?,
+            "final_stationarity" => s.final_stationarity = value.extract()?,
             other => return Err(PyTypeError::new_err(format!("SQPSettings has no field `{other}`"))),
         }
     }

@@ -10,6 +10,7 @@ distinct solver is compiled once (the cart-pole's take ~10 s on a cold JIT cache
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 
@@ -500,3 +501,25 @@ def test_closed_loop_example_swings_the_pole_up_and_saves_its_plot(tmp_path):
     path = tmp_path / "cartpole_mpc.png"
     cartpole_mpc.plot(loop, str(path))
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_real_time_iteration_reports_its_step_without_derivatives(cartpole, cartpole_solution):
+    shifted = cartpole.problem.shift(cartpole_solution)
+    x_next = cartpole_solution.X[1]
+    saved = cartpole.settings
+    rti = SQPSettings.real_time_iteration(hessian_approximation=saved.hessian_approximation)
+    try:
+        cartpole.settings = rti
+        step = cartpole(p=x_next, warm_start=shifted)
+        assert (step.status, step.iterations) == (SQPStatus.MAX_ITER, 1)
+        assert np.isnan(step.stat_res) and step.eq_res < 0.05, step
+        # The same step, with the derivatives evaluated at its end as well.
+        cartpole.settings = dataclasses.replace(rti, final_stationarity=True)
+        checked = cartpole(p=x_next, warm_start=shifted)
+        np.testing.assert_array_equal(checked.x, step.x)
+        assert np.isfinite(checked.stat_res)
+        np.testing.assert_allclose(checked.eq_res, step.eq_res, rtol=1e-12, atol=1e-15)
+        with pytest.raises(TypeError, match="SQPSettings.final_stationarity must be a bool, got 1"):
+            cartpole.settings = dataclasses.replace(rti, final_stationarity=1)
+    finally:
+        cartpole.settings = saved

@@ -286,6 +286,17 @@ fn shifted_solutions_warm_start_real_time_iterations() {
     // close to the shifted plan (the horizon's end is new).
     assert!(step.x[..4].iter().zip(x_next).all(|(a, b)| (a - b).abs() < 1e-9));
     assert!((step.x[4] - optimum.x[9]).abs() < 0.5, "first force {} vs {}", step.x[4], optimum.x[9]);
+    // The step's end is reported from the values alone; with final_stationarity the same
+    // step also evaluates the derivatives there.
+    assert!(step.info.stat_res.is_nan());
+    let full = SqpSettings { final_stationarity: true, ..rti };
+    let checked = solver.solve_with(&warm.x, x_next, &start, &full).unwrap();
+    assert_eq!(checked.x, step.x);
+    assert!(checked.info.stat_res.is_finite());
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-12 * (1.0 + a.abs());
+    assert!(close(checked.info.objective, step.info.objective), "{:?} vs {:?}", checked.info, step.info);
+    assert!(close(checked.info.eq_res, step.info.eq_res) && close(checked.info.comp_res, step.info.comp_res));
+    assert!(step.info.eq_res < 0.05, "one step from the shifted optimum is nearly feasible: {:?}", step.info);
 }
 
 /// The Riccati solver written into a module with its horizon a named constant: the header

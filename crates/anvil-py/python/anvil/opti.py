@@ -134,6 +134,10 @@ class SQPSettings:
     qp_max_iter: int = 250
     #: 0: silent; 1: one line per iteration (on the process's stdout).
     verbose: int = 0
+    #: When ``max_iter`` ends a solve after a step, also evaluate the derivatives at the
+    #: returned point so that ``stat_res`` is its stationarity; False: only its objective
+    #: and constraints (``stat_res`` is NaN; each iteration evaluates derivatives once).
+    final_stationarity: bool = True
 
     @classmethod
     def real_time_iteration(cls, **overrides: Any) -> "SQPSettings":
@@ -142,11 +146,13 @@ class SQPSettings:
         Gauss-Newton Hessian and the QP solved to 1e-6 (``overrides`` change any field;
         ``SqpSettings::real_time_iteration`` in Rust is the same). A solve then reports
         ``SQPStatus.MAX_ITER`` unless the warm start already was optimal: the step is the
-        answer.
+        answer. Derivatives are evaluated once, at the warm start (``final_stationarity`` is
+        off): the result's objective and constraint residuals are those of the returned
+        point, its ``stat_res`` is NaN.
 
         >>> s = SQPSettings.real_time_iteration()
-        >>> (s.max_iter, s.line_search, s.hessian_approximation.name)
-        (1, False, 'GAUSS_NEWTON')
+        >>> (s.max_iter, s.line_search, s.final_stationarity, s.hessian_approximation.name)
+        (1, False, False, 'GAUSS_NEWTON')
         """
         values: dict[str, Any] = dict(
             max_iter=1,
@@ -154,6 +160,7 @@ class SQPSettings:
             hessian_approximation=HessianApproximation.GAUSS_NEWTON,
             qp_eps_abs=1e-6,
             qp_eps_rel=1e-6,
+            final_stationarity=False,
         )
         values.update(overrides)
         return cls(**values)
@@ -166,9 +173,9 @@ class SQPSettings:
                 if not isinstance(value, HessianApproximation):
                     raise TypeError(f"SQPSettings.hessian_approximation must be a HessianApproximation, got {value!r}")
                 value = value.value
-            elif field.name == "line_search":
+            elif field.name in ("line_search", "final_stationarity"):
                 if not isinstance(value, (bool, np.bool_)):
-                    raise TypeError(f"SQPSettings.line_search must be a bool, got {value!r}")
+                    raise TypeError(f"SQPSettings.{field.name} must be a bool, got {value!r}")
                 value = bool(value)
             elif field.type in ("int", int):
                 if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):

@@ -157,6 +157,7 @@ fn settings_context(s: &SqpSettings) -> Value {
         qp_eps_rel => cpp_f64(s.qp_eps_rel),
         qp_max_iter => s.qp_max_iter,
         verbose => s.verbose,
+        final_stationarity => if s.final_stationarity { "true" } else { "false" },
     }
 }
 

@@ -78,6 +78,11 @@ pub struct SqpSettings {
     pub qp_max_iter: usize,
     /// 0: silent; 1: one line per iteration on stdout.
     pub verbose: u32,
+    /// When the iteration limit ends a solve after a step, evaluate the derivatives at the
+    /// returned point too, so that [`Info::stat_res`] is its stationarity (`true`); or only
+    /// its objective and constraints (`false`: `stat_res` is NaN, and each iteration
+    /// evaluates the derivatives once, which is what a real-time iteration wants).
+    pub final_stationarity: bool,
 }
 
 impl Default for SqpSettings {
@@ -99,6 +104,7 @@ impl Default for SqpSettings {
             qp_eps_rel: 1e-10,
             qp_max_iter: 250,
             verbose: 0,
+            final_stationarity: true,
         }
     }
 }
@@ -112,12 +118,14 @@ impl SqpSettings {
     /// Hessian, the QP solved to 1e-6 (the step is an approximation of the optimum anyway; the
     /// looser tolerance saves interior-point iterations). A solve reports `Status::MaxIter`
     /// unless the warm start already was optimal; that is the expected outcome, the step is
-    /// the answer.
+    /// the answer. The derivatives are evaluated once, at the warm start
+    /// (`final_stationarity` is off): the returned point's objective and constraint residuals
+    /// are reported, its `stat_res` is NaN.
     ///
     /// ```
     /// use anvil::opti::{HessianApproximation, SqpSettings};
     /// let rti = SqpSettings::real_time_iteration();
-    /// assert_eq!((rti.max_iter, rti.line_search), (1, false));
+    /// assert_eq!((rti.max_iter, rti.line_search, rti.final_stationarity), (1, false, false));
     /// assert_eq!(rti.hessian_approximation, HessianApproximation::GaussNewton);
     /// ```
     pub fn real_time_iteration() -> SqpSettings {
@@ -127,6 +135,7 @@ impl SqpSettings {
             hessian_approximation: HessianApproximation::GaussNewton,
             qp_eps_abs: 1e-6,
             qp_eps_rel: 1e-6,
+            final_stationarity: false,
             ..SqpSettings::default()
         }
     }
@@ -197,6 +206,7 @@ impl SqpSettings {
             self.qp_eps_rel,
             self.qp_max_iter as f64,
             f64::from(self.verbose),
+            f64::from(u8::from(self.final_stationarity)),
         ]
     }
 }
@@ -205,7 +215,7 @@ impl SqpSettings {
 pub(crate) const MAX_MERIT_MEMORY: usize = 16;
 
 /// Number of runtime settings passed to native code.
-pub(crate) const SETTINGS_LEN: usize = 15;
+pub(crate) const SETTINGS_LEN: usize = 16;
 
 /// How a solve ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -282,7 +292,8 @@ pub struct Info {
     pub qp_iterations: usize,
     /// The cost at the returned point.
     pub objective: f64,
-    /// Stationarity residual at the returned point.
+    /// Stationarity residual at the returned point (NaN if the iteration limit ended the
+    /// solve with [`SqpSettings::final_stationarity`] off).
     pub stat_res: f64,
     /// Equality violation.
     pub eq_res: f64,
