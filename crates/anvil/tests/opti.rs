@@ -172,6 +172,23 @@ fn statuses_end_with_the_last_iterate() {
     let sol = nan.solve(&[-3.0], &[], &WarmStart::default()).unwrap();
     assert_eq!(sol.info.status, Status::NanDetected);
     assert_eq!(sol.x, vec![-3.0]);
+    // A full step into the cost's NaN region is reported as such whether or not the
+    // derivatives are evaluated at the step's end.
+    let args = [Arg::new(1), Arg::new(0)];
+    let g = NumericalFunction::new(
+        "log_step",
+        |[x, _p]| (el(&x, 0) + 1.0).log().sum() * 1e-3 + (x + 5.0).square().sum(),
+        args,
+    )
+    .unwrap();
+    let one_step = SqpSettings { max_iter: 1, line_search: false, ..SqpSettings::default() };
+    let step = SqpFunction::dense("log_step", &Problem::new(&g).unwrap(), one_step.clone()).unwrap();
+    for final_stationarity in [false, true] {
+        let settings = SqpSettings { final_stationarity, ..one_step.clone() };
+        let sol = step.solve_with(&[0.0], &[], &WarmStart::default(), &settings).unwrap();
+        assert_eq!((sol.info.status, sol.info.iterations), (Status::NanDetected, 1), "{final_stationarity}");
+        assert!(sol.x[0] < -1.0, "{:?}", sol.x);
+    }
 }
 
 fn problem_message(e: Error) -> String {

@@ -13,5 +13,5 @@ pub mod verify;
 pub use eval::{clamp_index, eval_nodes, reduce_identity};
 pub use node::{toposort, Node, NodeRef};
 pub use op::{BinaryOp, ConstArray, InputRef, Literal, Op, ReduceOp, TraceId, UnaryOp};
-pub use simplify::constant;
+pub use simplify::{constant, identity_operand};
 pub use substitute::substitute;

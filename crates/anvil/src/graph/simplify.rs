@@ -109,20 +109,39 @@ fn intern_simplified(op: Op, dtype: DType, shape: &[usize], srcs: Vec<NodeRef>) 
     simplify(&op, dtype, shape, &srcs).unwrap_or_else(|| intern(op, dtype, shape.to_vec(), srcs))
 }
 
-/// `x + 0`, `x * 1`, `x * 0`, `x / 1`, ...
+/// Which operand `op(a, b)` equals when `a` or `b` is a known literal: `x + 0`, `0 + x`,
+/// `x - 0`, `x * 1`, `1 * x`, `x / 1`. The graph's simplifier and the kernels' folding
+/// (`lower::fold`) share this rule.
+///
+/// ```
+/// use anvil::graph::{identity_operand, BinaryOp, Literal};
+/// assert_eq!(identity_operand(BinaryOp::Mul, Some(Literal::Float(1.0)), None), Some(1));
+/// assert_eq!(identity_operand(BinaryOp::Sub, Some(Literal::Float(0.0)), None), None); // 0 - x
+/// ```
+pub fn identity_operand(op: BinaryOp, a: Option<Literal>, b: Option<Literal>) -> Option<usize> {
+    let is = |v: Option<Literal>, c: f64| v.is_some_and(|l| l.is(c));
+    match op {
+        BinaryOp::Add if is(b, 0.0) => Some(0),
+        BinaryOp::Add if is(a, 0.0) => Some(1),
+        BinaryOp::Sub if is(b, 0.0) => Some(0),
+        BinaryOp::Mul if is(b, 1.0) => Some(0),
+        BinaryOp::Mul if is(a, 1.0) => Some(1),
+        BinaryOp::Div if is(b, 1.0) => Some(0),
+        _ => None,
+    }
+}
+
+/// The identities above, and `x * 0` with a structural zero.
 fn algebraic_identities(op: &Op, dtype: DType, shape: &[usize], srcs: &[NodeRef]) -> Option<NodeRef> {
     let Op::Binary(b) = op else { return None };
     let (x, y) = (&srcs[0], &srcs[1]);
+    if let Some(i) = identity_operand(*b, literal_of(x), literal_of(y)) {
+        return same(&srcs[i], dtype, shape);
+    }
     match b {
-        BinaryOp::Add if is_const(y, 0.0) => same(x, dtype, shape),
-        BinaryOp::Add if is_const(x, 0.0) => same(y, dtype, shape),
-        BinaryOp::Sub if is_const(y, 0.0) => same(x, dtype, shape),
-        BinaryOp::Mul if is_const(y, 1.0) => same(x, dtype, shape),
-        BinaryOp::Mul if is_const(x, 1.0) => same(y, dtype, shape),
         BinaryOp::Mul if is_const(x, 0.0) || is_const(y, 0.0) => {
             Some(constant(scalar::literal(dtype, 0.0, 0), dtype, shape))
         }
-        BinaryOp::Div if is_const(y, 1.0) => same(x, dtype, shape),
         _ => None,
     }
 }

@@ -10,7 +10,7 @@
 
 use super::kernel::{Expr, ExprId};
 use crate::dtype::DType;
-use crate::graph::{scalar, BinaryOp, Literal};
+use crate::graph::{identity_operand, scalar, Literal};
 
 /// What an expression simplifies to.
 #[derive(Debug, PartialEq)]
@@ -33,10 +33,6 @@ fn literal(exprs: &[Expr], id: ExprId) -> Option<Literal> {
     }
 }
 
-fn is(exprs: &[Expr], id: ExprId, v: f64) -> bool {
-    literal(exprs, id).is_some_and(|l| l.is(v))
-}
-
 /// Operations on literals are literals; a `where` with a known condition is one branch.
 fn fold_constants(expr: &Expr, exprs: &[Expr]) -> Option<Folded> {
     let value = |id| literal(exprs, id);
@@ -52,26 +48,21 @@ fn fold_constants(expr: &Expr, exprs: &[Expr]) -> Option<Folded> {
     }
 }
 
-/// `x + 0`, `x - 0`, `x * 1`, `x / 1`, `c ? x : x`.
+/// The graph's identities ([`identity_operand`]: `x + 0`, `x * 1`, ...) and `c ? x : x`.
 fn identities(expr: &Expr, exprs: &[Expr]) -> Option<Folded> {
-    let is = |id, v| is(exprs, id, v);
-    let to = match *expr {
-        Expr::Binary(BinaryOp::Add, x, y, _) if is(y, 0.0) => x,
-        Expr::Binary(BinaryOp::Add, x, y, _) if is(x, 0.0) => y,
-        Expr::Binary(BinaryOp::Sub, x, y, _) if is(y, 0.0) => x,
-        Expr::Binary(BinaryOp::Mul, x, y, _) if is(y, 1.0) => x,
-        Expr::Binary(BinaryOp::Mul, x, y, _) if is(x, 1.0) => y,
-        Expr::Binary(BinaryOp::Div, x, y, _) if is(y, 1.0) => x,
-        Expr::Where(_, a, b, _) if a == b => a,
-        _ => return None,
-    };
-    Some(Folded::To(to))
+    match *expr {
+        Expr::Binary(op, x, y, _) => {
+            identity_operand(op, literal(exprs, x), literal(exprs, y)).map(|i| Folded::To([x, y][i]))
+        }
+        Expr::Where(_, a, b, _) if a == b => Some(Folded::To(a)),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::graph::UnaryOp;
+    use crate::graph::{BinaryOp, UnaryOp};
 
     fn f64_const(v: f64) -> Expr {
         Expr::Const(Literal::Float(v), DType::F64)

@@ -377,10 +377,14 @@ impl<'a> KernelBuilder<'a> {
             Combine::Where(dtype) => self.push(Expr::Where(operands[0], operands[1], operands[2], dtype)),
             Combine::Cast(from, to) => self.push(Expr::Cast(operands[0], from, to)),
             Combine::Reduce { op, vars, dtype } => self.push(Expr::Reduce { op, vars, body: operands[0], dtype }),
-            Combine::Fold { op, dtype } => {
-                let identity = self.push(Expr::Const(reduce_identity(op, dtype), dtype));
-                operands.iter().fold(identity, |acc, &x| self.push(Expr::Binary(op.into(), acc, x, dtype)))
-            }
+            // From the first element on: `identity op x0` is `x0` (a sum of one -0 aside, as
+            // the graph's `x + 0`).
+            Combine::Fold { op, dtype } => match operands.split_first() {
+                None => self.push(Expr::Const(reduce_identity(op, dtype), dtype)),
+                Some((&first, rest)) => {
+                    rest.iter().fold(first, |acc, &x| self.push(Expr::Binary(op.into(), acc, x, dtype)))
+                }
+            },
             Combine::Forward => operands[0],
             Combine::Pad { bounds, dtype } => {
                 let cond = self.push(Expr::InBounds(bounds));
