@@ -115,6 +115,12 @@ fn harness(module: &str, fns: &[NumericalFunction], inputs: &[Vec<HostArray>]) -
 }
 
 fn compile_and_run(compiler: &str, dir: &Path, module: &str) -> String {
+    compile_and_run_with(compiler, dir, module, &[])
+}
+
+/// Compiles `main.cpp` with the module (`-O1`, warnings as errors, sanitizers, then `flags`)
+/// and returns what the program prints.
+fn compile_and_run_with(compiler: &str, dir: &Path, module: &str, flags: &[&str]) -> String {
     let exe = dir.join(format!("harness_{compiler}"));
     let out = Command::new(compiler)
         .args([
@@ -129,6 +135,7 @@ fn compile_and_run(compiler: &str, dir: &Path, module: &str) -> String {
         ])
         .arg(dir.join("main.cpp"))
         .arg(dir.join(format!("{module}.cpp")))
+        .args(flags)
         .arg("-o")
         .arg(&exe)
         .output()
@@ -211,5 +218,145 @@ fn jit_sources_compile_without_warnings() {
                 f.compile().unwrap_or_else(|e| panic!("{e}"));
             }
         }
+    }
+}
+
+/// Functions with the batched entry point: straight-line ones (sine and cosine of one
+/// argument, a captured constant, `f32`) and one lowered to loop kernels (which calls `call`
+/// once per item).
+fn batched_functions() -> Vec<NumericalFunction> {
+    let gains = Tensor::from_array(&anvil::ndarray::array![0.5, -1.5, 2.0]);
+    vec![
+        NumericalFunction::new(
+            "pendulum",
+            |[x, p]| {
+                let (s, c) = (x.get(0).sin(), x.get(0).cos());
+                let next = Tensor::stack(
+                    &[&x.get(1) * &p.get(0) + &s * &c, (&s * 9.81 - &c * &x.get(1)) / (&c * &c + 2.0)],
+                    0,
+                );
+                (next.clone() * &gains.slice(anvil::ndarray::s![0..2]), next.sum())
+            },
+            [Arg::new(3), Arg::new(2)],
+        )
+        .unwrap(),
+        NumericalFunction::new("narrow", |[a]| (a.exp() * a.cos(), a.sin().sum()), [Arg::with_dtype(3, DType::F32)])
+            .unwrap(),
+        NumericalFunction::new("wide", |[x]| (x.sin() * x.cos()).sum() + x.square().mean(), [Arg::new(300)]).unwrap(),
+    ]
+    .into_iter()
+    .map(NumericalFunction::with_batch_entry)
+    .collect()
+}
+
+/// A `main` that evaluates each function on `items` items through `call_batch`, the first
+/// input of item k at stride (size + 3), the others shared (stride 0), the outputs at stride
+/// (size + 1); prints each item's outputs as `name k v0 v1 ...`.
+fn batch_harness(module: &str, fns: &[NumericalFunction], inputs: &[Vec<Vec<HostArray>>]) -> String {
+    let mut s = format!("#include \"{module}.hpp\"\n#include <cstdio>\n\nint main() {{\n");
+    for (f, items) in fns.iter().zip(inputs) {
+        let n = f.name();
+        let count = items.len();
+        let _ = writeln!(s, "  {{");
+        let mut args = vec![count.to_string()];
+        for i in 0..f.inputs().len() {
+            let cpp = f.inputs()[i].dtype.cpp_name();
+            let size = f.inputs()[i].shape.iter().product::<usize>();
+            let (stride, data) = if i == 0 {
+                let mut all = Vec::new();
+                for item in items {
+                    all.extend(item[0].to_f64_vec());
+                    all.extend([0.0; 3]);
+                }
+                (size + 3, all)
+            } else {
+                (0, items[0][i].to_f64_vec())
+            };
+            let values: Vec<String> = data.iter().map(|v| format!("{v:?}")).collect();
+            let _ = writeln!(s, "    static {cpp} in{i}_data[] = {{{}}};", values.join(", "));
+            args.extend([format!("{n}::IN{i}_t{{in{i}_data}}"), stride.to_string()]);
+        }
+        for (k, o) in f.outputs().iter().enumerate() {
+            let size = o.shape.iter().product::<usize>();
+            let _ = writeln!(s, "    static {} out{k}_data[{}];", o.dtype.cpp_name(), count * (size + 1));
+            args.extend([format!("{n}::OUT{k}_t{{out{k}_data}}"), (size + 1).to_string()]);
+        }
+        let _ = writeln!(s, "    {n}::WS_t ws = {n}::init_ws();\n    {n}::call_batch({}, ws);", args.join(", "));
+        for (k, o) in f.outputs().iter().enumerate() {
+            let size = o.shape.iter().product::<usize>();
+            let _ = writeln!(s, "    for (int item = 0; item < {count}; ++item) {{");
+            let _ = writeln!(s, "      std::printf(\"{n} {k}\");");
+            let _ = writeln!(
+                s,
+                "      for (int i = 0; i < {size}; ++i) std::printf(\" %.17g\", (double)out{k}_data[item * {} + i]);",
+                size + 1
+            );
+            let _ = writeln!(s, "      std::printf(\"\\n\");\n    }}");
+        }
+        let _ = writeln!(s, "    {n}::free_ws(ws);\n  }}");
+    }
+    s + "  return 0;\n}\n"
+}
+
+#[test]
+fn batched_entry_points_agree_with_the_oracle_item_by_item() {
+    let fns = batched_functions();
+    let mut r = rng(5);
+    let items = 7; // not a multiple of any vector width: the loop's remainder runs too
+    let inputs: Vec<Vec<Vec<HostArray>>> = fns
+        .iter()
+        .map(|f| {
+            let shared: Vec<HostArray> =
+                f.inputs().iter().map(|a| random(&mut r, &a.shape, a.dtype, -2.0, 2.0)).collect();
+            (0..items)
+                .map(|_| {
+                    let mut args = shared.clone();
+                    let a = &f.inputs()[0];
+                    args[0] = random(&mut r, &a.shape, a.dtype, -2.0, 2.0);
+                    args
+                })
+                .collect()
+        })
+        .collect();
+    let dir = std::env::temp_dir().join(format!("anvil_cpp_batch_{}", std::process::id()));
+    let refs: Vec<&dyn ModuleItem> = fns.iter().map(|f| f as &dyn ModuleItem).collect();
+    let (_, cpp) = generate_module_with_constants("batchmod", &refs, &[], &dir).unwrap();
+    let source = std::fs::read_to_string(cpp).unwrap();
+    for (name, batched) in [("pendulum", true), ("narrow", true), ("wide", false)] {
+        let body = &source[source.find(&format!("namespace {name} {{")).unwrap()..];
+        let body = &body[..body.find(&format!("}}  // namespace {name}")).unwrap()];
+        assert_eq!(body.contains("kernel0_batch("), batched, "{name}: one loop over the items iff straight-line");
+    }
+    std::fs::write(dir.join("main.cpp"), batch_harness("batchmod", &fns, &inputs)).unwrap();
+    let mut builds: Vec<(&str, Vec<&str>)> = vec![("g++", vec![])];
+    // The JIT's flags: vectorised across items, sines and cosines from libmvec.
+    builds
+        .push(("g++", vec!["-O3", "-march=native", "-fopenmp-simd", "-DANVIL_OMP_SIMD", "-DANVIL_LIBMVEC", "-lmvec"]));
+    if Command::new("clang++").arg("--version").output().is_ok_and(|o| o.status.success()) {
+        builds.push(("clang++", vec!["-O2", "-fopenmp-simd", "-DANVIL_OMP_SIMD"]));
+    }
+    for (compiler, flags) in builds {
+        let stdout = compile_and_run_with(compiler, &dir, "batchmod", &flags);
+        let lines: Vec<&str> = stdout.lines().collect();
+        let mut line = 0;
+        for (f, items) in fns.iter().zip(&inputs) {
+            let want: Vec<Vec<HostArray>> = items.iter().map(|ins| f.eval_dyn(ins).unwrap()).collect();
+            for k in 0..f.outputs().len() {
+                for (item, w) in want.iter().enumerate() {
+                    let mut words = lines[line].split_whitespace();
+                    line += 1;
+                    assert_eq!((words.next(), words.next()), (Some(f.name()), Some(k.to_string().as_str())));
+                    let got: Vec<f64> = words.map(|v| v.parse().unwrap()).collect();
+                    let got = HostArray::F64(anvil::ndarray::ArrayD::from_shape_vec(w[k].shape(), got).unwrap());
+                    let rtol = if f.outputs()[k].dtype == DType::F32 { 2e-6 } else { 1e-13 };
+                    let what = format!("{compiler} {flags:?}: {} output {k}, item {item}", f.name());
+                    assert_close(&what, &got, &HostArray::F64(w[k].to_f64()), rtol);
+                }
+            }
+        }
+        assert_eq!(line, lines.len(), "every printed output was checked");
+    }
+    if std::env::var_os("ANVIL_KEEP").is_none() {
+        std::fs::remove_dir_all(dir).unwrap();
     }
 }

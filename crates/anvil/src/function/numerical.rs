@@ -43,6 +43,7 @@ pub struct NumericalFunction {
     sparsity: Option<SparsityPattern>,
     compiler: CompilerOptions,
     lowering: LowerOptions,
+    batch_entry: bool,
     program: OnceLock<Program>,
     jit: Mutex<Option<Arc<JitFunction>>>,
 }
@@ -126,6 +127,7 @@ impl NumericalFunction {
             sparsity: None,
             compiler: CompilerOptions::default(),
             lowering: LowerOptions::default(),
+            batch_entry: false,
             program: OnceLock::new(),
             jit: Mutex::new(None),
         })
@@ -160,6 +162,25 @@ impl NumericalFunction {
         self
     }
 
+    /// The same function with the C++ entry point `call_batch` next to `call` in its
+    /// generated code: one call evaluates it on many items whose arguments lie at strided
+    /// addresses (the stages of a multistage problem, a batch of states). A function that
+    /// lowers to straight-line code runs as one loop over the items, which the C++ compiler
+    /// vectorises across them.
+    ///
+    /// ```
+    /// use anvil::{Arg, NumericalFunction};
+    /// # fn main() -> anvil::Result<()> {
+    /// let f = NumericalFunction::new("step", |[x]| x.sin() * 2.0, [Arg::new(3)])?.with_batch_entry();
+    /// let code = f.module_source();
+    /// assert!(code.header.contains("void call_batch(long long count, IN0_t in0, long long in0_stride"));
+    /// # Ok(()) }
+    /// ```
+    pub fn with_batch_entry(mut self) -> Self {
+        self.batch_entry = true;
+        self
+    }
+
     /// The same function under another name (a derived function's default name, such as
     /// `f_jac`, can then live next to another derivative of `f` in one module).
     ///
@@ -187,6 +208,7 @@ impl NumericalFunction {
             sparsity: self.sparsity.clone(),
             compiler: self.compiler.clone(),
             lowering: self.lowering.clone(),
+            batch_entry: self.batch_entry,
             program,
             jit: Mutex::new(None),
         })
@@ -282,7 +304,7 @@ impl NumericalFunction {
 
     /// This function's part of a C++ module.
     pub fn module_source(&self) -> ItemSource {
-        render::render_function(&self.name, self.program(), self.sparsity.as_ref())
+        render::render_function(&self.name, self.program(), self.sparsity.as_ref(), self.batch_entry)
     }
 
     /// The loaded native code, if [`compile`](Self::compile) has run.

@@ -255,6 +255,9 @@ fn stage_call_context(index: usize, call: &StageCall, nz: usize) -> Value {
         StageRole::Cost => ("cost", "", false),
         StageRole::Eq => ("eq", "", false),
         StageRole::Ineq => ("ineq", "", false),
+        StageRole::CostValue => ("cost_value", "", false),
+        StageRole::EqValue => ("eq_value", "", false),
+        StageRole::IneqValue => ("ineq_value", "", false),
         StageRole::Hessian { lambda, couples } => (
             "hessian",
             match lambda {
@@ -272,6 +275,21 @@ fn stage_call_context(index: usize, call: &StageCall, nz: usize) -> Value {
         coupled => l.coupled, width => if l.coupled { 2 * nz } else { nz },
         row_offset => l.row_offset, jac_offset => l.jac_offset,
     }
+}
+
+/// Scratch for the stage functions' outputs that are added into place: each cost call's
+/// values (and gradients), each Hessian call's blocks (at least one entry).
+fn stage_out_len(calls: &[StageCall], nz: usize) -> usize {
+    let len = |c: &StageCall| {
+        let width = if c.layout.coupled { 2 * nz } else { nz };
+        match c.role {
+            StageRole::Cost => c.layout.count * (1 + width),
+            StageRole::CostValue => c.layout.count,
+            StageRole::Hessian { .. } => c.layout.count * width * width,
+            StageRole::Eq | StageRole::Ineq | StageRole::EqValue | StageRole::IneqValue => 0,
+        }
+    };
+    calls.iter().map(len).max().unwrap_or(0).max(1)
 }
 
 /// The positions of the finite entries of `bounds`.
@@ -320,8 +338,8 @@ pub(crate) fn render_multistage(l: &StageLayout) -> ItemSource {
         jac_q_len => jacobian_len(&d.q, l.nz),
         coupled_hessian => if d.coupled_hessian { "true" } else { "false" },
         dynamics => dynamics_context(d),
-        values_fn => d.values.name(),
         calls => d.calls.iter().enumerate().map(|(i, c)| stage_call_context(i, c, l.nz)).collect::<Vec<Value>>(),
+        stage_out_len => stage_out_len(&d.calls, l.nz),
         ng => l.global_param,
         nps => l.stage_param,
         s => settings_context(l.settings),

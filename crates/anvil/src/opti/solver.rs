@@ -536,9 +536,7 @@ impl ModuleItem for SqpFunction {
         match &self.derived {
             Derivation::General(d) => vec![&Runtime, &d.values, &d.linearize, &d.hessian],
             // The generated code calls the stage functions, not the whole-problem ones.
-            Derivation::Stages(s) => std::iter::once(&s.derived.values as &dyn ModuleItem)
-                .chain(s.derived.calls.iter().map(|c| &c.f as &dyn ModuleItem))
-                .collect(),
+            Derivation::Stages(s) => s.derived.calls.iter().map(|c| &c.f as &dyn ModuleItem).collect(),
         }
     }
 

@@ -201,6 +201,15 @@ fn cost_blocks(name: &str, problem: &MultistageProblem, t: &StageTerm) -> Result
     })
 }
 
+/// A term's values alone: the cost's, or the kept constraint rows (`cost` false).
+fn values_only(name: &str, problem: &MultistageProblem, t: &StageTerm, cost: bool) -> Result<NumericalFunction> {
+    NumericalFunction::trace(name, stage_args(problem, t.term), |s| -> Result<Tensor> {
+        let rows = (!cost).then_some(t.rows.as_slice());
+        let y = stage_value(t.term, problem.nz, &s, rows)?;
+        Ok(if cost { y.sum() } else { y })
+    })
+}
+
 fn tracing_failed(name: &str) -> Error {
     Error::Problem { what: "solver", name: name.into(), message: "tracing failed".into() }
 }
@@ -423,6 +432,12 @@ pub(crate) enum StageRole {
     Eq,
     /// An inequality term's `(y, J)` (rows with a finite bound).
     Ineq,
+    /// A cost term's `ℓ` alone (trial points of the line search).
+    CostValue,
+    /// An equality term's `y` alone.
+    EqValue,
+    /// An inequality term's `y` alone (rows with a finite bound).
+    IneqValue,
     /// A term's dense Hessian block over its stage variables: of a cost (`lambda` None), or of
     /// `λᵀ y` with the equality (`Some(Eq)`) or inequality (`Some(Ineq)`) multipliers;
     /// `couples`: its off-diagonal part between two stages is not zero.
@@ -453,9 +468,10 @@ pub(crate) struct StageCall {
 /// * `<solver>_hessian(z, p, λ_eq, λ_q) -> (H_ii (N+1, nz, nz), H_{i,i+1} (N, nz, nz))`,
 ///   the block-tridiagonal Hessian of the Lagrangian (or of the cost alone, Gauss-Newton);
 /// * `calls`: the stage functions the last two are made of, vmapped over their stages. The
-///   generated solver evaluates linearisation and Hessian by calling these in a loop over the
-///   stages (the per-stage code stays in cache and is several times faster than the batched
-///   kernels); `linearize` and `hessian` are the same functions as whole-problem graphs.
+///   generated solver evaluates linearisation and Hessian through these functions' batched
+///   entry points (one loop over the stages around each stage's straight-line code,
+///   vectorised across stages; several times faster than the vmapped graphs' loop kernels);
+///   `linearize` and `hessian` are the same functions as whole-problem graphs.
 pub(crate) struct StageDerived {
     pub values: NumericalFunction,
     pub linearize: NumericalFunction,
@@ -614,15 +630,34 @@ pub(crate) fn derive_blocks(
     })?;
     let mut calls: Vec<StageCall> = Vec::new();
     for (t, f) in costs.iter().zip(cost_fns) {
-        calls.push(StageCall { f, role: StageRole::Cost, layout: term_layout(t, 0) });
+        calls.push(StageCall { f: f.with_batch_entry(), role: StageRole::Cost, layout: term_layout(t, 0) });
     }
     for (role, fns, ls) in [(StageRole::Eq, eq_fns, &eq_layouts), (StageRole::Ineq, q_fns, &q_layouts)] {
-        calls.extend(fns.into_iter().zip(ls).map(|(f, l)| StageCall { f, role, layout: l.clone() }));
+        calls.extend(fns.into_iter().zip(ls).map(|(f, l)| StageCall {
+            f: f.with_batch_entry(),
+            role,
+            layout: l.clone(),
+        }));
     }
     for (t, f, couples, lam) in blocks {
         let lambda = lam.map(|input| if input == 2 { StageMultipliers::Eq } else { StageMultipliers::Ineq });
         let role = StageRole::Hessian { lambda, couples };
-        calls.push(StageCall { f, role, layout: term_layout(t, 0) });
+        calls.push(StageCall { f: f.with_batch_entry(), role, layout: term_layout(t, 0) });
+    }
+    // The values alone, for trial points.
+    let cost_values = per_term(solver, "cost_value", &costs, |n, t| values_only(n, problem, t, true))?;
+    for (t, f) in costs.iter().zip(cost_values) {
+        calls.push(StageCall { f: f.with_batch_entry(), role: StageRole::CostValue, layout: term_layout(t, 0) });
+    }
+    let constraint_values =
+        [(StageRole::EqValue, "eq_value", &eqs, &eq_layouts), (StageRole::IneqValue, "ineq_value", &ineqs, &q_layouts)];
+    for (role, kind, terms, ls) in constraint_values {
+        let fns = per_term(solver, kind, terms, |n, t| values_only(n, problem, t, false))?;
+        calls.extend(fns.into_iter().zip(ls).map(|(f, l)| StageCall {
+            f: f.with_batch_entry(),
+            role,
+            layout: l.clone(),
+        }));
     }
     let dynamics =
         problem.explicit_dynamics().filter(|_| !coupled_hessian).map(|StateControl { nx, nu }| Dynamics { nx, nu });

@@ -53,6 +53,46 @@ pub fn render_kernel(kernel: &Kernel, name: &str, dtypes: &[DType]) -> String {
     format!("{parts}{attribute}void {name}({}) {{\n{}}}\n", params.join(", "), r.code)
 }
 
+/// True if `kernel` can be rendered by [`render_batched_kernel`]: straight-line code (no
+/// loops, not even a reduction's).
+pub fn is_batchable(kernel: &Kernel) -> bool {
+    kernel.shape.is_empty()
+        && kernel.scatter.is_none()
+        && !kernel.exprs.iter().any(|e| matches!(e, Expr::Reduce { .. }))
+}
+
+/// Renders straight-line `kernel` as a loop over `count` items, named `name` and taking
+/// `(count, output, stride, inputs and strides...)`: item `k` reads and writes buffer `b`
+/// at `b + k * stride` (a stride of 0 shares one buffer among the items; the outputs' must
+/// keep the items apart). The body is the kernel's own code, so each item's results are the
+/// kernel's, except that sines and cosines come from vector math where the loop vectorises.
+///
+/// # Panics
+/// If the kernel is not [`is_batchable`] (a bug in the caller).
+pub fn render_batched_kernel(kernel: &Kernel, name: &str, dtypes: &[DType]) -> String {
+    assert!(is_batchable(kernel), "only straight-line kernels are batched");
+    let mut params = vec!["long long count".to_string()];
+    let mut pointers = String::new();
+    let buffers = kernel.outputs.iter().map(|&b| (b, "")).chain(kernel.inputs().into_iter().map(|b| (b, "const ")));
+    for (b, constness) in buffers {
+        let cpp = dtypes[b].cpp_name();
+        params.push(format!("{constness}{cpp}* __restrict items{b}, long long stride{b}"));
+        let _ = writeln!(pointers, "    [[maybe_unused]] {constness}{cpp}* const b{b} = items{b} + item * stride{b};");
+    }
+    let narrows = kernel.exprs.iter().any(|e| matches!(e, Expr::Cast(_, DType::F64, DType::F32)));
+    let attribute = if narrows { "ANVIL_NO_SLP " } else { "" };
+    let mut r = Renderer::new(kernel, name, Vec::new(), Vec::new(), attribute);
+    r.loop_math = true;
+    let stores = kernel.stores.iter().map(|s| (s.buffer, s.index.to_string(), s.value)).collect();
+    r.loop_nest(&[], &mut Vec::new(), 2, &Body::Stores(stores), None, true);
+    format!(
+        "{attribute}ANVIL_RUNTIME_STRIDES void {name}({}) {{\n  ANVIL_SIMD_ITEMS\n  for (long long item = 0; item < count; \
+         ++item) {{\n{pointers}{}  }}\n}}\n",
+        params.join(", "),
+        r.code
+    )
+}
+
 /// Definitions every translation unit with kernels starts with (macros that let one
 /// source serve every compiler; see each comment).
 pub const PRELUDE: &str = r#"#ifndef ANVIL_PRELUDE
@@ -68,11 +108,17 @@ pub const PRELUDE: &str = r#"#ifndef ANVIL_PRELUDE
 // when compiled with -fopenmp-simd -DANVIL_OMP_SIMD; otherwise they run in order.
 #define ANVIL_PRAGMA(x) _Pragma(#x)
 #if defined(ANVIL_OMP_SIMD)
+// The pragmas permit vectorisation; a loop clang cannot vectorise runs in order, no warning.
+#if defined(__clang__)
+#pragma clang diagnostic ignored "-Wpass-failed"
+#endif
 #define ANVIL_SIMD_SUM(acc) ANVIL_PRAGMA(omp simd reduction(+ : acc))
 #define ANVIL_SIMD_PROD(acc) ANVIL_PRAGMA(omp simd reduction(* : acc))
+#define ANVIL_SIMD_MAX(acc) ANVIL_PRAGMA(omp simd reduction(max : acc))
 #else
 #define ANVIL_SIMD_SUM(acc)
 #define ANVIL_SIMD_PROD(acc)
+#define ANVIL_SIMD_MAX(acc)
 #endif
 // With -DANVIL_LIBMVEC (and -lmvec), GCC calls glibc's vector math (libmvec) in vectorised
 // loops instead of the scalar functions.
@@ -106,6 +152,36 @@ float logf(float) noexcept ANVIL_VECTOR_MATH;
 float powf(float, float) noexcept ANVIL_VECTOR_MATH;
 float atan2f(float, float) noexcept ANVIL_VECTOR_MATH;
 }
+#endif
+// Inside loops, sine and cosine are called by these names. GCC merges the builtins sin(x) and
+// cos(x) of one argument into sincos, which has no vector version, and the loop stays
+// scalar; these names are no builtins, so nothing merges them. With libmvec they are glibc's
+// sin and cos themselves (assembler names), vector versions included.
+#if defined(ANVIL_LIBMVEC) && defined(__GNUC__) && !defined(__clang__)
+#define ANVIL_LOOP_MATH(name, type) \
+  extern "C" type anvil_loop_##name(type) noexcept __asm__(#name) __attribute__((const)) ANVIL_VECTOR_MATH;
+#else
+#define ANVIL_LOOP_MATH(name, type) \
+  [[maybe_unused]] static inline type anvil_loop_##name(type x) { return __builtin_##name(x); }
+#endif
+ANVIL_LOOP_MATH(sin, double)
+ANVIL_LOOP_MATH(cos, double)
+ANVIL_LOOP_MATH(sinf, float)
+ANVIL_LOOP_MATH(cosf, float)
+// A batched kernel's loop over items (see render_batched_kernel): vectorised across items
+// when compiled with -fopenmp-simd -DANVIL_OMP_SIMD. Its strides stay run-time values (no
+// interprocedural constant propagation): GCC 12 does not vectorise interleaved accesses
+// whose group size is no power of two (a stage of 5 variables, read with stride 5), but
+// does vectorise strided accesses of unknown stride.
+#if defined(ANVIL_OMP_SIMD)
+#define ANVIL_SIMD_ITEMS ANVIL_PRAGMA(omp simd)
+#else
+#define ANVIL_SIMD_ITEMS
+#endif
+#if defined(__GNUC__) && !defined(__clang__)
+#define ANVIL_RUNTIME_STRIDES __attribute__((noipa))
+#else
+#define ANVIL_RUNTIME_STRIDES __attribute__((noinline))
 #endif
 #endif
 "#;
@@ -168,6 +244,8 @@ struct Renderer<'k> {
     params: Vec<String>,
     args: Vec<String>,
     attribute: &'static str,
+    /// Spell sine and cosine for a loop that must vectorise (see `anvil_loop_sin`).
+    loop_math: bool,
     code: String,
 }
 
@@ -194,6 +272,7 @@ impl<'k> Renderer<'k> {
             params,
             args,
             attribute,
+            loop_math: false,
             kernel,
             deps: dependencies(kernel),
             emitted: vec![false; n],
@@ -628,6 +707,7 @@ impl<'k> Renderer<'k> {
         }
     }
 
+    /// The C++ expression computing `expr`.
     fn value(&mut self, expr: &Expr) -> String {
         match expr {
             Expr::Const(v, dtype) => literal(*v, *dtype),
@@ -643,7 +723,7 @@ impl<'k> Renderer<'k> {
                 }
             }
             Expr::InBounds(bounds) => self.in_bounds(bounds),
-            Expr::Unary(op, x, dtype) => unary(*op, *dtype, &self.name(*x)),
+            Expr::Unary(op, x, dtype) => unary(*op, *dtype, &self.name(*x), self.loop_math),
             Expr::Binary(op, a, b, dtype) => {
                 let (a, b) = (self.name(*a), self.name(*b));
                 binary(*op, *dtype, &a, &b)
@@ -788,7 +868,10 @@ fn builtin(name: &str, dtype: DType, args: &str) -> String {
     format!("__builtin_{name}{suffix}({args})")
 }
 
-fn unary(op: UnaryOp, dtype: DType, x: &str) -> String {
+/// `op(x)`; `in_loop` spells sine and cosine so that a loop computing both can vectorise
+/// (see the prelude's `anvil_loop_sin`). Only loops known to vectorise use it: in a scalar
+/// loop, sin and cos of one argument are cheaper merged.
+fn unary(op: UnaryOp, dtype: DType, x: &str, in_loop: bool) -> String {
     if !dtype.is_float() {
         return match op {
             UnaryOp::Neg => wrapping(dtype, "0", "-", x),
@@ -797,18 +880,24 @@ fn unary(op: UnaryOp, dtype: DType, x: &str) -> String {
             _ => format!(
                 "static_cast<{}>({})",
                 dtype.cpp_name(),
-                unary(op, DType::F64, &format!("static_cast<double>({x})"))
+                unary(op, DType::F64, &format!("static_cast<double>({x})"), in_loop)
             ),
         };
     }
     let one = literal(Literal::Float(1.0), dtype);
     let f = |name: &str| builtin(name, dtype, x);
+    let loop_math = |name: &str| {
+        let suffix = if dtype == DType::F32 { "f" } else { "" };
+        format!("anvil_loop_{name}{suffix}({x})")
+    };
     match op {
         UnaryOp::Neg => format!("-{x}"),
         UnaryOp::Recip => format!("{one} / {x}"),
         UnaryOp::Sqrt => f("sqrt"),
         UnaryOp::Exp => f("exp"),
         UnaryOp::Log => f("log"),
+        UnaryOp::Sin if in_loop => loop_math("sin"),
+        UnaryOp::Cos if in_loop => loop_math("cos"),
         UnaryOp::Sin => f("sin"),
         UnaryOp::Cos => f("cos"),
         UnaryOp::Tan => f("tan"),

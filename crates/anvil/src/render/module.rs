@@ -1,7 +1,7 @@
 //! Assembles kernels into C++ sources: the AOT module (`.hpp` + `.cpp`) and the JIT
 //! translation unit, from the templates in `templates/`.
 
-use super::kernel::{literal, render_kernel, PRELUDE};
+use super::kernel::{is_batchable, literal, render_batched_kernel, render_kernel, PRELUDE};
 use crate::array::HostArray;
 use crate::dtype::DType;
 use crate::graph::Literal;
@@ -110,8 +110,9 @@ fn pointer(program: &Program, b: usize, flavour: &Flavour) -> String {
     }
 }
 
-/// Constant arrays and kernel functions: the code shared by the AOT and JIT flavours.
-fn body(program: &Program) -> String {
+/// Constant arrays and kernel functions: the code shared by the AOT and JIT flavours (with
+/// `batched`, each kernel's batched form too).
+fn body(program: &Program, batched: bool) -> String {
     let dtypes: Vec<DType> = program.buffers.iter().map(|b| b.dtype).collect();
     let mut out = String::new();
     for (b, data, _) in program.constants() {
@@ -127,6 +128,9 @@ fn body(program: &Program) -> String {
     }
     for (k, kernel) in program.kernels.iter().enumerate() {
         out += &render_kernel(kernel, &format!("kernel{k}"), &dtypes);
+        if batched {
+            out += &render_batched_kernel(kernel, &format!("kernel{k}_batch"), &dtypes);
+        }
     }
     out.trim_end().to_string()
 }
@@ -154,6 +158,56 @@ fn calls(program: &Program, flavour: &Flavour) -> Vec<String> {
         .collect()
 }
 
+/// True if every kernel of `program` is straight-line code passing nothing to the next
+/// through the workspace: the program then runs on a batch of items as one loop per kernel.
+fn runs_batched(program: &Program) -> bool {
+    program.kernels.iter().all(is_batchable)
+        && !program.buffers.iter().any(|b| matches!(b.kind, BufferKind::Intermediate))
+}
+
+/// The statements of `call_batch` (module flavour): the batched kernels, or else `call` once
+/// per item.
+fn batch_calls(program: &Program, params: &[(String, String)]) -> Vec<String> {
+    if runs_batched(program) {
+        let item = |b: usize| match program.buffers[b].kind {
+            BufferKind::Input(i) => format!("in{i}.data, in{i}_stride"),
+            BufferKind::Output(k) => format!("out{k}.data, out{k}_stride"),
+            _ => format!("{}, 0", pointer(program, b, &Flavour::Module)),
+        };
+        return program
+            .kernels
+            .iter()
+            .enumerate()
+            .map(|(k, kernel)| {
+                let mut args = vec!["count".to_string()];
+                args.extend(kernel.outputs.iter().chain(&kernel.inputs()).map(|&b| item(b)));
+                format!("kernel{k}_batch({});", args.join(", "))
+            })
+            .collect();
+    }
+    let args: Vec<String> = params
+        .iter()
+        .map(|(type_name, arg)| format!("{type_name}{{{arg}.data + item * {arg}_stride}}"))
+        .chain(["ws".to_string()])
+        .collect();
+    vec![format!("for (long long item = 0; item < count; ++item) call({});", args.join(", "))]
+}
+
+/// The parameters of `call` whose names no statement of `statements` mentions.
+fn unused_params(params: &[String], statements: &[String]) -> Vec<String> {
+    params.iter().filter(|arg| !statements.iter().any(|c| mentions(c, arg))).cloned().collect()
+}
+
+/// Whether `code` uses identifier `name` (not merely a longer one starting with it).
+fn mentions(code: &str, name: &str) -> bool {
+    code.match_indices(name).any(|(at, _)| {
+        let before = code[..at].chars().next_back();
+        let after = code[at + name.len()..].chars().next();
+        let ident = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+        !ident(before) && !ident(after)
+    })
+}
+
 fn copies(program: &Program) -> Vec<Copy> {
     program
         .constants()
@@ -162,10 +216,12 @@ fn copies(program: &Program) -> Vec<Copy> {
         .collect()
 }
 
-/// The `.hpp` and `.cpp` parts of function `name`.
-pub fn render_function(name: &str, program: &Program, sparse: Option<&SparsityPattern>) -> ItemSource {
+/// The `.hpp` and `.cpp` parts of function `name`; with `batched`, the function also gets
+/// the entry point `call_batch` (evaluation on many items at strided addresses).
+pub fn render_function(name: &str, program: &Program, sparse: Option<&SparsityPattern>, batched: bool) -> ItemSource {
     let mut args = Vec::new();
     let mut params = Vec::new();
+    let mut buffer_params = Vec::new();
     for (_, b) in program.inputs().chain(program.outputs()) {
         let (prefix, i) = match b.kind {
             BufferKind::Input(i) => ("in", i),
@@ -178,14 +234,24 @@ pub fn render_function(name: &str, program: &Program, sparse: Option<&SparsityPa
             shape: b.shape.clone(),
         });
         params.push(format!("{}{i}_t {prefix}{i}", prefix.to_uppercase()));
+        buffer_params.push((format!("{}{i}_t", prefix.to_uppercase()), format!("{prefix}{i}")));
     }
     params.push("WS_t ws".into());
     let used: Vec<String> = calls(program, &Flavour::Module);
-    let unused: Vec<String> = params
-        .iter()
-        .map(|p| p.rsplit(' ').next().unwrap_or_default().to_string())
-        .filter(|arg| !used.iter().any(|c| c.contains(&format!("{arg}.data"))))
-        .collect();
+    let names: Vec<String> = params.iter().map(|p| p.rsplit(' ').next().unwrap_or_default().to_string()).collect();
+    let unused = unused_params(&names, &used);
+    let batch = batched.then(|| {
+        let calls = batch_calls(program, &buffer_params);
+        let mut names = vec!["count".to_string()];
+        let mut params = vec!["long long count".to_string()];
+        for (type_name, arg) in &buffer_params {
+            params.extend([format!("{type_name} {arg}"), format!("long long {arg}_stride")]);
+            names.extend([arg.clone(), format!("{arg}_stride")]);
+        }
+        params.push("WS_t ws".into());
+        names.push("ws".into());
+        context! { signature => params.join(", "), unused => unused_params(&names, &calls), calls }
+    });
     let sparse_ctx = sparse.map(|s| {
         let join = |v: &[usize]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ");
         let ((rows, cols), (outer_starts, inner_indices)) = (s.shape(), s.csc());
@@ -198,11 +264,14 @@ pub fn render_function(name: &str, program: &Program, sparse: Option<&SparsityPa
     let signature = params.join(", ");
     let header = render(
         "function_header.j2",
-        context! { name, args, ws_size => program.workspace_size, sparse => sparse_ctx, signature },
+        context! { name, args, ws_size => program.workspace_size, sparse => sparse_ctx, signature, batch },
     );
     let source = render(
         "function_source.j2",
-        context! { name, body => body(program), copies => copies(program), calls => used, unused, signature },
+        context! {
+            name, body => body(program, batched && runs_batched(program)), copies => copies(program),
+            calls => used, unused, signature, batch,
+        },
     );
     ItemSource { header, source }
 }
@@ -246,7 +315,7 @@ pub fn render_jit(name: &str, program: &Program) -> String {
     render(
         "jit.j2",
         context! {
-            name, prelude => PRELUDE, body => body(program), copies => copies(program),
+            name, prelude => PRELUDE, body => body(program, false), copies => copies(program),
             calls => calls(program, &Flavour::Jit), ws_size => program.workspace_size,
         },
     )
