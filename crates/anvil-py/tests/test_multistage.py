@@ -365,11 +365,13 @@ def test_generated_module_with_multistage_solvers_compiles(cartpole, named_horiz
     header = (in_tmp_dir / "msmod.hpp").read_text()
     for name in ("ms_track", "ms_mod_z"):
         assert f"namespace {name} {{" in header
-        # The values, and the stage functions the solver calls in loops over the stages
-        # (not the whole-problem linearisation and Hessian): each once.
-        for fn in ("values", "cost0", "eq0", "cost_hess0"):
+        # The stage functions the solver evaluates on all their stages at once, values
+        # alone included (not the whole-problem values, linearisation and Hessian): each once.
+        for fn in ("cost0", "eq0", "cost_hess0", "cost_value0", "eq_value0"):
             assert header.count(f"namespace {name}_{fn} {{") == 1, (name, fn)
-        assert f"namespace {name}_linearize {{" not in header
+            assert "void call_batch(long long count" in header.split(f"namespace {name}_{fn} {{")[1]
+        for fn in ("values", "linearize", "hessian"):
+            assert f"namespace {name}_{fn} {{" not in header
     assert "constexpr int NX = 39;" in header and "constexpr int N_TRACK = 12;" in header
     assert_compiles(in_tmp_dir / "msmod.cpp")
     # The cart-pole's module holds its solver (compiled below, in its own test).
