@@ -384,6 +384,53 @@ fn explicit_dynamics_and_z_form_recursions_agree() {
     assert!(at_rest.x[3 * n + 1].abs() < 1e-8, "the terminal velocity is zero");
 }
 
+/// A QP whose solution touches no bound is solved without its inequalities (one
+/// factorisation): from a small initial state the double integrator's force stays inside
+/// [-1, 1], and one SQP step (the problem is a QP) is the solution. From a large one the
+/// force saturates and the interior-point iterations run. Both recursions, checked against
+/// PIQP on the same problems.
+#[test]
+fn qps_with_no_active_bound_take_one_factorisation_and_agree_with_piqp() {
+    let n = 15;
+    let settings = SqpSettings { max_iter: 30, ..SqpSettings::default() };
+    for (what, problem) in [("di_inactive", double_integrator(n)), ("di_inactive_z", double_integrator_z_form(n))] {
+        let solver = |name: &str, backend| SqpFunction::multistage(name, &problem, settings.clone(), backend).unwrap();
+        let (riccati, piqp) =
+            (solver(what, QpBackend::Riccati), solver(&format!("{what}_piqp"), QpBackend::PiqpSparse));
+        for (x_init, saturates) in [([0.1, -0.05], false), ([5.0, 0.0], true)] {
+            let guess = vec![0.0; 3 * (n + 1)];
+            let a = riccati.solve(&guess, &x_init, &WarmStart::default()).unwrap();
+            let b = piqp.solve(&guess, &x_init, &WarmStart::default()).unwrap();
+            assert_eq!((a.info.status, b.info.status), (Status::Solved, Status::Solved), "{what}");
+            let forces: Vec<f64> = a.x.chunks(3).take(n).map(|z| z[2]).collect();
+            let at_bound = forces.iter().any(|u| (u.abs() - 1.0).abs() < 1e-6);
+            assert_eq!(at_bound, saturates, "{what} from {x_init:?}: forces {forces:?}");
+            if saturates {
+                assert!(a.info.qp_iterations > 2 * a.info.iterations, "{what}: {:?}", a.info);
+            } else if what == "di_inactive" {
+                assert_eq!((a.info.iterations, a.info.qp_iterations), (1, 1), "{what}: {:?}", a.info);
+                assert!(a.lam_box.iter().all(|&l| l == 0.0), "no bound multiplier");
+            }
+            // (The z-form keeps z_N's force as a variable without curvature, held by its
+            // bounds alone: without them its QP has no solution, and the interior point runs.)
+            for (name, u, v) in
+                [("x", &a.x, &b.x), ("lam_eq", &a.lam_eq, &b.lam_eq), ("lam_box", &a.lam_box, &b.lam_box)]
+            {
+                // z_N's force is free of cost and bounds alike: any value in [-1, 1] is optimal.
+                let len = if name == "lam_eq" { u.len() } else { 3 * n + 2 };
+                for i in 0..len {
+                    assert!(
+                        (u[i] - v[i]).abs() <= 1e-6 * (1.0 + v[i].abs()),
+                        "{what} {name}[{i}]: {} vs {}",
+                        u[i],
+                        v[i]
+                    );
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn generated_multistage_module_compiles_cleanly_runs_under_sanitizers_and_never_allocates() {
     let horizon = CodegenIntConstant::new("N_CARTPOLE", 20).unwrap();
