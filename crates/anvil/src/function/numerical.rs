@@ -166,7 +166,7 @@ impl NumericalFunction {
     /// generated code: one call evaluates it on many items whose arguments lie at strided
     /// addresses (the stages of a multistage problem, a batch of states). A function that
     /// lowers to straight-line code runs as one loop over the items, which the C++ compiler
-    /// vectorises across them.
+    /// vectorises across them (its `call` is that loop on one item: one copy of the code).
     ///
     /// ```
     /// use anvil::{Arg, NumericalFunction};

@@ -28,8 +28,7 @@ pub fn render_kernel(kernel: &Kernel, name: &str, dtypes: &[DType]) -> String {
         params.push(format!("[[maybe_unused]] const {}* __restrict b{}", dtypes[b].cpp_name(), b));
         args.push(format!("b{b}"));
     }
-    let narrows = kernel.exprs.iter().any(|e| matches!(e, Expr::Cast(_, DType::F64, DType::F32)));
-    let attribute = if narrows { "ANVIL_NO_SLP " } else { "" };
+    let attribute = function_attribute(kernel);
     let mut r = Renderer::new(kernel, name, params.clone(), args, attribute);
     let out_vars: Vec<usize> = (0..kernel.shape.len()).filter(|&d| kernel.shape[d] != 1).collect();
     let mut bound = Vec::new();
@@ -51,6 +50,17 @@ pub fn render_kernel(kernel: &Kernel, name: &str, dtypes: &[DType]) -> String {
     }
     let parts = r.parts.concat();
     format!("{parts}{attribute}void {name}({}) {{\n{}}}\n", params.join(", "), r.code)
+}
+
+/// What a kernel's function is declared with: kernels that narrow `f64` to `f32` opt out of
+/// SLP vectorisation (see the prelude's `ANVIL_NO_SLP`).
+fn function_attribute(kernel: &Kernel) -> &'static str {
+    let narrows = kernel.exprs.iter().any(|e| matches!(e, Expr::Cast(_, DType::F64, DType::F32)));
+    if narrows {
+        "ANVIL_NO_SLP "
+    } else {
+        ""
+    }
 }
 
 /// True if `kernel` can be rendered by [`render_batched_kernel`]: straight-line code (no
@@ -79,8 +89,7 @@ pub fn render_batched_kernel(kernel: &Kernel, name: &str, dtypes: &[DType]) -> S
         params.push(format!("{constness}{cpp}* __restrict items{b}, long long stride{b}"));
         let _ = writeln!(pointers, "    [[maybe_unused]] {constness}{cpp}* const b{b} = items{b} + item * stride{b};");
     }
-    let narrows = kernel.exprs.iter().any(|e| matches!(e, Expr::Cast(_, DType::F64, DType::F32)));
-    let attribute = if narrows { "ANVIL_NO_SLP " } else { "" };
+    let attribute = function_attribute(kernel);
     let mut r = Renderer::new(kernel, name, Vec::new(), Vec::new(), attribute);
     r.loop_math = true;
     let stores = kernel.stores.iter().map(|s| (s.buffer, s.index.to_string(), s.value)).collect();

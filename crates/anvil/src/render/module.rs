@@ -111,7 +111,7 @@ fn pointer(program: &Program, b: usize, flavour: &Flavour) -> String {
 }
 
 /// Constant arrays and kernel functions: the code shared by the AOT and JIT flavours (with
-/// `batched`, each kernel's batched form too).
+/// `batched`, the kernels' batched forms instead).
 fn body(program: &Program, batched: bool) -> String {
     let dtypes: Vec<DType> = program.buffers.iter().map(|b| b.dtype).collect();
     let mut out = String::new();
@@ -127,10 +127,11 @@ fn body(program: &Program, batched: bool) -> String {
         }
     }
     for (k, kernel) in program.kernels.iter().enumerate() {
-        out += &render_kernel(kernel, &format!("kernel{k}"), &dtypes);
-        if batched {
-            out += &render_batched_kernel(kernel, &format!("kernel{k}_batch"), &dtypes);
-        }
+        out += &if batched {
+            render_batched_kernel(kernel, &format!("kernel{k}_batch"), &dtypes)
+        } else {
+            render_kernel(kernel, &format!("kernel{k}"), &dtypes)
+        };
     }
     out.trim_end().to_string()
 }
@@ -237,7 +238,14 @@ pub fn render_function(name: &str, program: &Program, sparse: Option<&SparsityPa
         buffer_params.push((format!("{}{i}_t", prefix.to_uppercase()), format!("{prefix}{i}")));
     }
     params.push("WS_t ws".into());
-    let used: Vec<String> = calls(program, &Flavour::Module);
+    // A program that runs batched has only the batched kernels: `call` is one item of them.
+    let one_loop = batched && runs_batched(program);
+    let used: Vec<String> = if one_loop {
+        let args: Vec<String> = buffer_params.iter().map(|(_, arg)| format!("{arg}, 0")).collect();
+        vec![format!("call_batch(1, {}, ws);", args.join(", "))]
+    } else {
+        calls(program, &Flavour::Module)
+    };
     let names: Vec<String> = params.iter().map(|p| p.rsplit(' ').next().unwrap_or_default().to_string()).collect();
     let unused = unused_params(&names, &used);
     let batch = batched.then(|| {
@@ -269,7 +277,7 @@ pub fn render_function(name: &str, program: &Program, sparse: Option<&SparsityPa
     let source = render(
         "function_source.j2",
         context! {
-            name, body => body(program, batched && runs_batched(program)), copies => copies(program),
+            name, body => body(program, one_loop), copies => copies(program),
             calls => used, unused, signature, batch,
         },
     );
