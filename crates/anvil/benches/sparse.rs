@@ -79,7 +79,33 @@ fn bench(label: &str, f: &NumericalFunction, hessian: bool, dense: bool) {
     }
 }
 
+/// Sparsity detection, colouring and the sparse derivative's graph (no compilation) at
+/// growing n: each should grow linearly.
+fn analysis_scaling(label: &str, make: fn(usize) -> NumericalFunction, hessian: bool) {
+    for n in [1_000, 10_000, 100_000, 1_000_000] {
+        let f = make(n);
+        let start = Instant::now();
+        let pattern = if hessian { ad::hessian_sparsity(&f).unwrap() } else { ad::jacobian_sparsity(&f).unwrap() };
+        let detected = start.elapsed();
+        let coloring = if hessian { ad::star_coloring(&pattern) } else { ad::column_coloring(&pattern) };
+        let colored = start.elapsed() - detected;
+        let start = Instant::now();
+        let sparse = if hessian { ad::sphessian(&f).unwrap() } else { ad::spjacobian(&f).unwrap() };
+        let built = start.elapsed();
+        println!(
+            "{label:<34} n = {n:>7}: detection {:>8.1} ms, colouring {:>8.1} ms ({} colours), whole sparse derivative {:>8.1} ms (nnz {})",
+            detected.as_secs_f64() * 1e3,
+            colored.as_secs_f64() * 1e3,
+            coloring.count,
+            built.as_secs_f64() * 1e3,
+            sparse.nnz(),
+        );
+    }
+}
+
 fn main() {
+    analysis_scaling("tridiagonal residual, Jacobian", residual, false);
+    analysis_scaling("extended Rosenbrock, Hessian", rosenbrock, true);
     for n in [1000, 4000] {
         bench("tridiagonal residual, Jacobian", &residual(n), false, n == 1000);
     }

@@ -192,3 +192,28 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Sparsity detection is sound on random graphs: every entry of the dense Jacobian (first
+    /// output, each input) that is not zero at a random point lies in the detected pattern.
+    #[test]
+    fn random_graphs_have_no_nonzero_outside_their_sparsity_pattern(
+        shapes in prop::collection::vec(shape(), 1..3),
+        steps in prop::collection::vec(any::<Step>(), 1..10),
+        seed in any::<u64>(),
+    ) {
+        let f = build(&shapes, &steps);
+        let xs = random_inputs(&shapes, seed);
+        for wrt in 0..shapes.len() {
+            let pattern = anvil::ad::jacobian_sparsity_wrt(&f, wrt).unwrap();
+            let jac = anvil::ad::jacobian_wrt(&f, wrt).unwrap().eval(&views(&xs)).unwrap().remove(0);
+            let (rows, cols) = pattern.shape();
+            let dense = jac.into_shape_with_order((rows, cols)).unwrap();
+            for ((i, j), &v) in dense.indexed_iter() {
+                prop_assert!(v == 0.0 || pattern.contains(i, j), "J[{}, {}] = {} outside the pattern (input {})", i, j, v, wrt);
+            }
+        }
+    }
+}

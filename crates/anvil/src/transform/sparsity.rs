@@ -1,6 +1,8 @@
 //! Structural sparsity of Jacobians: which output elements depend on which input elements,
-//! found by propagating dependency bit-sets (64 inputs per word) through the graph, one rule
-//! per primitive. No derivative is evaluated.
+//! found by propagating per-element dependency sets through the graph, one rule per
+//! primitive. No derivative is evaluated. The sets are sorted index lists (all of a node's in
+//! one flat array), so time and memory grow with the number of dependencies, not with the
+//! number of inputs times the number of elements.
 
 use crate::array::HostArray;
 use crate::dtype::DType;
@@ -11,42 +13,80 @@ use ndarray::{ArrayD, IxDyn};
 use std::collections::HashMap;
 
 /// Per element of a node: the input elements it depends on (`None`: on nothing).
-type Deps = Option<Vec<BitSet>>;
+type Deps = Option<ElementSets>;
 
-/// A set of input elements, 64 per word.
+/// One sorted set of input elements per element of a node: element `e`'s is
+/// `members[starts[e]..starts[e + 1]]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-struct BitSet(Vec<u64>);
+struct ElementSets {
+    starts: Vec<usize>,
+    members: Vec<u32>,
+}
 
-impl BitSet {
-    fn empty(words: usize) -> Self {
-        BitSet(vec![0; words])
+impl ElementSets {
+    /// Element `e` depends on input element `e` alone.
+    fn identity(n: usize) -> Self {
+        ElementSets { starts: (0..=n).collect(), members: (0..n as u32).collect() }
     }
-    fn single(words: usize, e: usize) -> Self {
-        let mut s = Self::empty(words);
-        s.0[e / 64] |= 1 << (e % 64);
-        s
-    }
-    fn union_with(&mut self, other: &BitSet) {
-        for (a, b) in self.0.iter_mut().zip(&other.0) {
-            *a |= b;
-        }
-    }
-    fn members(&self) -> Vec<usize> {
-        let mut out = Vec::new();
-        for (w, &word) in self.0.iter().enumerate() {
-            let mut bits = word;
-            while bits != 0 {
-                out.push(w * 64 + bits.trailing_zeros() as usize);
-                bits &= bits - 1;
+
+    /// `n` sets, element `e`'s the union of `parts(e)`'s sets (checked against the memory
+    /// first: `what` names the work).
+    fn unions<'a, I>(n: usize, what: &dyn Fn() -> String, mut parts: impl FnMut(usize) -> I) -> Result<Self>
+    where
+        I: Iterator<Item = &'a [u32]>,
+    {
+        let total = (0..n).map(|e| parts(e).map(<[u32]>::len).sum::<usize>()).fold(0usize, usize::saturating_add);
+        crate::array::check_alloc(what, total, 4)?;
+        let mut starts = Vec::with_capacity(n + 1);
+        let mut members = Vec::with_capacity(total);
+        starts.push(0);
+        for e in 0..n {
+            let begin = members.len();
+            let mut sources = 0;
+            for set in parts(e) {
+                members.extend_from_slice(set);
+                sources += 1;
             }
+            if sources > 1 {
+                members[begin..].sort_unstable();
+                let kept = dedup_sorted(&mut members[begin..]);
+                members.truncate(begin + kept);
+            }
+            starts.push(members.len());
         }
-        out
+        Ok(ElementSets { starts, members })
     }
+
+    fn len(&self) -> usize {
+        self.starts.len() - 1
+    }
+
+    fn get(&self, e: usize) -> &[u32] {
+        &self.members[self.starts[e]..self.starts[e + 1]]
+    }
+}
+
+/// Removes repeats from a sorted slice in place; returns how many distinct values lead it.
+fn dedup_sorted(v: &mut [u32]) -> usize {
+    let mut kept = 0;
+    for i in 0..v.len() {
+        if kept == 0 || v[i] != v[kept - 1] {
+            v[kept] = v[i];
+            kept += 1;
+        }
+    }
+    kept
 }
 
 /// The structural Jacobian pattern of `y` with respect to `x` (flattened, row-major).
 pub fn dependency_pattern(y: &NodeRef, x: &NodeRef) -> Result<SparsityPattern> {
-    let words = x.numel().div_ceil(64).max(1);
+    if x.numel() > u32::MAX as usize {
+        return Err(crate::error::Error::Transform {
+            transform: "sparsity detection",
+            function: "the traced graph".into(),
+            message: format!("{} input elements; at most {} are numbered", x.numel(), u32::MAX),
+        });
+    }
     let order = toposort(std::slice::from_ref(y));
     let mut uses: HashMap<u64, usize> = HashMap::new();
     for node in &order {
@@ -56,16 +96,14 @@ pub fn dependency_pattern(y: &NodeRef, x: &NodeRef) -> Result<SparsityPattern> {
     }
     let mut deps: HashMap<u64, Deps> = HashMap::new();
     for node in &order {
-        let what = || format!("sparsity detection (a {}-bit set for each of {} elements)", words * 64, node.numel());
-        crate::array::check_alloc(what, node.numel().saturating_mul(words), 8)?;
         let value = if node.id() == x.id() {
-            Some((0..x.numel()).map(|e| BitSet::single(words, e)).collect())
+            Some(ElementSets::identity(x.numel()))
         } else {
             let srcs: Vec<&Deps> = node.srcs.iter().map(|s| &deps[&s.id()]).collect();
             if srcs.iter().all(|d| d.is_none()) {
                 None
             } else {
-                dependency_rule(node, &srcs, words)
+                dependency_rule(node, &srcs)?
             }
         };
         // Free what no later node reads: patterns of big graphs stay within memory.
@@ -78,68 +116,77 @@ pub fn dependency_pattern(y: &NodeRef, x: &NodeRef) -> Result<SparsityPattern> {
         }
         deps.insert(node.id(), value);
     }
-    let rows = deps.remove(&y.id()).flatten();
-    let entries = rows.iter().flatten().enumerate().flat_map(|(i, set)| set.members().into_iter().map(move |j| (i, j)));
+    let entries: Vec<(usize, usize)> = match deps.remove(&y.id()).flatten() {
+        Some(rows) => (0..rows.len()).flat_map(|i| rows.get(i).iter().map(move |&j| (i, j as usize))).collect(),
+        None => Vec::new(),
+    };
     Ok(SparsityPattern::new(y.numel(), x.numel(), entries).expect("members are input elements"))
 }
 
 /// Element dependencies of `node` from its sources' (at least one is not `None`).
-fn dependency_rule(node: &NodeRef, srcs: &[&Deps], words: usize) -> Deps {
+fn dependency_rule(node: &NodeRef, srcs: &[&Deps]) -> Result<Deps> {
     let n = node.numel();
-    let union_of = |parts: &[&Deps]| -> Deps {
-        let mut out = vec![BitSet::empty(words); n];
-        for d in parts.iter().copied().flatten() {
-            for (o, s) in out.iter_mut().zip(d) {
-                o.union_with(s);
-            }
-        }
-        Some(out)
+    let what = || format!("sparsity detection (the dependencies of {} elements of a {:?} node)", n, node.op);
+    // Element e of the output: the union over `sources(e)` of (source, element) sets.
+    let union_of = |parts: &[&Deps]| -> Result<Deps> {
+        let present: Vec<&ElementSets> = parts.iter().copied().flatten().collect();
+        ElementSets::unions(n, &what, |e| present.iter().map(move |d| d.get(e))).map(Some)
     };
-    match &node.op {
+    // Elements of `src` grouped by the output element they flow into (`target`).
+    let grouped = |src: &ElementSets, target: &dyn Fn(usize) -> usize| -> Result<Deps> {
+        let mut count = vec![0usize; n + 1];
+        for e in 0..src.len() {
+            count[target(e) + 1] += 1;
+        }
+        for i in 0..n {
+            count[i + 1] += count[i];
+        }
+        let mut order = vec![0usize; src.len()];
+        let mut next = count.clone();
+        for e in 0..src.len() {
+            let t = target(e);
+            order[next[t]] = e;
+            next[t] += 1;
+        }
+        ElementSets::unions(n, &what, |o| order[count[o]..count[o + 1]].iter().map(|&e| src.get(e))).map(Some)
+    };
+    Ok(match &node.op {
         Op::Input(_) | Op::Const(_) | Op::Array(_) => None,
         Op::Unary(UnaryOp::Floor | UnaryOp::Ceil) => None,
         Op::Unary(_) => srcs[0].clone(),
         Op::Binary(op) if op.is_comparison() => None,
-        Op::Binary(_) => union_of(srcs),
-        Op::Where => union_of(&srcs[1..]),
+        Op::Binary(_) => union_of(srcs)?,
+        Op::Where => union_of(&srcs[1..])?,
         Op::Cast if node.dtype.is_float() && node.srcs[0].dtype.is_float() => srcs[0].clone(),
         Op::Cast => None,
         Op::Reduce(_, axes) => {
-            let src = srcs[0].as_ref()?;
+            let Some(src) = srcs[0].as_ref() else { return Ok(None) };
             let out_strides = crate::shape::strides(&node.shape);
-            let mut out = vec![BitSet::empty(words); n];
             let shape = &node.srcs[0].shape;
-            for (e, set) in src.iter().enumerate() {
-                out[reduced_position(e, shape, axes, &out_strides)].union_with(set);
-            }
-            Some(out)
+            grouped(src, &|e| reduced_position(e, shape, axes, &out_strides))?
         }
         Op::Reshape | Op::Permute(_) | Op::Expand | Op::Pad(_) | Op::Shrink(_) | Op::Flip(_) => {
-            let src = srcs[0].as_ref()?;
+            let Some(src) = srcs[0].as_ref() else { return Ok(None) };
             let map = element_map(node);
-            Some(map.iter().map(|m| m.map_or_else(|| BitSet::empty(words), |e| src[e].clone())).collect())
+            Some(ElementSets::unions(n, &what, |e| map[e].map(|s| src.get(s)).into_iter())?)
         }
         Op::Gather => {
-            let table = srcs[0].as_ref()?;
+            let Some(table) = srcs[0].as_ref() else { return Ok(None) };
             match constant_indices(&node.srcs[1]) {
-                Some(index) => Some(index.iter().map(|&i| table[clamp(i, table.len())].clone()).collect()),
-                None => union_all(table, n, words),
+                Some(index) => {
+                    Some(ElementSets::unions(n, &what, |e| std::iter::once(table.get(clamp(index[e], table.len()))))?)
+                }
+                None => union_all(table, n, &what)?,
             }
         }
         Op::ScatterAdd => {
-            let values = srcs[0].as_ref()?;
+            let Some(values) = srcs[0].as_ref() else { return Ok(None) };
             match constant_indices(&node.srcs[1]) {
-                Some(index) if n > 0 => {
-                    let mut out = vec![BitSet::empty(words); n];
-                    for (set, &i) in values.iter().zip(&index) {
-                        out[clamp(i, n)].union_with(set);
-                    }
-                    Some(out)
-                }
-                _ => union_all(values, n, words),
+                Some(index) if n > 0 => grouped(values, &|e| clamp(index[e], n))?,
+                _ => union_all(values, n, &what)?,
             }
         }
-    }
+    })
 }
 
 fn clamp(i: i64, len: usize) -> usize {
@@ -148,10 +195,9 @@ fn clamp(i: i64, len: usize) -> usize {
 
 /// Every element depends on everything any source element depends on (data-dependent
 /// positions: the conservative answer).
-fn union_all(parts: &[BitSet], n: usize, words: usize) -> Deps {
-    let mut all = BitSet::empty(words);
-    parts.iter().for_each(|s| all.union_with(s));
-    Some(vec![all; n])
+fn union_all(parts: &ElementSets, n: usize, what: &dyn Fn() -> String) -> Result<Deps> {
+    let all = ElementSets::unions(1, what, |_| (0..parts.len()).map(|e| parts.get(e)))?;
+    Ok(Some(ElementSets::unions(n, what, |_| std::iter::once(all.get(0)))?))
 }
 
 /// The output position of source element `e` of a reduction over `axes`.
