@@ -164,7 +164,7 @@ float atan2f(float, float) noexcept ANVIL_VECTOR_MATH;
 #endif
 // Inside loops, sine and cosine are called by these names. GCC merges the builtins sin(x) and
 // cos(x) of one argument into sincos, which has no vector version, and the loop stays
-// scalar; these names are no builtins, so nothing merges them. With libmvec they are glibc's
+// scalar; these names are not builtins, so nothing merges them. With libmvec they are glibc's
 // sin and cos themselves (assembler names), vector versions included.
 #if defined(ANVIL_LIBMVEC) && defined(__GNUC__) && !defined(__clang__)
 #define ANVIL_LOOP_MATH(name, type) \
