@@ -191,10 +191,6 @@ proptest! {
             }
         }
     }
-}
-
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 200, failure_persistence: None, ..ProptestConfig::default() })]
 
     /// Sparsity detection is sound on random graphs: every entry of the dense Jacobian (first
     /// output, each input) that is not zero at a random point lies in the detected pattern.

@@ -460,6 +460,14 @@ pub(crate) struct StageCall {
     pub layout: TermLayout,
 }
 
+impl StageCall {
+    /// A stage function the generated solver evaluates on all its stages at once (through
+    /// its batched entry point).
+    fn new(f: NumericalFunction, role: StageRole, layout: TermLayout) -> Self {
+        StageCall { f: f.with_batch_entry(), role, layout }
+    }
+}
+
 /// The derived functions of a multistage problem with dense stage blocks, for a QP that
 /// works stage by stage:
 ///
@@ -630,34 +638,26 @@ pub(crate) fn derive_blocks(
     })?;
     let mut calls: Vec<StageCall> = Vec::new();
     for (t, f) in costs.iter().zip(cost_fns) {
-        calls.push(StageCall { f: f.with_batch_entry(), role: StageRole::Cost, layout: term_layout(t, 0) });
+        calls.push(StageCall::new(f, StageRole::Cost, term_layout(t, 0)));
     }
     for (role, fns, ls) in [(StageRole::Eq, eq_fns, &eq_layouts), (StageRole::Ineq, q_fns, &q_layouts)] {
-        calls.extend(fns.into_iter().zip(ls).map(|(f, l)| StageCall {
-            f: f.with_batch_entry(),
-            role,
-            layout: l.clone(),
-        }));
+        calls.extend(fns.into_iter().zip(ls).map(|(f, l)| StageCall::new(f, role, l.clone())));
     }
     for (t, f, couples, lam) in blocks {
         let lambda = lam.map(|input| if input == 2 { StageMultipliers::Eq } else { StageMultipliers::Ineq });
         let role = StageRole::Hessian { lambda, couples };
-        calls.push(StageCall { f: f.with_batch_entry(), role, layout: term_layout(t, 0) });
+        calls.push(StageCall::new(f, role, term_layout(t, 0)));
     }
     // The values alone, for trial points.
     let cost_values = per_term(solver, "cost_value", &costs, |n, t| values_only(n, problem, t, true))?;
     for (t, f) in costs.iter().zip(cost_values) {
-        calls.push(StageCall { f: f.with_batch_entry(), role: StageRole::CostValue, layout: term_layout(t, 0) });
+        calls.push(StageCall::new(f, StageRole::CostValue, term_layout(t, 0)));
     }
     let constraint_values =
         [(StageRole::EqValue, "eq_value", &eqs, &eq_layouts), (StageRole::IneqValue, "ineq_value", &ineqs, &q_layouts)];
     for (role, kind, terms, ls) in constraint_values {
         let fns = per_term(solver, kind, terms, |n, t| values_only(n, problem, t, false))?;
-        calls.extend(fns.into_iter().zip(ls).map(|(f, l)| StageCall {
-            f: f.with_batch_entry(),
-            role,
-            layout: l.clone(),
-        }));
+        calls.extend(fns.into_iter().zip(ls).map(|(f, l)| StageCall::new(f, role, l.clone())));
     }
     let dynamics =
         problem.explicit_dynamics().filter(|_| !coupled_hessian).map(|StateControl { nx, nu }| Dynamics { nx, nu });

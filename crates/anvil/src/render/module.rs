@@ -166,10 +166,10 @@ fn runs_batched(program: &Program) -> bool {
         && !program.buffers.iter().any(|b| matches!(b.kind, BufferKind::Intermediate))
 }
 
-/// The statements of `call_batch` (module flavour): the batched kernels, or else `call` once
-/// per item.
-fn batch_calls(program: &Program, params: &[(String, String)]) -> Vec<String> {
-    if runs_batched(program) {
+/// The statements of `call_batch` (module flavour): the batched kernels when the program
+/// `runs_batched`, or else `call` once per item (`buffers`: the function's buffer parameters).
+fn batch_calls(program: &Program, buffers: &[BufferParam], runs_batched: bool) -> Vec<String> {
+    if runs_batched {
         let item = |b: usize| match program.buffers[b].kind {
             BufferKind::Input(i) => format!("in{i}.data, in{i}_stride"),
             BufferKind::Output(k) => format!("out{k}.data, out{k}_stride"),
@@ -186,15 +186,29 @@ fn batch_calls(program: &Program, params: &[(String, String)]) -> Vec<String> {
             })
             .collect();
     }
-    let args: Vec<String> = params
+    let args: Vec<String> = buffers
         .iter()
-        .map(|(type_name, arg)| format!("{type_name}{{{arg}.data + item * {arg}_stride}}"))
+        .map(|p| format!("{}{{{}.data + item * {}_stride}}", p.type_name, p.name, p.name))
         .chain(["ws".to_string()])
         .collect();
     vec![format!("for (long long item = 0; item < count; ++item) call({});", args.join(", "))]
 }
 
-/// The parameters of `call` whose names no statement of `statements` mentions.
+/// A buffer parameter of a function's entry points: `IN0_t in0`, `OUT1_t out1`.
+struct BufferParam {
+    type_name: String,
+    name: String,
+}
+
+/// An entry point as the templates take it: its signature from `params` (declaration, name),
+/// the parameters its `statements` do not use, and the statements.
+fn entry_point(params: &[(String, String)], statements: Vec<String>) -> minijinja::Value {
+    let signature = params.iter().map(|(decl, _)| decl.as_str()).collect::<Vec<_>>().join(", ");
+    let names: Vec<String> = params.iter().map(|(_, name)| name.clone()).collect();
+    context! { signature, unused => unused_params(&names, &statements), calls => statements }
+}
+
+/// The parameters of `params` whose names no statement of `statements` mentions.
 fn unused_params(params: &[String], statements: &[String]) -> Vec<String> {
     params.iter().filter(|arg| !statements.iter().any(|c| mentions(c, arg))).cloned().collect()
 }
@@ -221,44 +235,37 @@ fn copies(program: &Program) -> Vec<Copy> {
 /// the entry point `call_batch` (evaluation on many items at strided addresses).
 pub fn render_function(name: &str, program: &Program, sparse: Option<&SparsityPattern>, batched: bool) -> ItemSource {
     let mut args = Vec::new();
-    let mut params = Vec::new();
-    let mut buffer_params = Vec::new();
+    let mut buffers = Vec::new();
     for (_, b) in program.inputs().chain(program.outputs()) {
         let (prefix, i) = match b.kind {
             BufferKind::Input(i) => ("in", i),
             BufferKind::Output(k) => ("out", k),
             _ => unreachable!(),
         };
-        args.push(ArgType {
-            type_name: format!("{}{i}_t", prefix.to_uppercase()),
-            cpp: b.dtype.cpp_name(),
-            shape: b.shape.clone(),
-        });
-        params.push(format!("{}{i}_t {prefix}{i}", prefix.to_uppercase()));
-        buffer_params.push((format!("{}{i}_t", prefix.to_uppercase()), format!("{prefix}{i}")));
+        let type_name = format!("{}{i}_t", prefix.to_uppercase());
+        args.push(ArgType { type_name: type_name.clone(), cpp: b.dtype.cpp_name(), shape: b.shape.clone() });
+        buffers.push(BufferParam { type_name, name: format!("{prefix}{i}") });
     }
-    params.push("WS_t ws".into());
+    let ws = ("WS_t ws".to_string(), "ws".to_string());
     // A program that runs batched has only the batched kernels: `call` is one item of them.
     let one_loop = batched && runs_batched(program);
-    let used: Vec<String> = if one_loop {
-        let args: Vec<String> = buffer_params.iter().map(|(_, arg)| format!("{arg}, 0")).collect();
+    let call_statements = if one_loop {
+        let args: Vec<String> = buffers.iter().map(|p| format!("{}, 0", p.name)).collect();
         vec![format!("call_batch(1, {}, ws);", args.join(", "))]
     } else {
         calls(program, &Flavour::Module)
     };
-    let names: Vec<String> = params.iter().map(|p| p.rsplit(' ').next().unwrap_or_default().to_string()).collect();
-    let unused = unused_params(&names, &used);
+    let call_params: Vec<(String, String)> =
+        buffers.iter().map(|p| (format!("{} {}", p.type_name, p.name), p.name.clone())).chain([ws.clone()]).collect();
+    let call = entry_point(&call_params, call_statements);
     let batch = batched.then(|| {
-        let calls = batch_calls(program, &buffer_params);
-        let mut names = vec!["count".to_string()];
-        let mut params = vec!["long long count".to_string()];
-        for (type_name, arg) in &buffer_params {
-            params.extend([format!("{type_name} {arg}"), format!("long long {arg}_stride")]);
-            names.extend([arg.clone(), format!("{arg}_stride")]);
+        let mut params = vec![("long long count".to_string(), "count".to_string())];
+        for p in &buffers {
+            params.push((format!("{} {}", p.type_name, p.name), p.name.clone()));
+            params.push((format!("long long {}_stride", p.name), format!("{}_stride", p.name)));
         }
-        params.push("WS_t ws".into());
-        names.push("ws".into());
-        context! { signature => params.join(", "), unused => unused_params(&names, &calls), calls }
+        params.push(ws);
+        entry_point(&params, batch_calls(program, &buffers, one_loop))
     });
     let sparse_ctx = sparse.map(|s| {
         let join = |v: &[usize]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ");
@@ -269,17 +276,13 @@ pub fn render_function(name: &str, program: &Program, sparse: Option<&SparsityPa
             outer_len => outer_starts.len(), outer => join(&outer_starts),
         }
     });
-    let signature = params.join(", ");
     let header = render(
         "function_header.j2",
-        context! { name, args, ws_size => program.workspace_size, sparse => sparse_ctx, signature, batch },
+        context! { name, args, ws_size => program.workspace_size, sparse => sparse_ctx, call, batch },
     );
     let source = render(
         "function_source.j2",
-        context! {
-            name, body => body(program, one_loop), copies => copies(program),
-            calls => used, unused, signature, batch,
-        },
+        context! { name, body => body(program, one_loop), copies => copies(program), call, batch },
     );
     ItemSource { header, source }
 }

@@ -39,19 +39,20 @@ impl ElementSets {
         crate::array::check_alloc(what, total, 4)?;
         let mut starts = Vec::with_capacity(n + 1);
         let mut members = Vec::with_capacity(total);
+        let mut union = Vec::new();
         starts.push(0);
         for e in 0..n {
-            let begin = members.len();
+            union.clear();
             let mut sources = 0;
             for set in parts(e) {
-                members.extend_from_slice(set);
+                union.extend_from_slice(set);
                 sources += 1;
             }
             if sources > 1 {
-                members[begin..].sort_unstable();
-                let kept = dedup_sorted(&mut members[begin..]);
-                members.truncate(begin + kept);
+                union.sort_unstable();
+                union.dedup();
             }
+            members.extend_from_slice(&union);
             starts.push(members.len());
         }
         Ok(ElementSets { starts, members })
@@ -64,18 +65,6 @@ impl ElementSets {
     fn get(&self, e: usize) -> &[u32] {
         &self.members[self.starts[e]..self.starts[e + 1]]
     }
-}
-
-/// Removes repeats from a sorted slice in place; returns how many distinct values lead it.
-fn dedup_sorted(v: &mut [u32]) -> usize {
-    let mut kept = 0;
-    for i in 0..v.len() {
-        if kept == 0 || v[i] != v[kept - 1] {
-            v[kept] = v[i];
-            kept += 1;
-        }
-    }
-    kept
 }
 
 /// The structural Jacobian pattern of `y` with respect to `x` (flattened, row-major).
