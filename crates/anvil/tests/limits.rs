@@ -62,6 +62,10 @@ fn allocations_beyond_the_machines_memory_are_errors_before_allocating() {
     let err = ad::jacobian_sparsity(&dense).unwrap_err();
     assert!(matches!(err, Error::OutOfMemory { .. }), "{err}");
     assert!(err.to_string().contains("sparsity detection"), "{err}");
+    // Input elements are numbered in 32 bits: more is an error that says so, not a wrap.
+    let huge = NumericalFunction::new("huge", |[x]| &x * 2.0, [Arg::new(1usize << 33)]).unwrap();
+    let err = ad::jacobian_sparsity(&huge).unwrap_err();
+    assert!(matches!(err, Error::Transform { .. }) && err.to_string().contains("8589934592 input elements"), "{err}");
 
     // A batch too large for 64-bit indices.
     let small = NumericalFunction::new("small", |[x]| x.exp(), [Arg::new(1 << 10)]).unwrap();

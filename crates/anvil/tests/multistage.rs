@@ -431,6 +431,31 @@ fn qps_with_no_active_bound_take_one_factorisation_and_agree_with_piqp() {
     }
 }
 
+/// Bad numbers through the batched stage functions: a stage cost that is not finite at the
+/// guess (log 0) is reported as NaN detected, a NaN in the initial state or the guess as
+/// invalid input; neither crashes nor returns a finite-looking answer.
+#[test]
+fn non_finite_stage_values_and_inputs_are_reported() {
+    let n = 6;
+    let xup = || [Arg::new(2), Arg::new(1), Arg::new(0)];
+    let f = NumericalFunction::new("nf_f", |[x, u, _p]| double_integrator_dynamics(&x, &u), xup()).unwrap();
+    let l = NumericalFunction::new("nf_l", |[x, u, _p]| x.get(0).square().log() + u.square().sum(), xup()).unwrap();
+    let ocp = ControlProblem::new(n, 2, 1, 0, &f).unwrap().stage_cost(&l).unwrap();
+    let problem = MultistageProblem::from_dynamics(&ocp).unwrap();
+    let solver = SqpFunction::multistage("nf_solver", &problem, SqpSettings::default(), QpBackend::Riccati).unwrap();
+    let guess = vec![0.0; 3 * (n + 1)];
+    let at_log_zero = solver.solve(&guess, &[1.0, 0.0], &WarmStart::default()).unwrap();
+    assert_eq!(at_log_zero.info.status, Status::NanDetected, "{:?}", at_log_zero.info);
+    let good = solver.solve(&vec![0.5; 3 * (n + 1)], &[1.0, 0.0], &WarmStart::default()).unwrap();
+    assert_ne!(good.info.status, Status::NanDetected, "{:?}", good.info);
+    let nan_state = solver.solve(&vec![0.5; 3 * (n + 1)], &[f64::NAN, 0.0], &WarmStart::default()).unwrap();
+    assert_eq!(nan_state.info.status, Status::InvalidInput);
+    let mut nan_guess = vec![0.5; 3 * (n + 1)];
+    nan_guess[4] = f64::NAN;
+    let bad = solver.solve(&nan_guess, &[1.0, 0.0], &WarmStart::default()).unwrap();
+    assert_eq!(bad.info.status, Status::InvalidInput);
+}
+
 #[test]
 fn generated_multistage_module_compiles_cleanly_runs_under_sanitizers_and_never_allocates() {
     let horizon = CodegenIntConstant::new("N_CARTPOLE", 20).unwrap();
