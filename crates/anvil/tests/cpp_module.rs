@@ -52,6 +52,22 @@ fn functions() -> Vec<NumericalFunction> {
         )
         .unwrap(),
         NumericalFunction::new("ignores_empty", |[x, _p]| x * 2.0, [Arg::new(3), Arg::new([0, 2])]).unwrap(),
+        // vmap of a small function: one loop over the items around straight-line code (sine
+        // and cosine of one argument), with an input shared by every item.
+        anvil::vmap(
+            &NumericalFunction::new(
+                "pendulum",
+                |[x, k]| {
+                    let (q, v) = (x.get(0), x.get(1));
+                    Tensor::stack(&[&q + &v * 0.1, &v - q.sin() * q.cos() * &k * 0.1], 0)
+                },
+                [Arg::new(2), Arg::new(())],
+            )
+            .unwrap(),
+            40,
+            &[Some(0), None],
+        )
+        .unwrap(),
         // f32 and integers, padding and reductions.
         NumericalFunction::new(
             "mixed",

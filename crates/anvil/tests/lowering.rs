@@ -211,6 +211,79 @@ fn small_scalar_heavy_functions_are_one_straight_line_kernel() {
 }
 
 #[test]
+fn vmapped_small_functions_are_one_loop_over_their_items() {
+    // The cart-pole step over 300 states: one kernel looping over the states around the
+    // step's straight-line code, nothing stored in between.
+    let step =
+        NumericalFunction::new("cartpole_rk4", |[x, u]| cartpole_step(&x, &u), [Arg::new(4), Arg::new(())]).unwrap();
+    let states = anvil::vmap(&step, 300, &[Some(0), None]).unwrap();
+    let p = states.program();
+    assert_eq!(p.kernels.len(), 1);
+    assert!(p.kernels[0].items);
+    assert_eq!(p.kernels[0].extents, vec![300]);
+    assert!(intermediates(p).is_empty());
+    let mut r = rng(6);
+    let inputs = [random(&mut r, &[300, 4], DType::F64, -1.0, 1.0), random(&mut r, &[], DType::F64, -1.0, 1.0)];
+    check_jit(&states, &inputs);
+    // As loops: a kernel per stored value.
+    let looped = states.renamed("cartpole_states_looped").unwrap().with_lowering(LowerOptions::loops_only());
+    assert!(looped.program().kernels.len() > 1);
+    check_jit(&looped, &inputs);
+}
+
+/// Multiple-shooting defects `x_{k+1} - F(x_k, u_k)` of the cart-pole written stage by
+/// stage, as one writes them with CasADi: `w` stacks `(x_k, u_k)` for `stages + 1` stages.
+fn defects(stages: usize) -> NumericalFunction {
+    NumericalFunction::new(
+        "defects",
+        move |[w]| {
+            let z = w.reshape([stages + 1, 5]);
+            let gaps: Vec<Tensor> = (0..stages as isize)
+                .map(|k| {
+                    let (x, u) = (z.get(k).shrink(&[(0, 4)]), z.get(k).get(4));
+                    z.get(k + 1).shrink(&[(0, 4)]) - cartpole_step(&x, &u)
+                })
+                .collect();
+            Tensor::cat(&gaps, 0)
+        },
+        [Arg::new((stages + 1) * 5)],
+    )
+    .unwrap()
+}
+
+#[test]
+fn the_directions_of_a_sparse_jacobian_of_scalar_code_are_one_loop_over_colours() {
+    let f = defects(8);
+    let jac = anvil::ad::spjacobian(&f).unwrap();
+    // One kernel computes every colour's directional derivative, one gathers the non-zeros.
+    let p = jac.program();
+    assert_eq!(p.kernels.len(), 2);
+    assert_eq!(p.kernels.iter().filter(|k| k.items).count(), 1);
+    let mut r = rng(7);
+    let w = random(&mut r, &[45], DType::F64, -1.0, 1.0);
+    check_jit(&jac, std::slice::from_ref(&w));
+    let dense = anvil::ad::jacobian(&f).unwrap().eval_dyn(std::slice::from_ref(&w)).unwrap().remove(0);
+    let HostArray::F64(dense) = dense else { panic!("an f64 Jacobian") };
+    let w = match &w {
+        HostArray::F64(a) => a.view(),
+        _ => unreachable!(),
+    };
+    let sparse = jac.call_dense(&[w]).unwrap();
+    for (a, b) in sparse.iter().zip(dense.iter()) {
+        assert!((a - b).abs() <= 1e-12 * (1.0 + b.abs()), "{a} vs {b}");
+    }
+}
+
+#[test]
+fn batched_functions_with_large_reductions_stay_loops() {
+    // Written out, a matrix product of each item would be thousands of terms: loops.
+    let batch = anvil::vmap(&mlp(2, 32), 64, &[]).unwrap();
+    assert!(batch.program().kernels.iter().all(|k| !k.items));
+    let mut r = rng(8);
+    check_jit(&batch, &[random(&mut r, &[64, 32], DType::F64, -1.0, 1.0)]);
+}
+
+#[test]
 fn reductions_written_out_keep_the_loop_order() {
     // Sums of values of mixed magnitudes: the written-out fold adds in the interpreter's
     // order, so the results are bitwise equal (vectorised loops may add in another).

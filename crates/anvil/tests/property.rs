@@ -127,6 +127,27 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 16, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// vmap of a random graph over many items, compiled (as one loop over the items around
+    /// straight-line code where the graph allows), agrees with the interpreter.
+    #[test]
+    fn random_graphs_vmapped_over_many_items_agree_with_the_interpreter(
+        shapes in prop::collection::vec(shape(), 1..3),
+        steps in prop::collection::vec(any::<Step>(), 1..12),
+        seed in any::<u64>(),
+    ) {
+        let v = anvil::vmap(&build(&shapes, &steps), 40, &[]).unwrap();
+        let mut r = rng(seed);
+        let inputs: Vec<HostArray> = shapes
+            .iter()
+            .map(|s| random(&mut r, &std::iter::once(40).chain(s.iter().copied()).collect::<Vec<_>>(), DType::F64, -2.0, 2.0))
+            .collect();
+        check_jit(&v, &inputs);
+    }
+}
+
 fn random_inputs(shapes: &[Vec<usize>], seed: u64) -> Vec<anvil::ndarray::ArrayD<f64>> {
     let mut r = rng(seed);
     shapes.iter().map(|s| random(&mut r, s, DType::F64, -2.0, 2.0).to_f64()).collect()

@@ -57,6 +57,30 @@ pub fn build_straight_line_kernel(stores: &[(NodeRef, BufferId)], buffer_of: &Ha
     finish(builder, out, Vec::new(), None)
 }
 
+/// Builds one kernel looping over the leading axis (of extent `batch`) of each `(node,
+/// buffer)` of `stores`, storing every element of the item in straight-line code (see
+/// [`super::batch`]): each node is built at the loop variable along that axis and at
+/// constant indices along the others.
+pub fn build_batched_kernel(
+    stores: &[(NodeRef, BufferId)],
+    buffer_of: &HashMap<u64, BufferId>,
+    batch: usize,
+) -> Kernel {
+    let mut builder = KernelBuilder::new(buffer_of, stores.iter().map(|(n, _)| n.id()).collect(), vec![batch]);
+    builder.straight_line = true;
+    let mut out = Vec::new();
+    for (node, buffer) in stores {
+        for mut point in constant_points(&node.shape[1..]) {
+            point.insert(0, IndexExpr::var(0));
+            let value = builder.build(node, &point, true);
+            out.push(Store { buffer: *buffer, index: IndexExpr::linearize(&point, &node.shape), value });
+        }
+    }
+    let mut kernel = finish(builder, out, vec![batch], None);
+    kernel.items = true;
+    kernel
+}
+
 /// Every multi-index of `shape` as constants, in row-major order.
 fn constant_points(shape: &[usize]) -> Vec<Vec<IndexExpr>> {
     let mut points = vec![Vec::new()];
@@ -106,7 +130,7 @@ fn finish(builder: KernelBuilder, mut stores: Vec<Store>, shape: Vec<usize>, mut
     if let Some(s) = &mut scatter {
         s.index = new_id[s.index];
     }
-    Kernel { outputs, stores, shape, extents: builder.extents, exprs: kept, scatter }
+    Kernel { outputs, stores, shape, extents: builder.extents, exprs: kept, scatter, items: false }
 }
 
 /// A scatter-add: loops over the values, adding each into the output at its index.

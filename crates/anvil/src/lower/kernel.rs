@@ -132,6 +132,9 @@ pub struct Kernel {
     /// For a scatter-add kernel: the loops run over the *values*, and each adds its root
     /// into `output[index]` (the output is zeroed first).
     pub scatter: Option<Scatter>,
+    /// The kernel's one loop runs over independent items, each straight-line code (a
+    /// batched region, see [`super::batch`]): it is rendered to vectorise across them.
+    pub items: bool,
 }
 
 /// Where a scatter-add kernel adds each value.

@@ -3,9 +3,12 @@
 //!
 //! Input: the output nodes of a traced function and its input specs. Output: a
 //! [`Program`]. Stages: [`schedule`] picks straight-line code or loops and, for loops, the
-//! realize set; [`fuse`] builds each kernel (pushing [`index`] expressions through movement
-//! ops, simplifying each scalar expression with [`fold`]); [`workspace`] plans memory.
+//! realize set, in which [`batch`] finds the regions computed by one loop over their items
+//! around straight-line code; [`fuse`] builds each kernel (pushing [`index`] expressions
+//! through movement ops, simplifying each scalar expression with [`fold`]); [`workspace`]
+//! plans memory.
 
+pub mod batch;
 pub mod fold;
 pub mod fuse;
 pub mod index;
@@ -18,7 +21,7 @@ pub use kernel::{Bound, Buffer, BufferId, BufferKind, Expr, ExprId, Kernel, Prog
 
 use crate::dtype::DType;
 use crate::graph::{toposort, NodeRef, Op};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// Choices of the lowering that trade code size and compile time for speed.
 ///
@@ -38,18 +41,21 @@ pub struct LowerOptions {
     /// Most scalar operations of a straight-line program (its code grows with them); 0:
     /// loops always.
     pub straight_line_max_work: usize,
+    /// Most scalar operations of a batched straight-line region (see [`batch`]): those of
+    /// one item plus those that do not depend on the item; 0: never.
+    pub batched_max_work: usize,
 }
 
 impl Default for LowerOptions {
     fn default() -> Self {
-        LowerOptions { straight_line_max_numel: 128, straight_line_max_work: 8192 }
+        LowerOptions { straight_line_max_numel: 128, straight_line_max_work: 8192, batched_max_work: 16384 }
     }
 }
 
 impl LowerOptions {
     /// Loop kernels for every graph, however small.
     pub fn loops_only() -> Self {
-        LowerOptions { straight_line_max_work: 0, ..LowerOptions::default() }
+        LowerOptions { straight_line_max_work: 0, batched_max_work: 0, ..LowerOptions::default() }
     }
 }
 
@@ -75,7 +81,7 @@ pub fn lower_with(outputs: &[NodeRef], inputs: &[(DType, Vec<usize>)], options: 
     let kernels = if schedule::is_straight_line(&order, options) {
         straight_line_kernels(outputs, &plan)
     } else {
-        loop_kernels(&order, outputs, &mut plan)
+        loop_kernels(&order, outputs, &mut plan, options)
     };
     let kernels = schedule::order_kernels(kernels);
     let (offsets, workspace_size) = workspace::workspace_layout(&plan.buffers, &kernels);
@@ -95,11 +101,15 @@ fn straight_line_kernels(outputs: &[NodeRef], plan: &BufferPlan) -> Vec<Kernel> 
 }
 
 /// Loop kernels: one per realized node or output group, and copies of the outputs that
-/// are inputs, constants or repeats.
-fn loop_kernels(order: &[NodeRef], outputs: &[NodeRef], plan: &mut BufferPlan) -> Vec<Kernel> {
+/// are inputs, constants or repeats. An output group or gathered table whose cone is a
+/// batched straight-line region is one kernel looping over its items.
+fn loop_kernels(order: &[NodeRef], outputs: &[NodeRef], plan: &mut BufferPlan, options: &LowerOptions) -> Vec<Kernel> {
     let (computed, copies) = plan.add_outputs(outputs);
     let groups = schedule::output_groups(outputs, &computed);
-    let realization = schedule::realize_set(order, outputs, &group_representatives(outputs, &groups));
+    let regions = batched_regions(order, outputs, &groups, options);
+    let inlined: HashMap<u64, u64> =
+        regions.iter().flat_map(|(&root, r)| r.interior.iter().map(move |&id| (id, root))).collect();
+    let realization = schedule::realize_set(order, outputs, &group_representatives(outputs, &groups), &inlined);
     plan.add_intermediates(order, &realization);
 
     let mut kernels = Vec::new();
@@ -115,15 +125,74 @@ fn loop_kernels(order: &[NodeRef], outputs: &[NodeRef], plan: &mut BufferPlan) -
             Some(&g) if std::mem::replace(&mut emitted_group[g], true) => {}
             Some(&g) => {
                 let stores: Vec<_> = groups[g].iter().map(|&k| (outputs[k].clone(), plan.output(k))).collect();
-                kernels.push(fuse::build_kernel(&stores, &plan.buffer_of));
+                kernels.push(build_kernel(&stores, &plan.buffer_of, regions.get(&stores[0].0.id())));
             }
-            None => kernels.push(fuse::build_kernel(&[(node.clone(), plan.buffer_of[&node.id()])], &plan.buffer_of)),
+            None => {
+                let stores = [(node.clone(), plan.buffer_of[&node.id()])];
+                kernels.push(build_kernel(&stores, &plan.buffer_of, regions.get(&node.id())));
+            }
         }
     }
     for (k, node) in copies {
         kernels.push(fuse::build_kernel(&[(copy_of(&node), plan.output(k))], &plan.buffer_of));
     }
     kernels
+}
+
+/// The kernel of `stores`: a batched straight-line one for a region, else a loop nest.
+fn build_kernel(
+    stores: &[(NodeRef, BufferId)],
+    buffer_of: &HashMap<u64, BufferId>,
+    region: Option<&batch::Region>,
+) -> Kernel {
+    match region {
+        Some(region) => fuse::build_batched_kernel(stores, buffer_of, region.batch),
+        None => fuse::build_kernel(stores, buffer_of),
+    }
+}
+
+/// The batched straight-line regions (see [`batch`]) among the nodes stored anyway: output
+/// groups and gathered tables; keyed by the group's first output or the table.
+fn batched_regions(
+    order: &[NodeRef],
+    outputs: &[NodeRef],
+    groups: &[Vec<usize>],
+    options: &LowerOptions,
+) -> HashMap<u64, batch::Region> {
+    let mut users: HashMap<u64, Vec<u64>> = HashMap::new();
+    let mut stops: HashSet<u64> = outputs.iter().map(|o| o.id()).collect();
+    let mut tables = Vec::new();
+    for node in order {
+        for src in &node.srcs {
+            users.entry(src.id()).or_default().push(node.id());
+        }
+        if matches!(node.op, Op::Input(_) | Op::Array(_) | Op::ScatterAdd) {
+            stops.insert(node.id());
+        }
+        if let Op::Gather = node.op {
+            // A gathered reshape is read from its source's buffer (see `realize_set`).
+            let table = &node.srcs[0];
+            let table =
+                if matches!(table.op, Op::Reshape) && !stops.contains(&table.id()) { &table.srcs[0] } else { table };
+            stops.insert(table.id());
+            tables.push(table.clone());
+        }
+    }
+    let cheap = schedule::cheap_nodes(order);
+    let candidates = groups
+        .iter()
+        .map(|g| g.iter().map(|&k| outputs[k].clone()).collect::<Vec<_>>())
+        .chain(tables.into_iter().filter(|t| !matches!(t.op, Op::Input(_) | Op::Array(_))).map(|t| vec![t]));
+    let mut regions = HashMap::new();
+    for roots in candidates {
+        if regions.contains_key(&roots[0].id()) {
+            continue;
+        }
+        if let Some(region) = batch::batched_region(&roots, &stops, &users, &cheap, options) {
+            regions.insert(roots[0].id(), region);
+        }
+    }
+    regions
 }
 
 /// The buffers of a program and which node lives in which.

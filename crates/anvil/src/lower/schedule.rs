@@ -90,8 +90,14 @@ pub struct Realization {
 }
 
 /// The ids of the nodes that get their own buffer, given all nodes in topological order.
-/// `kernel_of` maps outputs computed together to one representative id.
-pub fn realize_set(order: &[NodeRef], outputs: &[NodeRef], kernel_of: &HashMap<u64, u64>) -> Realization {
+/// `kernel_of` maps outputs computed together to one representative id; `inlined` maps the
+/// nodes computed inside a batched region's kernel to the region's root (never stored).
+pub fn realize_set(
+    order: &[NodeRef],
+    outputs: &[NodeRef],
+    kernel_of: &HashMap<u64, u64>,
+    inlined: &HashMap<u64, u64>,
+) -> Realization {
     let mut users: HashMap<u64, Vec<&NodeRef>> = HashMap::new();
     for node in order {
         for src in &node.srcs {
@@ -119,6 +125,11 @@ pub fn realize_set(order: &[NodeRef], outputs: &[NodeRef], kernel_of: &HashMap<u
             realized.insert(id);
         }
         if realized.contains(&id) {
+            continue;
+        }
+        if let Some(&root) = inlined.get(&id) {
+            // Read by its region's kernel alone (cheap nodes may be read elsewhere too).
+            uses.insert(id, Uses { owners: vec![root], broadcast: false, paths: 1 });
             continue;
         }
         let mut u = Uses::default();
@@ -158,7 +169,7 @@ pub fn realize_set(order: &[NodeRef], outputs: &[NodeRef], kernel_of: &HashMap<u
 
 /// Nodes that cost no more to recompute than to load: constants, loads, and casts and
 /// movement of those.
-fn cheap_nodes(order: &[NodeRef]) -> HashSet<u64> {
+pub fn cheap_nodes(order: &[NodeRef]) -> HashSet<u64> {
     let mut cheap = HashSet::new();
     for node in order {
         let is_cheap = match node.op {

@@ -30,12 +30,15 @@ pub fn render_kernel(kernel: &Kernel, name: &str, dtypes: &[DType]) -> String {
     }
     let attribute = function_attribute(kernel);
     let mut r = Renderer::new(kernel, name, params.clone(), args, attribute);
+    // A loop over items vectorises across them, sines and cosines included.
+    r.loop_math = kernel.items;
+    let pragma = kernel.items.then_some("ANVIL_SIMD_ITEMS");
     let out_vars: Vec<usize> = (0..kernel.shape.len()).filter(|&d| kernel.shape[d] != 1).collect();
     let mut bound = Vec::new();
     match &kernel.scatter {
         None => {
             let stores = kernel.stores.iter().map(|s| (s.buffer, s.index.to_string(), s.value)).collect();
-            r.loop_nest(&out_vars, &mut bound, 1, &Body::Stores(stores), None, true);
+            r.loop_nest(&out_vars, &mut bound, 1, &Body::Stores(stores), pragma, true);
         }
         Some(scatter) => {
             let (out, value) = (kernel.stores[0].buffer, kernel.stores[0].value);
