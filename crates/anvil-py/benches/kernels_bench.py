@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -46,7 +47,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 
 import multistage_problems as cp  # noqa: E402
-from opti_problems import AnvilMath  # noqa: E402
+from opti_problems import AnvilMath, CasadiMath  # noqa: E402
 
 CXX = os.environ.get("CXX", "g++")
 BASE_FLAGS = ["-O3", "-march=native", "-fno-math-errno", "-ffp-contract=off"]
@@ -229,7 +230,7 @@ def native_cases(ca: Any) -> list[Case]:
     z0 = np.array([0.1, 2.5, -0.3, 0.7, 1.5])
     step = av.NumericalFunction("cp_step", lambda z: cartpole_z(z, AnvilMath), (av.Arg(5),))
     zs = ca.SX.sym("z", 5)
-    step_expr = cartpole_z(zs, _CasadiVec(ca))
+    step_expr = cartpole_z(zs, CasadiMath)
     step_ca = ca.Function("ca_cp_step", [zs], [step_expr])
     step_jac_ca = ca.Function("ca_cp_step_jac", [zs], [ca.jacobian(step_expr, zs)])
 
@@ -246,14 +247,6 @@ def native_cases(ca: Any) -> list[Case]:
         Case("Rosenbrock sparse Hessian, n=1000", av.ad.sphessian(rosen, name="rosen_hess"), rosen_ca, "hand_rosen_hess", xn),
         Case("tridiagonal sparse Jacobian, n=1000", av.ad.spjacobian(resid, name="resid_jac"), resid_ca, "hand_resid_jac", xn),
     ]
-
-
-class _CasadiVec:
-    """The problem formulas' math namespace on CasADi SX (vec: vertcat)."""
-
-    def __init__(self, ca: Any):
-        self.vec = lambda items: ca.vertcat(*items)
-        self.sin, self.cos = ca.sin, ca.cos
 
 
 DRIVER_HEAD = r"""
@@ -273,7 +266,6 @@ static double now() {
 // times a batch of calls of every implementation in turn.
 template <class... F>
 static std::vector<double> interleaved(F... fs) {
-  std::vector<void (*)()> dummy;
   std::vector<std::vector<double>> times(sizeof...(F));
   std::vector<long> batch;
   auto calibrate = [&](auto& f) {
@@ -338,6 +330,8 @@ CASE_TEMPLATE = r"""
 
 
 def run_native(ca: Any, workdir: str) -> None:
+    if shutil.which(CXX) is None:
+        raise SystemExit(f"the C++ compiler `{CXX}` is not on PATH: run scripts/setup.sh, or set CXX")
     cases = native_cases(ca)
     for case in cases:
         case.check_against_casadi()
@@ -446,12 +440,12 @@ def run_batched() -> None:
         peers.append(("jax.jit", per_call(lambda: jmlp(xb).block_until_ready())))
     report("vmapped MLP 16-64-64-4", per_call(lambda: mlp(xb)), peers)
 
-    def rollout(x: Any, m: Any) -> Any:
+    def rollout(x: Any) -> Any:
         for k in range(ROLLOUT_STEPS):
-            x = cp.cartpole_step(x, np.array([ROLLOUT_U[k]]) if m is NumpyMath else av.Tensor(ROLLOUT_U[k : k + 1]), m)
+            x = cp.cartpole_step(x, av.Tensor(ROLLOUT_U[k : k + 1]), AnvilMath)
         return x
 
-    roll = av.transform.svmap(av.NumericalFunction("rollout", lambda x: rollout(x, AnvilMath), (av.Arg(4),)), BATCH)
+    roll = av.transform.svmap(av.NumericalFunction("rollout", rollout, (av.Arg(4),)), BATCH)
     x0 = np.stack([np.linspace(-0.5, 0.5, BATCH), np.linspace(0, math.pi, BATCH), np.zeros(BATCH), np.ones(BATCH)], 1)
 
     def rollout_numpy() -> np.ndarray:

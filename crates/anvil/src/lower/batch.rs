@@ -13,9 +13,10 @@
 //! Which nodes count as batched only decides whether a cone is accepted: the kernel itself
 //! is built by the general index rules ([`super::fuse`]), so its values do not depend on it.
 
+use super::schedule::Readers;
 use super::LowerOptions;
 use crate::graph::{NodeRef, Op};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 /// A batched straight-line region: its roots are computed by one kernel.
 pub struct Region {
@@ -27,13 +28,12 @@ pub struct Region {
 
 /// The region computing `roots` (all of one leading extent) in one kernel, if their cone,
 /// down to the nodes in `stops` (buffers that exist anyway) and constants, is small per item
-/// and keeps the leading axis apart, and if no node inside it is needed outside it (except
-/// `cheap` ones, which cost nothing to recompute).
+/// and keeps the leading axis apart, and if no node inside it is read outside it (except
+/// cheap ones, which cost nothing to recompute).
 pub fn batched_region(
     roots: &[NodeRef],
     stops: &HashSet<u64>,
-    users: &HashMap<u64, Vec<u64>>,
-    cheap: &HashSet<u64>,
+    readers: &Readers,
     options: &LowerOptions,
 ) -> Option<Region> {
     let batch = *roots.first()?.shape.first()?;
@@ -88,8 +88,8 @@ pub fn batched_region(
     let inside: HashSet<u64> = order.iter().map(|n| n.id()).collect();
     let private = order
         .iter()
-        .filter(|n| !root_ids.contains(&n.id()) && !cheap.contains(&n.id()))
-        .all(|n| users.get(&n.id()).is_none_or(|us| us.iter().all(|u| inside.contains(u))));
+        .filter(|n| !root_ids.contains(&n.id()) && !readers.cheap.contains(&n.id()))
+        .all(|n| readers.users.get(&n.id()).is_none_or(|us| us.iter().all(|u| inside.contains(&u.id()))));
     private
         .then(|| Region { batch, interior: order.iter().map(|n| n.id()).filter(|id| !root_ids.contains(id)).collect() })
 }
@@ -111,7 +111,6 @@ fn keeps_batch_axis(node: &NodeRef, batch: usize) -> bool {
         Op::Permute(perm) => perm[0] == 0,
         Op::Pad(pads) => pads[0] == (0, 0),
         Op::Shrink(ranges) => ranges[0] == (0, batch),
-        Op::ScatterAdd => false,
         _ => true,
     }
 }

@@ -46,14 +46,7 @@ pub fn build_kernel(stores: &[(NodeRef, BufferId)], buffer_of: &HashMap<u64, Buf
 /// constants), so everything else is computed in it, once per element.
 pub fn build_straight_line_kernel(stores: &[(NodeRef, BufferId)], buffer_of: &HashMap<u64, BufferId>) -> Kernel {
     let mut builder = KernelBuilder::new(buffer_of, Vec::new(), Vec::new());
-    builder.straight_line = true;
-    let mut out = Vec::new();
-    for (node, buffer) in stores {
-        for (k, index) in constant_points(&node.shape).into_iter().enumerate() {
-            let value = builder.build(node, &index, false);
-            out.push(Store { buffer: *buffer, index: IndexExpr::constant(k as i64), value });
-        }
-    }
+    let out = builder.write_out(stores, false);
     finish(builder, out, Vec::new(), None)
 }
 
@@ -67,15 +60,7 @@ pub fn build_batched_kernel(
     batch: usize,
 ) -> Kernel {
     let mut builder = KernelBuilder::new(buffer_of, stores.iter().map(|(n, _)| n.id()).collect(), vec![batch]);
-    builder.straight_line = true;
-    let mut out = Vec::new();
-    for (node, buffer) in stores {
-        for mut point in constant_points(&node.shape[1..]) {
-            point.insert(0, IndexExpr::var(0));
-            let value = builder.build(node, &point, true);
-            out.push(Store { buffer: *buffer, index: IndexExpr::linearize(&point, &node.shape), value });
-        }
-    }
+    let out = builder.write_out(stores, true);
     let mut kernel = finish(builder, out, vec![batch], None);
     kernel.items = true;
     kernel
@@ -221,6 +206,26 @@ impl<'a> KernelBuilder<'a> {
             memo: HashMap::new(),
             straight_line: false,
         }
+    }
+
+    /// Straight-line stores of every element of each `(node, buffer)` of `stores`, at
+    /// constant indices, reductions written out. With `batched`, of every element of one
+    /// item: the leading axis is loop variable 0, and each node is a root of the kernel (its
+    /// own buffer, in `buffer_of`, is written here, not read).
+    fn write_out(&mut self, stores: &[(NodeRef, BufferId)], batched: bool) -> Vec<Store> {
+        self.straight_line = true;
+        let mut out = Vec::new();
+        for (node, buffer) in stores {
+            let item_shape = if batched { &node.shape[1..] } else { &node.shape[..] };
+            for mut point in constant_points(item_shape) {
+                if batched {
+                    point.insert(0, IndexExpr::var(0));
+                }
+                let value = self.build(node, &point, batched);
+                out.push(Store { buffer: *buffer, index: IndexExpr::linearize(&point, &node.shape), value });
+            }
+        }
+        out
     }
 
     /// The id of `expr`, folded (see [`fold`]) and stored once.

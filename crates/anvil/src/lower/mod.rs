@@ -106,10 +106,12 @@ fn straight_line_kernels(outputs: &[NodeRef], plan: &BufferPlan) -> Vec<Kernel> 
 fn loop_kernels(order: &[NodeRef], outputs: &[NodeRef], plan: &mut BufferPlan, options: &LowerOptions) -> Vec<Kernel> {
     let (computed, copies) = plan.add_outputs(outputs);
     let groups = schedule::output_groups(outputs, &computed);
-    let regions = batched_regions(order, outputs, &groups, options);
+    let readers = schedule::Readers::of(order);
+    let regions = batched_regions(order, outputs, &groups, &readers, options);
     let inlined: HashMap<u64, u64> =
         regions.iter().flat_map(|(&root, r)| r.interior.iter().map(move |&id| (id, root))).collect();
-    let realization = schedule::realize_set(order, outputs, &group_representatives(outputs, &groups), &inlined);
+    let kernel_of = group_representatives(outputs, &groups);
+    let realization = schedule::realize_set(order, outputs, &kernel_of, &inlined, &readers);
     plan.add_intermediates(order, &realization);
 
     let mut kernels = Vec::new();
@@ -125,11 +127,11 @@ fn loop_kernels(order: &[NodeRef], outputs: &[NodeRef], plan: &mut BufferPlan, o
             Some(&g) if std::mem::replace(&mut emitted_group[g], true) => {}
             Some(&g) => {
                 let stores: Vec<_> = groups[g].iter().map(|&k| (outputs[k].clone(), plan.output(k))).collect();
-                kernels.push(build_kernel(&stores, &plan.buffer_of, regions.get(&stores[0].0.id())));
+                kernels.push(build_kernel_for(&stores, &plan.buffer_of, regions.get(&stores[0].0.id())));
             }
             None => {
                 let stores = [(node.clone(), plan.buffer_of[&node.id()])];
-                kernels.push(build_kernel(&stores, &plan.buffer_of, regions.get(&node.id())));
+                kernels.push(build_kernel_for(&stores, &plan.buffer_of, regions.get(&node.id())));
             }
         }
     }
@@ -140,7 +142,7 @@ fn loop_kernels(order: &[NodeRef], outputs: &[NodeRef], plan: &mut BufferPlan, o
 }
 
 /// The kernel of `stores`: a batched straight-line one for a region, else a loop nest.
-fn build_kernel(
+fn build_kernel_for(
     stores: &[(NodeRef, BufferId)],
     buffer_of: &HashMap<u64, BufferId>,
     region: Option<&batch::Region>,
@@ -157,15 +159,12 @@ fn batched_regions(
     order: &[NodeRef],
     outputs: &[NodeRef],
     groups: &[Vec<usize>],
+    readers: &schedule::Readers,
     options: &LowerOptions,
 ) -> HashMap<u64, batch::Region> {
-    let mut users: HashMap<u64, Vec<u64>> = HashMap::new();
     let mut stops: HashSet<u64> = outputs.iter().map(|o| o.id()).collect();
     let mut tables = Vec::new();
     for node in order {
-        for src in &node.srcs {
-            users.entry(src.id()).or_default().push(node.id());
-        }
         if matches!(node.op, Op::Input(_) | Op::Array(_) | Op::ScatterAdd) {
             stops.insert(node.id());
         }
@@ -178,7 +177,6 @@ fn batched_regions(
             tables.push(table.clone());
         }
     }
-    let cheap = schedule::cheap_nodes(order);
     let candidates = groups
         .iter()
         .map(|g| g.iter().map(|&k| outputs[k].clone()).collect::<Vec<_>>())
@@ -188,7 +186,7 @@ fn batched_regions(
         if regions.contains_key(&roots[0].id()) {
             continue;
         }
-        if let Some(region) = batch::batched_region(&roots, &stops, &users, &cheap, options) {
+        if let Some(region) = batch::batched_region(&roots, &stops, readers, options) {
             regions.insert(roots[0].id(), region);
         }
     }

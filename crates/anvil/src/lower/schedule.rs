@@ -97,14 +97,9 @@ pub fn realize_set(
     outputs: &[NodeRef],
     kernel_of: &HashMap<u64, u64>,
     inlined: &HashMap<u64, u64>,
+    readers: &Readers,
 ) -> Realization {
-    let mut users: HashMap<u64, Vec<&NodeRef>> = HashMap::new();
-    for node in order {
-        for src in &node.srcs {
-            users.entry(src.id()).or_default().push(node);
-        }
-    }
-    let cheap = cheap_nodes(order);
+    let (users, cheap) = (&readers.users, &readers.cheap);
     let mut realized: HashSet<u64> = outputs.iter().map(|o| o.id()).collect();
     let mut aliases: HashMap<u64, u64> = HashMap::new();
     let mut uses: HashMap<u64, Uses> = HashMap::new();
@@ -167,9 +162,31 @@ pub fn realize_set(
     Realization { realized, aliases }
 }
 
+/// Who reads each node, and which nodes cost nothing to recompute: what the realize set and
+/// the batched regions both consult, computed once.
+pub struct Readers<'g> {
+    /// The nodes reading each node (keyed by its id), in topological order.
+    pub users: HashMap<u64, Vec<&'g NodeRef>>,
+    /// Nodes that cost no more to recompute than to load.
+    pub cheap: HashSet<u64>,
+}
+
+impl<'g> Readers<'g> {
+    /// The readers within `order` (all nodes, in topological order).
+    pub fn of(order: &'g [NodeRef]) -> Self {
+        let mut users: HashMap<u64, Vec<&'g NodeRef>> = HashMap::new();
+        for node in order {
+            for src in &node.srcs {
+                users.entry(src.id()).or_default().push(node);
+            }
+        }
+        Readers { users, cheap: cheap_nodes(order) }
+    }
+}
+
 /// Nodes that cost no more to recompute than to load: constants, loads, and casts and
 /// movement of those.
-pub fn cheap_nodes(order: &[NodeRef]) -> HashSet<u64> {
+fn cheap_nodes(order: &[NodeRef]) -> HashSet<u64> {
     let mut cheap = HashSet::new();
     for node in order {
         let is_cheap = match node.op {
