@@ -231,6 +231,29 @@ fn vmapped_small_functions_are_one_loop_over_their_items() {
     check_jit(&looped, &inputs);
 }
 
+#[test]
+fn batched_regions_follow_their_limit_and_carry_nan_and_inf_like_the_interpreter() {
+    let step =
+        NumericalFunction::new("cartpole_rk4", |[x, u]| cartpole_step(&x, &u), [Arg::new(4), Arg::new(())]).unwrap();
+    let states = anvil::vmap(&step, 300, &[Some(0), None]).unwrap();
+    let mut r = rng(9);
+    let HostArray::F64(mut x) = random(&mut r, &[300, 4], DType::F64, -1.0, 1.0) else { unreachable!() };
+    // Non-finite states: NaN angles, infinite velocities, a huge rate.
+    x[[3, 1]] = f64::NAN;
+    x[[17, 2]] = f64::INFINITY;
+    x[[29, 3]] = f64::NEG_INFINITY;
+    x[[101, 3]] = 1e300;
+    let inputs = [HostArray::F64(x), random(&mut r, &[], DType::F64, -1.0, 1.0)];
+    check_jit(&states, &inputs);
+    // Below the region's work (or with regions off) the same function is loop kernels.
+    for limit in [0, 100] {
+        let options = LowerOptions { batched_max_work: limit, ..LowerOptions::default() };
+        let looped = states.renamed(&format!("cartpole_states_{limit}")).unwrap().with_lowering(options);
+        assert!(looped.program().kernels.iter().all(|k| !k.items), "limit {limit}");
+        check_jit(&looped, &inputs);
+    }
+}
+
 /// Multiple-shooting defects `x_{k+1} - F(x_k, u_k)` of the cart-pole written stage by
 /// stage, as one writes them with CasADi: `w` stacks `(x_k, u_k)` for `stages + 1` stages.
 fn defects(stages: usize) -> NumericalFunction {
