@@ -127,6 +127,29 @@ proptest! {
     }
 }
 
+/// A failure the random graphs found: a batched region over a padded axis, whose loop over
+/// items is split into one-item segments (rendered as blocks, which must carry no `omp simd`).
+#[test]
+fn a_batched_region_split_into_one_item_segments_compiles() {
+    let shapes = [vec![], vec![1]];
+    let steps = [
+        (70, 0, 0),
+        (0, 115, 0),
+        (105, 13, 1),
+        (13, 24, 0),
+        (0, 0, 0),
+        (0, 0, 0),
+        (252, 92, 0),
+        (0, 33, 0),
+        (86, 162, 0),
+    ];
+    let mut r = rng(0);
+    let inputs: Vec<HostArray> = shapes.iter().map(|s| random(&mut r, s, DType::F64, -2.0, 2.0)).collect();
+    let f = build(&shapes, &steps);
+    assert!(f.program().kernels.iter().any(|k| k.items));
+    check_jit(&f, &inputs);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 16, failure_persistence: None, ..ProptestConfig::default() })]
 

@@ -89,6 +89,27 @@ impl Expr {
         }
     }
 
+    /// The type of the value: a comparison's or a bounds test's is `Bool`.
+    pub fn dtype(&self) -> DType {
+        match self {
+            Expr::Const(_, d)
+            | Expr::Load { dtype: d, .. }
+            | Expr::Gather { dtype: d, .. }
+            | Expr::Unary(_, _, d)
+            | Expr::Where(_, _, _, d)
+            | Expr::Reduce { dtype: d, .. } => *d,
+            Expr::Cast(_, _, to) => *to,
+            Expr::InBounds(_) => DType::Bool,
+            Expr::Binary(op, _, _, d) => {
+                if op.is_comparison() {
+                    DType::Bool
+                } else {
+                    *d
+                }
+            }
+        }
+    }
+
     /// The same expression with each operand `x` replaced by `new_id[x]`.
     pub fn renumbered(self, new_id: &[ExprId]) -> Expr {
         match self {

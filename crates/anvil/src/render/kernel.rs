@@ -438,7 +438,8 @@ impl<'k> Renderer<'k> {
             let mark = self.emit_log.len();
             let depth = if part.is_some() { 1 } else { depth };
             let pad = "  ".repeat(depth);
-            if let Some(p) = pragma.filter(|_| inner.is_empty()) {
+            // A pragma must precede a `for`: a one-iteration segment is a block without it.
+            if let Some(p) = pragma.filter(|_| inner.is_empty() && lo != hi) {
                 let _ = writeln!(self.code, "{pad}{p}");
             }
             if lo == hi {
@@ -520,7 +521,7 @@ impl<'k> Renderer<'k> {
             args.push(format!("i{v}"));
         }
         for e in refs {
-            params.push(format!("const {} t{e}", expr_dtype(&self.kernel.exprs[e]).cpp_name()));
+            params.push(format!("const {} t{e}", self.kernel.exprs[e].dtype().cpp_name()));
             args.push(format!("t{e}"));
         }
         self.parts.push(format!("{}static void {name}({}) {{\n{code}}}\n", self.attribute, params.join(", ")));
@@ -688,7 +689,7 @@ impl<'k> Renderer<'k> {
             }
             _ => {
                 let value = self.value(&expr);
-                let _ = writeln!(self.code, "{pad}const {} t{e} = {value};", expr_dtype(&expr).cpp_name());
+                let _ = writeln!(self.code, "{pad}const {} t{e} = {value};", expr.dtype().cpp_name());
             }
         }
     }
@@ -777,26 +778,6 @@ fn dependencies(kernel: &Kernel) -> Vec<Vec<usize>> {
         deps.push(d);
     }
     deps
-}
-
-fn expr_dtype(expr: &Expr) -> DType {
-    match expr {
-        Expr::Const(_, d)
-        | Expr::Load { dtype: d, .. }
-        | Expr::Gather { dtype: d, .. }
-        | Expr::Unary(_, _, d)
-        | Expr::Where(_, _, _, d) => *d,
-        Expr::Cast(_, _, to) => *to,
-        Expr::InBounds(_) => DType::Bool,
-        Expr::Binary(op, _, _, d) => {
-            if op.is_comparison() {
-                DType::Bool
-            } else {
-                *d
-            }
-        }
-        Expr::Reduce { dtype, .. } => *dtype,
-    }
 }
 
 /// `b<buffer>[index]`, with the index clamped into `0..len` on the sides where it can
