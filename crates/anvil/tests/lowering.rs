@@ -90,10 +90,9 @@ fn workspace_reuses_dead_intermediates_at_aligned_offsets() {
     check_jit(&f, &[random(&mut r, &[32], DType::F64, -1.0, 1.0)]);
 }
 
-#[test]
-fn outputs_sharing_a_deep_history_are_computed_in_one_kernel() {
-    // An unrolled simulation: ~2000 steps deep, two outputs sharing all the state.
-    let f = NumericalFunction::new(
+/// An unrolled simulation: 500 steps deep, two outputs sharing all the state.
+fn deep_rollout() -> NumericalFunction {
+    NumericalFunction::new(
         "rollout",
         |[x0, k]| {
             let (mut q, mut v) = (x0.get(0), x0.get(1));
@@ -106,8 +105,13 @@ fn outputs_sharing_a_deep_history_are_computed_in_one_kernel() {
         },
         [Arg::new([2, 4]), Arg::new(4)],
     )
-    .unwrap();
-    assert_eq!(f.program().kernels.len(), 1);
+    .unwrap()
+}
+
+#[test]
+fn outputs_sharing_a_deep_history_are_computed_in_one_kernel() {
+    assert_eq!(whole(deep_rollout()).program().kernels.len(), 1);
+    let f = deep_rollout();
     let inputs = [
         HostArray::F64(Array2::from_shape_fn((2, 4), |(i, j)| (i + j) as f64 * 0.3).into_dyn()),
         HostArray::F64(Array1::from_shape_fn(4, |i| 1.0 + i as f64).into_dyn()),
@@ -254,6 +258,78 @@ fn batched_regions_follow_their_limit_and_carry_nan_and_inf_like_the_interpreter
     }
 }
 
+#[test]
+fn long_bodies_are_split_into_short_kernels_computing_the_same_bits() {
+    let operations = |k: &anvil::lower::Kernel| k.exprs.iter().filter(|e| !e.operands().is_empty()).count();
+    let total = operations(&whole(deep_rollout()).program().kernels[0]);
+    let split = deep_rollout().with_lowering(LowerOptions { max_body: 700, ..LowerOptions::default() });
+    let p = split.program();
+    assert_eq!(p.kernels.len(), total.div_ceil(700), "{total} operations in parts of at most 700");
+    assert!(p.kernels.iter().all(|k| operations(k) <= 700 && k.items));
+    // What one part hands to the next is the state of a step (a few values per item), not
+    // the whole history.
+    let handed: usize =
+        p.buffers.iter().filter(|b| matches!(b.kind, BufferKind::Intermediate)).map(|b| b.numel()).sum();
+    assert!(handed <= 4 * 4 * (p.kernels.len() - 1), "{handed} scratch elements");
+    let inputs = [
+        HostArray::F64(Array2::from_shape_fn((2, 4), |(i, j)| (i + j) as f64 * 0.3 - 0.2).into_dyn()),
+        HostArray::F64(Array1::from_shape_fn(4, |i| 1.0 + i as f64).into_dyn()),
+    ];
+    let (got, want) = (split.call_dyn(&inputs).unwrap(), whole(deep_rollout()).call_dyn(&inputs).unwrap());
+    assert_eq!(got, want, "a split body computes exactly the operations of the whole one");
+    check_jit(&split, &inputs);
+}
+
+#[test]
+fn split_loops_hand_over_values_of_every_dtype() {
+    // Comparisons (bool), integer casts and floats all cross from one part to the next.
+    let f = || {
+        let item = NumericalFunction::new(
+            "mixed",
+            |[x]| {
+                let mut acc = x.get(0);
+                let mut outs = Vec::new();
+                for i in 0..12isize {
+                    let positive = acc.gt(0.0);
+                    let steps = (&acc * 3.0).cast(DType::I64);
+                    acc = positive.where_(&acc - 0.7, &acc + x.get(i % 3)) + steps.cast(DType::F64) * 0.01;
+                    outs.push(acc.unsqueeze(0));
+                }
+                Tensor::cat(&outs, 0)
+            },
+            [Arg::new(3)],
+        )
+        .unwrap();
+        anvil::vmap(&item, 64, &[]).unwrap()
+    };
+    let x =
+        HostArray::F64(Array2::from_shape_fn((64, 3), |(i, j)| (i as f64 - 31.5) * 0.07 + j as f64 * 0.3).into_dyn());
+    let want = whole(f()).call_dyn(std::slice::from_ref(&x)).unwrap();
+    for max_body in [1, 2, 5, 17] {
+        let split = f().with_lowering(LowerOptions { max_body, ..LowerOptions::default() });
+        let p = split.program();
+        assert!(p.kernels.len() > 2 && p.kernels.iter().all(|k| k.items));
+        let scratch: Vec<DType> = p.buffers.iter().skip(2).map(|b| b.dtype).collect();
+        for dtype in [DType::Bool, DType::I64, DType::F64] {
+            assert!(scratch.contains(&dtype) || max_body > 1, "{scratch:?}");
+        }
+        assert_eq!(split.call_dyn(std::slice::from_ref(&x)).unwrap(), want);
+        check_jit(&split, std::slice::from_ref(&x));
+    }
+    // Straight-line programs stay whole (`call_batch` runs them as one loop over items).
+    let item = NumericalFunction::new("chain", |[x]| x.sin().cos().exp(), [Arg::new(3)]).unwrap();
+    assert_eq!(item.with_lowering(LowerOptions { max_body: 1, ..LowerOptions::default() }).program().kernels.len(), 1);
+}
+
+/// `f` with no kernel body split into parts (see `anvil::lower::split`).
+fn whole(f: NumericalFunction) -> NumericalFunction {
+    f.with_lowering(unsplit())
+}
+
+fn unsplit() -> LowerOptions {
+    LowerOptions { max_body: usize::MAX, ..LowerOptions::default() }
+}
+
 /// Multiple-shooting defects `x_{k+1} - F(x_k, u_k)` of the cart-pole written stage by
 /// stage, as one writes them with CasADi: `w` stacks `(x_k, u_k)` for `stages + 1` stages.
 fn defects(stages: usize) -> NumericalFunction {
@@ -279,7 +355,8 @@ fn the_directions_of_a_sparse_jacobian_of_scalar_code_are_one_loop_over_colours(
     let f = defects(8);
     let jac = anvil::ad::spjacobian(&f).unwrap();
     // One kernel computes every colour's directional derivative, one gathers the non-zeros.
-    let p = jac.program();
+    let whole_jac = anvil::ad::spjacobian(&f).unwrap().with_lowering(unsplit());
+    let p = whole_jac.program();
     assert_eq!(p.kernels.len(), 2);
     assert_eq!(p.kernels.iter().filter(|k| k.items).count(), 1);
     let mut r = rng(7);

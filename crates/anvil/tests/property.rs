@@ -1,6 +1,6 @@
 //! Property tests: random graphs over random shapes (elementwise chains, movement chains,
 //! reductions, broadcasting) lower to native code that agrees with the interpreter, both
-//! as straight-line code and as loops.
+//! as straight-line code and as loops, whole or with their bodies split into parts.
 
 mod common;
 
@@ -124,6 +124,9 @@ proptest! {
         check_jit(&f, &inputs);
         // These graphs are small enough for straight-line code: the loops too.
         check_jit(&f.with_lowering(LowerOptions::loops_only()), &inputs);
+        // And as loops with every body split into parts of two operations.
+        let split = LowerOptions { max_body: 2, ..LowerOptions::loops_only() };
+        check_jit(&build(&shapes, &steps).with_lowering(split), &inputs);
     }
 }
 
@@ -148,6 +151,10 @@ fn a_batched_region_split_into_one_item_segments_compiles() {
     let f = build(&shapes, &steps);
     assert!(f.program().kernels.iter().any(|k| k.items));
     check_jit(&f, &inputs);
+    check_jit(
+        &build(&shapes, &steps).with_lowering(LowerOptions { max_body: 2, ..LowerOptions::loops_only() }),
+        &inputs,
+    );
 }
 
 proptest! {
@@ -168,6 +175,8 @@ proptest! {
             .map(|s| random(&mut r, &std::iter::once(40).chain(s.iter().copied()).collect::<Vec<_>>(), DType::F64, -2.0, 2.0))
             .collect();
         check_jit(&v, &inputs);
+        let split = LowerOptions { max_body: 3, ..LowerOptions::default() };
+        check_jit(&anvil::vmap(&build(&shapes, &steps), 40, &[]).unwrap().with_lowering(split), &inputs);
     }
 }
 

@@ -54,6 +54,12 @@ impl SparseNumericalFunction {
         SparseNumericalFunction::new(function, pattern, 0)
     }
 
+    /// The same function lowered with other options (before the first call); see
+    /// [`NumericalFunction::with_lowering`].
+    pub fn with_lowering(self, options: crate::lower::LowerOptions) -> Self {
+        SparseNumericalFunction { function: self.function.with_lowering(options), ..self }
+    }
+
     /// The function of the values (with the pattern attached).
     pub(crate) fn into_function(self) -> NumericalFunction {
         self.function

@@ -63,12 +63,12 @@ pub fn batched_region(
         };
         // Items are small tensors: large ones are a loop nest's job. (Movement makes no code
         // of its own: only the elements read are built.)
-        let too_large = !node.op.is_movement() && per_item > options.straight_line_max_numel;
+        let too_large = !node.op.is_movement() && per_item > options.batched_max_numel;
         let gathers_computed = matches!(node.op, Op::Gather) && !stops.contains(&node.srcs[0].id());
         // Straight-line code writes a reduction out term by term: a large one is a loop's job
         // (a matrix product's).
         let large_reduction = matches!(node.op, Op::Reduce(..))
-            && node.srcs[0].numel() / if is_batched { batch } else { 1 } > options.straight_line_max_numel;
+            && node.srcs[0].numel() / if is_batched { batch } else { 1 } > options.batched_max_numel;
         if matches!(node.op, Op::ScatterAdd) || too_large || gathers_computed || large_reduction {
             return None;
         }

@@ -140,7 +140,8 @@ pub struct Store {
 /// an empty shape, straight-line code computing each element of its outputs once.
 #[derive(Clone, Debug)]
 pub struct Kernel {
-    /// The buffers written, each once.
+    /// The buffers written, in first-store order. A buffer may be written by several
+    /// kernels, each storing some of its elements (the parts of a split body).
     pub outputs: Vec<BufferId>,
     /// What is stored at each point of the loop nest.
     pub stores: Vec<Store>,

@@ -5,8 +5,8 @@
 //! [`Program`]. Stages: [`schedule`] picks straight-line code or loops and, for loops, the
 //! realize set, in which [`batch`] finds the regions computed by one loop over their items
 //! around straight-line code; [`fuse`] builds each kernel (pushing [`index`] expressions
-//! through movement ops, simplifying each scalar expression with [`fold`]); [`workspace`]
-//! plans memory.
+//! through movement ops, simplifying each scalar expression with [`fold`]); [`split`]
+//! cuts long kernel bodies into parts; [`workspace`] plans memory.
 
 pub mod batch;
 pub mod fold;
@@ -14,6 +14,7 @@ pub mod fuse;
 pub mod index;
 pub mod kernel;
 pub mod schedule;
+pub mod split;
 pub mod workspace;
 
 pub use index::IndexExpr;
@@ -41,14 +42,27 @@ pub struct LowerOptions {
     /// Most scalar operations of a straight-line program (its code grows with them); 0:
     /// loops always.
     pub straight_line_max_work: usize,
-    /// Most scalar operations of a batched straight-line region (see [`batch`]): those of
-    /// one item plus those that do not depend on the item; 0: never.
+    /// Most elements per item of any node of a batched straight-line region (see
+    /// [`batch`]), and of any reduction's operand: larger items are a loop nest's job.
+    pub batched_max_numel: usize,
+    /// Most scalar operations of a batched straight-line region: those of one item plus
+    /// those that do not depend on the item; 0: never.
     pub batched_max_work: usize,
+    /// Most operations in one loop kernel's body: a longer one is split into several
+    /// kernels (see [`split`]), since compile time grows faster than linearly with a body's
+    /// length; `usize::MAX`: never split.
+    pub max_body: usize,
 }
 
 impl Default for LowerOptions {
     fn default() -> Self {
-        LowerOptions { straight_line_max_numel: 128, straight_line_max_work: 8192, batched_max_work: 16384 }
+        LowerOptions {
+            straight_line_max_numel: 128,
+            straight_line_max_work: 8192,
+            batched_max_numel: 256,
+            batched_max_work: 65536,
+            max_body: 1024,
+        }
     }
 }
 
@@ -84,6 +98,7 @@ pub fn lower_with(outputs: &[NodeRef], inputs: &[(DType, Vec<usize>)], options: 
         loop_kernels(&order, outputs, &mut plan, options)
     };
     let kernels = schedule::order_kernels(kernels);
+    let kernels = split::split_long_bodies(kernels, &mut plan.buffers, options.max_body);
     let (offsets, workspace_size) = workspace::workspace_layout(&plan.buffers, &kernels);
     Program { buffers: plan.buffers, kernels, offsets, workspace_size }
 }
