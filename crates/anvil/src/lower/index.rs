@@ -185,6 +185,17 @@ impl IndexExpr {
         Some((c, IndexExpr { terms: rest, constant: self.constant }))
     }
 
+    /// The value at the point where loop variable `v` is `point[v]` (division and remainder
+    /// truncate, as in the C++ it is rendered to).
+    pub fn eval(&self, point: &[i64]) -> i64 {
+        let atom = |a: &Atom| match a {
+            Atom::Var(v) => point[*v],
+            Atom::Div(e, d) => e.eval(point) / d,
+            Atom::Mod(e, d) => e.eval(point) % d,
+        };
+        self.terms.iter().map(|(a, k)| atom(a) * k).sum::<i64>() + self.constant
+    }
+
     /// The loop variables the expression depends on.
     pub fn vars(&self, out: &mut Vec<usize>) {
         for (atom, _) in &self.terms {
@@ -307,6 +318,7 @@ mod tests {
         assert_eq!(e.to_string(), "(i0)/3");
         assert_eq!(e.bounds(&ext), (0, 3));
         assert_eq!(IndexExpr::var(0).modulo(16, &ext), IndexExpr::var(0));
+        assert_eq!((0..10).map(|i| e.eval(&[i])).collect::<Vec<_>>(), [0, 0, 0, 1, 1, 1, 2, 2, 2, 3]);
     }
 
     #[test]

@@ -6,7 +6,8 @@
 //! realize set, in which [`batch`] finds the regions computed by one loop over their items
 //! around straight-line code; [`fuse`] builds each kernel (pushing [`index`] expressions
 //! through movement ops, simplifying each scalar expression with [`fold`]); [`split`]
-//! cuts long kernel bodies into parts; [`workspace`] plans memory.
+//! cuts long kernel bodies into parts; [`workspace`] plans memory. In debug builds the
+//! [`verify`]er checks the program after each stage.
 
 pub mod batch;
 pub mod fold;
@@ -15,6 +16,7 @@ pub mod index;
 pub mod kernel;
 pub mod schedule;
 pub mod split;
+pub mod verify;
 pub mod workspace;
 
 pub use index::IndexExpr;
@@ -98,9 +100,23 @@ pub fn lower_with(outputs: &[NodeRef], inputs: &[(DType, Vec<usize>)], options: 
         loop_kernels(&order, outputs, &mut plan, options)
     };
     let kernels = schedule::order_kernels(kernels);
+    debug_verify("fusion", || verify::verify_kernels(&plan.buffers, &kernels));
     let kernels = split::split_long_bodies(kernels, &mut plan.buffers, options.max_body);
+    debug_verify("splitting", || verify::verify_kernels(&plan.buffers, &kernels));
     let (offsets, workspace_size) = workspace::workspace_layout(&plan.buffers, &kernels);
-    Program { buffers: plan.buffers, kernels, offsets, workspace_size }
+    let program = Program { buffers: plan.buffers, kernels, offsets, workspace_size };
+    debug_verify("workspace planning", || verify::verify(&program));
+    program
+}
+
+/// In debug builds (and so in every test), runs the [`verify`]er after a stage: an invalid
+/// program there is a bug in anvil, caught before it becomes wrong native code.
+fn debug_verify(stage: &str, check: impl FnOnce() -> Result<(), String>) {
+    if cfg!(debug_assertions) {
+        if let Err(message) = check() {
+            panic!("anvil bug: {stage} produced an invalid program: {message}");
+        }
+    }
 }
 
 /// One kernel computing every element of every output from the leaves (none if there is
