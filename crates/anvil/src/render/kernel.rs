@@ -30,8 +30,6 @@ pub fn render_kernel(kernel: &Kernel, name: &str, dtypes: &[DType]) -> String {
     }
     let attribute = function_attribute(kernel);
     let mut r = Renderer::new(kernel, name, params.clone(), args, attribute);
-    // A loop over items vectorises across them, sines and cosines included.
-    r.loop_math = kernel.items;
     let pragma = kernel.items.then_some("ANVIL_SIMD_ITEMS");
     let out_vars: Vec<usize> = (0..kernel.shape.len()).filter(|&d| kernel.shape[d] != 1).collect();
     let mut bound = Vec::new();
@@ -256,8 +254,12 @@ struct Renderer<'k> {
     params: Vec<String>,
     args: Vec<String>,
     attribute: &'static str,
-    /// Spell sine and cosine for a loop that must vectorise (see `anvil_loop_sin`).
+    /// Spell sine and cosine for a loop that must vectorise (see `anvil_loop_sin`)
+    /// everywhere: the whole body runs in a loop over items the nest does not show.
     loop_math: bool,
+    /// The variable of the innermost loop being emitted, if one is open: what depends on
+    /// it is computed in a loop the compiler vectorises.
+    vector_loop: Option<usize>,
     code: String,
 }
 
@@ -285,6 +287,7 @@ impl<'k> Renderer<'k> {
             args,
             attribute,
             loop_math: false,
+            vector_loop: None,
             kernel,
             deps: dependencies(kernel),
             emitted: vec![false; n],
@@ -449,7 +452,12 @@ impl<'k> Renderer<'k> {
                 let _ = writeln!(self.code, "{pad}for (long long i{v} = {lo}; i{v} < {}; ++i{v}) {{", hi + 1);
             }
             bound.push(v);
+            let enclosing = self.vector_loop;
+            if inner.is_empty() {
+                self.vector_loop = Some(v);
+            }
             self.loop_nest(inner, bound, depth + 1, body, pragma, split);
+            self.vector_loop = enclosing;
             bound.pop();
             let _ = writeln!(self.code, "{pad}}}");
             // The next segment emits its own copies of what depends on this variable.
@@ -688,7 +696,8 @@ impl<'k> Renderer<'k> {
                 self.loop_nest(&vars, &mut inner, depth, &accumulate, pragma.as_deref(), false);
             }
             _ => {
-                let value = self.value(&expr);
+                let in_loop = self.loop_math || self.vector_loop.is_some_and(|v| self.deps[e].contains(&v));
+                let value = self.value(&expr, in_loop);
                 let _ = writeln!(self.code, "{pad}const {} t{e} = {value};", expr.dtype().cpp_name());
             }
         }
@@ -720,8 +729,8 @@ impl<'k> Renderer<'k> {
         }
     }
 
-    /// The C++ expression computing `expr`.
-    fn value(&mut self, expr: &Expr) -> String {
+    /// The C++ expression of `expr`, spelled for a vectorised loop if `in_loop`.
+    fn value(&mut self, expr: &Expr, in_loop: bool) -> String {
         match expr {
             Expr::Const(v, dtype) => literal(*v, *dtype),
             Expr::Load { buffer, index, len, .. } => {
@@ -736,7 +745,7 @@ impl<'k> Renderer<'k> {
                 }
             }
             Expr::InBounds(bounds) => self.in_bounds(bounds),
-            Expr::Unary(op, x, dtype) => unary(*op, *dtype, &self.name(*x), self.loop_math),
+            Expr::Unary(op, x, dtype) => unary(*op, *dtype, &self.name(*x), in_loop),
             Expr::Binary(op, a, b, dtype) => {
                 let (a, b) = (self.name(*a), self.name(*b));
                 binary(*op, *dtype, &a, &b)
