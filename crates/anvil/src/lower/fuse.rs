@@ -23,12 +23,7 @@ pub fn build_kernel(stores: &[(NodeRef, BufferId)], buffer_of: &HashMap<u64, Buf
     }
     let shape = stores[0].0.shape.clone();
     let mut builder = KernelBuilder::new(buffer_of, stores.iter().map(|(n, _)| n.id()).collect(), shape.clone());
-    // Axes of extent 1 need no loop: their index is the constant 0.
-    let index: Vec<IndexExpr> = shape
-        .iter()
-        .enumerate()
-        .map(|(d, &n)| if n == 1 { IndexExpr::constant(0) } else { IndexExpr::var(d) })
-        .collect();
+    let index = IndexExpr::loop_point(&shape);
     let linear = IndexExpr::linearize(&index, &shape);
     let stores = stores
         .iter()
@@ -123,11 +118,7 @@ fn build_scatter_kernel(node: &NodeRef, output: BufferId, buffer_of: &HashMap<u6
     let (values, indices) = (&node.srcs[0], &node.srcs[1]);
     let shape = values.shape.clone();
     let mut builder = KernelBuilder::new(buffer_of, Vec::new(), shape.clone());
-    let index: Vec<IndexExpr> = shape
-        .iter()
-        .enumerate()
-        .map(|(d, &n)| if n == 1 { IndexExpr::constant(0) } else { IndexExpr::var(d) })
-        .collect();
+    let index = IndexExpr::loop_point(&shape);
     let value = builder.build(values, &index, false);
     let target = builder.build(indices, &index, false);
     let scatter = Some(Scatter { index: target, len: node.numel() });

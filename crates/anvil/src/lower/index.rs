@@ -206,6 +206,13 @@ impl IndexExpr {
         }
     }
 
+    /// The multi-index of the current point of a loop nest over `shape`: loop variable `d`
+    /// along axis `d`, except that axes of extent 1 need no loop (their index is 0).
+    pub fn loop_point(shape: &[usize]) -> Vec<IndexExpr> {
+        let axis = |(d, &n): (usize, &usize)| if n == 1 { IndexExpr::constant(0) } else { IndexExpr::var(d) };
+        shape.iter().enumerate().map(axis).collect()
+    }
+
     /// Row-major linear index of `index` into a buffer of shape `shape`.
     pub fn linearize(index: &[IndexExpr], shape: &[usize]) -> IndexExpr {
         let mut lin = IndexExpr::constant(0);

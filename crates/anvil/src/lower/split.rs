@@ -84,7 +84,7 @@ fn split(kernel: &Kernel, buffers: &mut Vec<Buffer>, max_body: usize) -> Vec<Ker
     }
     let store_part = |s: &Store| part_of[s.value].unwrap_or(0);
     let slots = crossing_slots(kernel, &part_of, buffers);
-    let point = point_index(&kernel.shape);
+    let point = IndexExpr::linearize(&IndexExpr::loop_point(&kernel.shape), &kernel.shape);
     (0..parts)
         .map(|p| {
             let mut part = PartBuilder { kernel, exprs: Vec::new(), new_id: vec![usize::MAX; n], slots: &slots };
@@ -116,17 +116,6 @@ fn split(kernel: &Kernel, buffers: &mut Vec<Buffer>, max_body: usize) -> Vec<Ker
             }
         })
         .collect()
-}
-
-/// The linear index of the current point of a loop nest over `shape` (axes of extent 1 have
-/// no loop).
-fn point_index(shape: &[usize]) -> IndexExpr {
-    let index: Vec<IndexExpr> = shape
-        .iter()
-        .enumerate()
-        .map(|(d, &n)| if n == 1 { IndexExpr::constant(0) } else { IndexExpr::var(d) })
-        .collect();
-    IndexExpr::linearize(&index, shape)
 }
 
 /// A slot for every operation read by a later part than its own, in scratch buffers added
