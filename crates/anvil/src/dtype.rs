@@ -46,15 +46,9 @@ impl DType {
         self.max(other)
     }
 
-    /// The C++ type name used in generated code.
+    /// The C++ type name used in generated code (spelled by [`crate::render::dialect::CPP`]).
     pub fn cpp_name(self) -> &'static str {
-        match self {
-            DType::Bool => "bool",
-            DType::I32 => "int",
-            DType::I64 => "long long",
-            DType::F32 => "float",
-            DType::F64 => "double",
-        }
+        crate::render::dialect::CPP.type_name(self)
     }
 
     /// The short name used in messages (`f64`, `i32`, ...).

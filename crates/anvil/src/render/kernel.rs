@@ -11,8 +11,9 @@
 //! segments, each computing one piece), else into a clamp-free interior and its edges
 //! (stencils: the interior vectorises).
 
+use super::dialect::CPP;
 use crate::dtype::DType;
-use crate::graph::{reduce_identity, BinaryOp, Literal, ReduceOp, UnaryOp};
+use crate::graph::{reduce_identity, BinaryOp, Literal, ReduceOp};
 use crate::lower::{Bound, BufferId, Expr, ExprId, IndexExpr, Kernel};
 use std::fmt::Write;
 
@@ -20,12 +21,12 @@ use std::fmt::Write;
 /// in the order of [`Kernel::inputs`]; `dtypes` gives each buffer's element type.
 pub fn render_kernel(kernel: &Kernel, name: &str, dtypes: &[DType]) -> String {
     let mut params: Vec<String> =
-        kernel.outputs.iter().map(|&b| format!("{}* __restrict b{b}", dtypes[b].cpp_name())).collect();
+        kernel.outputs.iter().map(|&b| format!("{}* {} b{b}", CPP.type_name(dtypes[b]), CPP.restrict)).collect();
     let mut args: Vec<String> = kernel.outputs.iter().map(|&b| format!("b{b}")).collect();
     // Index-set splitting may decide away every read of an input (the padded branches of a
     // `where`): an input may go unused.
     for b in kernel.inputs() {
-        params.push(format!("[[maybe_unused]] const {}* __restrict b{}", dtypes[b].cpp_name(), b));
+        params.push(format!("{} const {}* {} b{b}", CPP.maybe_unused, CPP.type_name(dtypes[b]), CPP.restrict));
         args.push(format!("b{b}"));
     }
     let attribute = function_attribute(kernel);
@@ -41,7 +42,7 @@ pub fn render_kernel(kernel: &Kernel, name: &str, dtypes: &[DType]) -> String {
         Some(scatter) => {
             let (out, value) = (kernel.stores[0].buffer, kernel.stores[0].value);
             let dtype = dtypes[out];
-            let zero = literal(Literal::Int(0), dtype);
+            let zero = CPP.literal(Literal::Int(0), dtype);
             let _ = writeln!(r.code, "  for (long long i = 0; i < {}; ++i) b{out}[i] = {zero};", scatter.len);
             if scatter.len > 0 {
                 let body = Body::ScatterAdd { out, index: scatter.index, len: scatter.len, value, dtype };
@@ -86,9 +87,9 @@ pub fn render_batched_kernel(kernel: &Kernel, name: &str, dtypes: &[DType]) -> S
     let mut pointers = String::new();
     let buffers = kernel.outputs.iter().map(|&b| (b, "")).chain(kernel.inputs().into_iter().map(|b| (b, "const ")));
     for (b, constness) in buffers {
-        let cpp = dtypes[b].cpp_name();
-        params.push(format!("{constness}{cpp}* __restrict items{b}, long long stride{b}"));
-        let _ = writeln!(pointers, "    [[maybe_unused]] {constness}{cpp}* const b{b} = items{b} + item * stride{b};");
+        let (cpp, restrict, unused) = (CPP.type_name(dtypes[b]), CPP.restrict, CPP.maybe_unused);
+        params.push(format!("{constness}{cpp}* {restrict} items{b}, long long stride{b}"));
+        let _ = writeln!(pointers, "    {unused} {constness}{cpp}* const b{b} = items{b} + item * stride{b};");
     }
     let attribute = function_attribute(kernel);
     let mut r = Renderer::new(kernel, name, Vec::new(), Vec::new(), attribute);
@@ -336,7 +337,7 @@ impl<'k> Renderer<'k> {
         let mut at = e;
         let result = loop {
             match &self.kernel.exprs[at] {
-                Expr::Const(v, dtype) => break Resolved::Literal(literal(*v, *dtype)),
+                Expr::Const(v, dtype) => break Resolved::Literal(CPP.literal(*v, *dtype)),
                 Expr::InBounds(bounds) => {
                     let decisions: Vec<Option<bool>> = bounds.iter().map(|b| self.decide(b)).collect();
                     if decisions.contains(&Some(false)) {
@@ -447,7 +448,7 @@ impl<'k> Renderer<'k> {
             }
             if lo == hi {
                 // One iteration: a block (cheaper for the C++ compiler than a one-trip loop).
-                let _ = writeln!(self.code, "{pad}{{\n{pad}  [[maybe_unused]] const long long i{v} = {lo};");
+                let _ = writeln!(self.code, "{pad}{{\n{pad}  {} const long long i{v} = {lo};", CPP.maybe_unused);
             } else {
                 let _ = writeln!(self.code, "{pad}for (long long i{v} = {lo}; i{v} < {}; ++i{v}) {{", hi + 1);
             }
@@ -521,15 +522,15 @@ impl<'k> Renderer<'k> {
         let mut params: Vec<String> = self
             .params
             .iter()
-            .map(|p| if p.starts_with("[[maybe_unused]]") { p.clone() } else { format!("[[maybe_unused]] {p}") })
+            .map(|p| if p.starts_with(CPP.maybe_unused) { p.clone() } else { format!("{} {p}", CPP.maybe_unused) })
             .collect();
         let mut args = self.args.clone();
         for &v in bound {
-            params.push(format!("[[maybe_unused]] long long i{v}"));
+            params.push(format!("{} long long i{v}", CPP.maybe_unused));
             args.push(format!("i{v}"));
         }
         for e in refs {
-            params.push(format!("const {} t{e}", self.kernel.exprs[e].dtype().cpp_name()));
+            params.push(format!("const {} t{e}", CPP.type_name(self.kernel.exprs[e].dtype())));
             args.push(format!("t{e}"));
         }
         self.parts.push(format!("{}static void {name}({}) {{\n{code}}}\n", self.attribute, params.join(", ")));
@@ -564,11 +565,11 @@ impl<'k> Renderer<'k> {
             }
             Body::ScatterAdd { out, index, len, value, dtype } => {
                 let slot = format!("b{out}[{}]", clamped(&self.name(*index), *len));
-                let add = binary(BinaryOp::Add, *dtype, &slot, &self.name(*value));
+                let add = CPP.binary(BinaryOp::Add, *dtype, &slot, &self.name(*value));
                 format!("{slot} = {add};")
             }
             Body::Accumulate { acc, op, dtype, value } => {
-                format!("t{acc} = {};", combine(*op, *dtype, &format!("t{acc}"), &self.name(*value)))
+                format!("t{acc} = {};", CPP.combine(*op, *dtype, &format!("t{acc}"), &self.name(*value)))
             }
         }
     }
@@ -684,8 +685,8 @@ impl<'k> Renderer<'k> {
         match expr {
             Expr::Const(..) => {} // literals are written inline
             Expr::Reduce { op, vars, body, dtype } => {
-                let init = literal(reduce_identity(op, dtype), dtype);
-                let _ = writeln!(self.code, "{pad}{} t{e} = {init};", dtype.cpp_name());
+                let init = CPP.literal(reduce_identity(op, dtype), dtype);
+                let _ = writeln!(self.code, "{pad}{} t{e} = {init};", CPP.type_name(dtype));
                 let pragma = match op {
                     ReduceOp::Sum if !self.contains_reduce(body) => Some(format!("ANVIL_SIMD_SUM(t{e})")),
                     ReduceOp::Prod if !self.contains_reduce(body) => Some(format!("ANVIL_SIMD_PROD(t{e})")),
@@ -698,7 +699,7 @@ impl<'k> Renderer<'k> {
             _ => {
                 let in_loop = self.loop_math || self.vector_loop.is_some_and(|v| self.deps[e].contains(&v));
                 let value = self.value(&expr, in_loop);
-                let _ = writeln!(self.code, "{pad}const {} t{e} = {value};", expr.dtype().cpp_name());
+                let _ = writeln!(self.code, "{pad}const {} t{e} = {value};", CPP.type_name(expr.dtype()));
             }
         }
     }
@@ -732,29 +733,29 @@ impl<'k> Renderer<'k> {
     /// The C++ expression of `expr`, spelled for a vectorised loop if `in_loop`.
     fn value(&mut self, expr: &Expr, in_loop: bool) -> String {
         match expr {
-            Expr::Const(v, dtype) => literal(*v, *dtype),
+            Expr::Const(v, dtype) => CPP.literal(*v, *dtype),
             Expr::Load { buffer, index, len, .. } => {
                 let (lo, hi) = index.bounds_in(&self.ranges);
                 load(*buffer, &index.to_string(), lo < 0, hi >= *len as i64, *len)
             }
             Expr::Gather { buffer, index, len, dtype } => {
                 if *len == 0 {
-                    literal(Literal::Int(0), *dtype)
+                    CPP.literal(Literal::Int(0), *dtype)
                 } else {
                     format!("b{buffer}[{}]", clamped(&self.name(*index), *len))
                 }
             }
             Expr::InBounds(bounds) => self.in_bounds(bounds),
-            Expr::Unary(op, x, dtype) => unary(*op, *dtype, &self.name(*x), in_loop),
+            Expr::Unary(op, x, dtype) => CPP.unary(*op, *dtype, &self.name(*x), in_loop),
             Expr::Binary(op, a, b, dtype) => {
                 let (a, b) = (self.name(*a), self.name(*b));
-                binary(*op, *dtype, &a, &b)
+                CPP.binary(*op, *dtype, &a, &b)
             }
             Expr::Where(c, a, b, _) => {
                 let (c, a, b) = (self.name(*c), self.name(*a), self.name(*b));
                 format!("{c} ? {a} : {b}")
             }
-            Expr::Cast(x, from, to) => cast(*from, *to, &self.name(*x)),
+            Expr::Cast(x, from, to) => CPP.cast(*from, *to, &self.name(*x)),
             Expr::Reduce { .. } => unreachable!("reductions are emitted as loops"),
         }
     }
@@ -825,172 +826,4 @@ fn in_bounds(bounds: &[Bound]) -> String {
     let tests: Vec<String> =
         bounds.iter().map(|b| format!("({lo} <= {e} && {e} < {hi})", lo = b.lo, hi = b.hi, e = b.expr)).collect();
     format!("({})", tests.join(" && "))
-}
-
-/// A C++ literal of dtype `dtype` (exact: Rust prints the shortest round-tripping decimal).
-pub fn literal(v: Literal, dtype: DType) -> String {
-    match dtype {
-        DType::Bool => (v.as_f64() != 0.0).to_string(),
-        DType::I32 => {
-            let i = crate::graph::scalar::literal_int(v) as i32;
-            if i == i32::MIN {
-                "(-2147483647 - 1)".into()
-            } else {
-                i.to_string()
-            }
-        }
-        DType::I64 => {
-            let i = crate::graph::scalar::literal_int(v);
-            if i == i64::MIN {
-                "(-9223372036854775807LL - 1)".into()
-            } else {
-                format!("{i}LL")
-            }
-        }
-        DType::F32 => float_literal(v.as_f64() as f32 as f64, format!("{:?}", v.as_f64() as f32), "f"),
-        DType::F64 => float_literal(v.as_f64(), format!("{:?}", v.as_f64()), ""),
-    }
-}
-
-fn float_literal(v: f64, repr: String, suffix: &str) -> String {
-    if v.is_nan() {
-        format!("__builtin_nan{suffix}(\"\")")
-    } else if v.is_infinite() {
-        let sign = if v < 0.0 { "-" } else { "" };
-        format!("({sign}__builtin_inf{suffix}())")
-    } else if v < 0.0 || repr.starts_with('-') {
-        format!("({repr}{suffix})")
-    } else {
-        format!("{repr}{suffix}")
-    }
-}
-
-fn builtin(name: &str, dtype: DType, args: &str) -> String {
-    let suffix = if dtype == DType::F32 { "f" } else { "" };
-    format!("__builtin_{name}{suffix}({args})")
-}
-
-/// `op(x)`; `in_loop` spells sine and cosine so that a loop computing both can vectorise
-/// (see the prelude's `anvil_loop_sin`). Only loops known to vectorise use it: in a scalar
-/// loop, sin and cos of one argument are cheaper merged.
-fn unary(op: UnaryOp, dtype: DType, x: &str, in_loop: bool) -> String {
-    if !dtype.is_float() {
-        return match op {
-            UnaryOp::Neg => wrapping(dtype, "0", "-", x),
-            UnaryOp::Abs => format!("{x} < 0 ? {} : {x}", wrapping(dtype, "0", "-", x)),
-            UnaryOp::Floor | UnaryOp::Ceil => x.to_string(),
-            _ => format!(
-                "static_cast<{}>({})",
-                dtype.cpp_name(),
-                unary(op, DType::F64, &format!("static_cast<double>({x})"), in_loop)
-            ),
-        };
-    }
-    let one = literal(Literal::Float(1.0), dtype);
-    let f = |name: &str| builtin(name, dtype, x);
-    let loop_math = |name: &str| {
-        let suffix = if dtype == DType::F32 { "f" } else { "" };
-        format!("anvil_loop_{name}{suffix}({x})")
-    };
-    match op {
-        UnaryOp::Neg => format!("-{x}"),
-        UnaryOp::Recip => format!("{one} / {x}"),
-        UnaryOp::Sqrt => f("sqrt"),
-        UnaryOp::Exp => f("exp"),
-        UnaryOp::Log => f("log"),
-        UnaryOp::Sin if in_loop => loop_math("sin"),
-        UnaryOp::Cos if in_loop => loop_math("cos"),
-        UnaryOp::Sin => f("sin"),
-        UnaryOp::Cos => f("cos"),
-        UnaryOp::Tan => f("tan"),
-        UnaryOp::Asin => f("asin"),
-        UnaryOp::Acos => f("acos"),
-        UnaryOp::Atan => f("atan"),
-        UnaryOp::Sinh => f("sinh"),
-        UnaryOp::Cosh => f("cosh"),
-        UnaryOp::Tanh => f("tanh"),
-        UnaryOp::Abs => f("fabs"),
-        UnaryOp::Floor => f("floor"),
-        UnaryOp::Ceil => f("ceil"),
-    }
-}
-
-/// Integer `a sym b` in unsigned arithmetic: wraps like the interpreter instead of
-/// overflowing (undefined behaviour in C++).
-fn wrapping(dtype: DType, a: &str, sym: &str, b: &str) -> String {
-    let (signed, unsigned) = match dtype {
-        DType::I32 => ("int", "unsigned int"),
-        _ => ("long long", "unsigned long long"),
-    };
-    format!("static_cast<{signed}>(static_cast<{unsigned}>({a}) {sym} static_cast<{unsigned}>({b}))")
-}
-
-fn binary(op: BinaryOp, dtype: DType, a: &str, b: &str) -> String {
-    let float = dtype.is_float();
-    match op {
-        BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul => {
-            let sym = match op {
-                BinaryOp::Add => "+",
-                BinaryOp::Sub => "-",
-                _ => "*",
-            };
-            if float {
-                format!("{a} {sym} {b}")
-            } else {
-                wrapping(dtype, a, sym, b)
-            }
-        }
-        BinaryOp::Div if float => format!("{a} / {b}"),
-        // Integer division by zero gives 0, and MIN / -1 wraps to MIN, as in the interpreter
-        // (C++ leaves both undefined; x86 traps on them).
-        BinaryOp::Div => format!("{b} == 0 ? 0 : ({b} == -1 ? {} : {a} / {b})", wrapping(dtype, "0", "-", a)),
-        BinaryOp::Pow | BinaryOp::Atan2 if !float => {
-            let f = binary(op, DType::F64, &format!("static_cast<double>({a})"), &format!("static_cast<double>({b})"));
-            format!("static_cast<{}>({f})", dtype.cpp_name())
-        }
-        BinaryOp::Pow => builtin("pow", dtype, &format!("{a}, {b}")),
-        BinaryOp::Atan2 => builtin("atan2", dtype, &format!("{a}, {b}")),
-        BinaryOp::Max if float => format!("({a} > {b} || {a} != {a}) ? {a} : {b}"),
-        BinaryOp::Min if float => format!("({a} < {b} || {a} != {a}) ? {a} : {b}"),
-        BinaryOp::Max => format!("{a} > {b} ? {a} : {b}"),
-        BinaryOp::Min => format!("{a} < {b} ? {a} : {b}"),
-        BinaryOp::Lt => format!("{a} < {b}"),
-        BinaryOp::Le => format!("{a} <= {b}"),
-        BinaryOp::Gt => format!("{a} > {b}"),
-        BinaryOp::Ge => format!("{a} >= {b}"),
-        BinaryOp::Eq => format!("{a} == {b}"),
-        BinaryOp::Ne => format!("{a} != {b}"),
-    }
-}
-
-fn combine(op: ReduceOp, dtype: DType, acc: &str, x: &str) -> String {
-    binary(BinaryOp::from(op), dtype, acc, x)
-}
-
-fn cast(from: DType, to: DType, x: &str) -> String {
-    if to == DType::Bool {
-        format!("{x} != 0")
-    } else if from == to {
-        x.to_string()
-    } else if from.is_float() && to.is_int() {
-        saturating_cast(from, to, x)
-    } else {
-        format!("static_cast<{}>({x})", to.cpp_name())
-    }
-}
-
-/// Float to integer as [`crate::graph::scalar::cast`] defines it (C++ leaves out-of-range
-/// values undefined): truncate inside the range, saturate outside, NaN gives 0. The bounds
-/// are powers of two, exact in every float type.
-fn saturating_cast(from: DType, to: DType, x: &str) -> String {
-    let bits = 8 * to.size() as i32;
-    let bound = |v: f64| literal(Literal::Float(v), from);
-    let (lo, hi) = (bound(-(2f64.powi(bits - 1))), bound(2f64.powi(bits - 1)));
-    let (min, max) = match to {
-        DType::I32 => (literal(Literal::Int(i32::MIN as i64), to), literal(Literal::Int(i32::MAX as i64), to)),
-        _ => (literal(Literal::Int(i64::MIN), to), literal(Literal::Int(i64::MAX), to)),
-    };
-    let zero = literal(Literal::Int(0), to);
-    let t = to.cpp_name();
-    format!("({x} >= {lo} && {x} < {hi}) ? static_cast<{t}>({x}) : ({x} != {x} ? {zero} : ({x} < 0 ? {min} : {max}))")
 }

@@ -1,5 +1,7 @@
-//! Rendering: kernel IR → C++ source (the AOT module and the JIT translation unit).
+//! Rendering: kernel IR → C++ source (the AOT module and the JIT translation unit). The
+//! printer ([`kernel`]) spells everything language-specific through a [`dialect`] table.
 
+pub mod dialect;
 pub mod kernel;
 pub mod module;
 

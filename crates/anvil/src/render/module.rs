@@ -1,7 +1,8 @@
 //! Assembles kernels into C++ sources: the AOT module (`.hpp` + `.cpp`) and the JIT
 //! translation unit, from the templates in `templates/`.
 
-use super::kernel::{is_batchable, literal, render_batched_kernel, render_kernel, PRELUDE};
+use super::dialect::CPP;
+use super::kernel::{is_batchable, render_batched_kernel, render_kernel, PRELUDE};
 use crate::array::HostArray;
 use crate::dtype::DType;
 use crate::graph::Literal;
@@ -93,7 +94,7 @@ enum Flavour {
 
 fn pointer(program: &Program, b: usize, flavour: &Flavour) -> String {
     let buffer = &program.buffers[b];
-    let cpp = buffer.dtype.cpp_name();
+    let cpp = CPP.type_name(buffer.dtype);
     match (&buffer.kind, flavour) {
         (BufferKind::Input(i), Flavour::Module) => format!("in{i}.data"),
         (BufferKind::Output(k), Flavour::Module) => format!("out{k}.data"),
@@ -120,7 +121,7 @@ fn body(program: &Program, batched: bool) -> String {
         if buffer.numel() > 0 {
             out += &format!(
                 "static constexpr {} constant{b}[{}] = {{{}}};\n",
-                buffer.dtype.cpp_name(),
+                CPP.type_name(buffer.dtype),
                 buffer.numel(),
                 values(data)
             );
@@ -138,9 +139,9 @@ fn body(program: &Program, batched: bool) -> String {
 
 fn values(data: &HostArray) -> String {
     let dtype = data.dtype();
-    let lit = |v: f64| literal(crate::graph::scalar::literal_from_f64(dtype, v), dtype);
+    let lit = |v: f64| CPP.literal(crate::graph::scalar::literal_from_f64(dtype, v), dtype);
     let items: Vec<String> = match data {
-        HostArray::I64(a) => a.iter().map(|&v| literal(Literal::Int(v), dtype)).collect(),
+        HostArray::I64(a) => a.iter().map(|&v| CPP.literal(Literal::Int(v), dtype)).collect(),
         _ => data.to_f64_vec().into_iter().map(lit).collect(),
     };
     items.join(", ")
@@ -243,7 +244,7 @@ pub fn render_function(name: &str, program: &Program, sparse: Option<&SparsityPa
             _ => unreachable!(),
         };
         let type_name = format!("{}{i}_t", prefix.to_uppercase());
-        args.push(ArgType { type_name: type_name.clone(), cpp: b.dtype.cpp_name(), shape: b.shape.clone() });
+        args.push(ArgType { type_name: type_name.clone(), cpp: CPP.type_name(b.dtype), shape: b.shape.clone() });
         buffers.push(BufferParam { type_name, name: format!("{prefix}{i}") });
     }
     let ws = ("WS_t ws".to_string(), "ws".to_string());
