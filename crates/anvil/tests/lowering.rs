@@ -2,6 +2,7 @@
 
 mod common;
 
+use anvil::graph::UnaryOp;
 use anvil::lower::{BufferKind, LowerOptions, Program};
 use anvil::ndarray::{Array1, Array2};
 use anvil::{Arg, DType, HostArray, NumericalFunction, Tensor};
@@ -396,6 +397,39 @@ fn batched_functions_with_large_reductions_stay_loops() {
     assert!(batch.program().kernels.iter().all(|k| !k.items));
     let mut r = rng(8);
     check_jit(&batch, &[random(&mut r, &[64, 32], DType::F64, -1.0, 1.0)]);
+}
+
+#[test]
+fn math_after_a_reduction_runs_in_a_loop_of_its_own() {
+    // tanh(W x + b): the pre-activation is stored, and tanh runs in its own loop (vectorised)
+    // instead of once per output element after the product's loop.
+    let w = Tensor::from_array(&Array2::from_shape_fn((64, 32), |(i, j)| ((i * 7 + j) % 11) as f64 * 0.05 - 0.25));
+    let b = Tensor::from_array(&Array1::from_shape_fn(64, |i| i as f64 * 0.01));
+    let layer = NumericalFunction::new("layer", move |[x]| (w.matmul(&x) + &b).tanh(), [Arg::new(32)]).unwrap();
+    let batch = anvil::vmap(&layer, 100, &[]).unwrap();
+    let p = batch.program();
+    let has_reduce = |k: &anvil::lower::Kernel| k.exprs.iter().any(|e| matches!(e, anvil::lower::Expr::Reduce { .. }));
+    let has_tanh =
+        |k: &anvil::lower::Kernel| k.exprs.iter().any(|e| matches!(e, anvil::lower::Expr::Unary(UnaryOp::Tanh, ..)));
+    assert_eq!(p.kernels.len(), 2);
+    assert!(has_reduce(&p.kernels[0]) && !has_tanh(&p.kernels[0]));
+    assert!(!has_reduce(&p.kernels[1]) && has_tanh(&p.kernels[1]));
+    let mut r = rng(9);
+    check_jit(&batch, &[random(&mut r, &[100, 32], DType::F64, -1.0, 1.0)]);
+    // Math before the reduction stays in its loop; a stored reduction needs no new buffer.
+    let inside = NumericalFunction::new("inside", |[x]| x.tanh().sum_axes(1, false), [Arg::new([50, 40])]).unwrap();
+    assert_eq!(inside.program().kernels.len(), 1);
+    let after = NumericalFunction::new(
+        "after",
+        |[x]| {
+            let s = x.sum_axes(1, false);
+            (s.clone(), s.tanh())
+        },
+        [Arg::new([50, 40])],
+    )
+    .unwrap();
+    assert!(intermediates(after.program()).is_empty());
+    check_jit(&after, &[random(&mut r, &[50, 40], DType::F64, -1.0, 1.0)]);
 }
 
 #[test]
