@@ -82,12 +82,7 @@ fn constant_points(shape: &[usize]) -> Vec<Vec<IndexExpr>> {
 /// The kernel of `stores`, keeping only the expressions they use (folding leaves some
 /// behind).
 fn finish(builder: KernelBuilder, mut stores: Vec<Store>, shape: Vec<usize>, mut scatter: Option<Scatter>) -> Kernel {
-    let mut outputs: Vec<BufferId> = Vec::new();
-    for s in &stores {
-        if !outputs.contains(&s.buffer) {
-            outputs.push(s.buffer);
-        }
-    }
+    let outputs = Store::buffers(&stores);
     let exprs = builder.exprs;
     let mut used = vec![false; exprs.len()];
     let mut pending: Vec<ExprId> = stores.iter().map(|s| s.value).chain(scatter.as_ref().map(|s| s.index)).collect();

@@ -136,6 +136,20 @@ pub struct Store {
     pub value: ExprId,
 }
 
+impl Store {
+    /// The buffers `stores` write, in first-store order (a kernel's
+    /// [`outputs`](Kernel::outputs)).
+    pub fn buffers(stores: &[Store]) -> Vec<BufferId> {
+        let mut buffers: Vec<BufferId> = Vec::new();
+        for s in stores {
+            if !buffers.contains(&s.buffer) {
+                buffers.push(s.buffer);
+            }
+        }
+        buffers
+    }
+}
+
 /// A loop nest computing every element of one or more buffers of the same shape, or, with
 /// an empty shape, straight-line code computing each element of its outputs once.
 #[derive(Clone, Debug)]

@@ -133,9 +133,14 @@ fn epilogue_inputs(
     }
     let mut forced = HashSet::new();
     for node in order.iter().filter(|n| is_vector_math(&n.op) && !inlined.contains_key(&n.id())) {
-        for src in &node.srcs {
+        for mut src in &node.srcs {
+            // Movement is index arithmetic: store what it reads (a reduction behind the
+            // reshape of `sum_axes`).
+            while src.op.is_movement() && !realized.contains(&src.id()) {
+                src = &src.srcs[0];
+            }
             let computed_here = !realized.contains(&src.id()) && !readers.cheap.contains(&src.id());
-            if computed_here && reduces.contains(&src.id()) && !src.op.is_movement() {
+            if computed_here && reduces.contains(&src.id()) {
                 forced.insert(src.id());
             }
         }

@@ -82,40 +82,52 @@ fn split(kernel: &Kernel, buffers: &mut Vec<Buffer>, max_body: usize) -> Vec<Ker
     for (i, &e) in body.iter().enumerate() {
         part_of[e] = Some(i / per_part);
     }
-    let store_part = |s: &Store| part_of[s.value].unwrap_or(0);
     let slots = crossing_slots(kernel, &part_of, buffers);
     let point = IndexExpr::linearize(&IndexExpr::loop_point(&kernel.shape), &kernel.shape);
-    (0..parts)
-        .map(|p| {
-            let mut part = PartBuilder { kernel, exprs: Vec::new(), new_id: vec![usize::MAX; n], slots: &slots };
-            let mut stores = Vec::new();
-            for &e in body.iter().filter(|&&e| part_of[e] == Some(p)) {
-                let id = part.define(e, &point);
-                if let Some(slot) = slots[e] {
-                    stores.push(Store { buffer: slot.buffer, index: point.add_const(slot.offset), value: id });
-                }
+    let plan = Plan { kernel, body, part_of, slots, point };
+    (0..parts).map(|p| plan.part(p)).collect()
+}
+
+/// Which part computes each operation, and where values cross between parts.
+struct Plan<'k> {
+    kernel: &'k Kernel,
+    /// The operations, in the body's order.
+    body: Vec<ExprId>,
+    /// The part of each operation (`None` for leaves).
+    part_of: Vec<Option<usize>>,
+    slots: Vec<Option<Slot>>,
+    /// The linear index of the current point of the loop nest.
+    point: IndexExpr,
+}
+
+impl Plan<'_> {
+    /// Part `p`: its operations, the slots of those a later part reads, and the kernel's
+    /// stores of its values (those of leaves go to the first part).
+    fn part(&self, p: usize) -> Kernel {
+        let kernel = self.kernel;
+        let mut part =
+            PartBuilder { kernel, exprs: Vec::new(), new_id: vec![usize::MAX; kernel.exprs.len()], slots: &self.slots };
+        let mut stores = Vec::new();
+        for &e in self.body.iter().filter(|&&e| self.part_of[e] == Some(p)) {
+            let value = part.define(e, &self.point);
+            if let Some(slot) = self.slots[e] {
+                stores.push(Store { buffer: slot.buffer, index: self.point.add_const(slot.offset), value });
             }
-            for s in kernel.stores.iter().filter(|s| store_part(s) == p) {
-                let value = part.operand(s.value, &point);
-                stores.push(Store { buffer: s.buffer, index: s.index.clone(), value });
-            }
-            let mut outputs: Vec<BufferId> = Vec::new();
-            for s in &stores {
-                if !outputs.contains(&s.buffer) {
-                    outputs.push(s.buffer);
-                }
-            }
-            Kernel {
-                outputs,
-                stores,
-                shape: kernel.shape.clone(),
-                extents: kernel.extents.clone(),
-                exprs: part.exprs,
-                scatter: None,
-                items: kernel.items,
-            }
-        })
-        .collect()
+        }
+        for s in kernel.stores.iter().filter(|s| self.part_of[s.value].unwrap_or(0) == p) {
+            let value = part.operand(s.value, &self.point);
+            stores.push(Store { buffer: s.buffer, index: s.index.clone(), value });
+        }
+        Kernel {
+            outputs: Store::buffers(&stores),
+            stores,
+            shape: kernel.shape.clone(),
+            extents: kernel.extents.clone(),
+            exprs: part.exprs,
+            scatter: None,
+            items: kernel.items,
+        }
+    }
 }
 
 /// A slot for every operation read by a later part than its own, in scratch buffers added

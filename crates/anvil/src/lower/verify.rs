@@ -20,7 +20,7 @@
 //! assert_eq!(verify::verify(&program), Ok(()));
 //! ```
 
-use super::kernel::{Buffer, BufferId, BufferKind, Expr, Kernel, Program};
+use super::kernel::{Buffer, BufferId, BufferKind, Expr, Kernel, Program, Store};
 use super::workspace::ALIGNMENT;
 
 /// Most loop points × stores of one kernel whose written elements are enumerated.
@@ -75,7 +75,6 @@ fn check_kernel(buffers: &[Buffer], kernel: &Kernel) -> Result<(), String> {
             return Err(format!("expression {id} reads expression {o}, which does not come before it"));
         }
     }
-    let mut stored: Vec<BufferId> = Vec::new();
     for store in &kernel.stores {
         let buffer = buffers.get(store.buffer).ok_or_else(|| format!("stores to missing buffer {}", store.buffer))?;
         let value =
@@ -86,10 +85,8 @@ fn check_kernel(buffers: &[Buffer], kernel: &Kernel) -> Result<(), String> {
         if value.dtype() != buffer.dtype {
             return Err(format!("stores a {:?} into buffer {} of {:?}", value.dtype(), store.buffer, buffer.dtype));
         }
-        if !stored.contains(&store.buffer) {
-            stored.push(store.buffer);
-        }
     }
+    let stored = Store::buffers(&kernel.stores);
     if stored != kernel.outputs {
         return Err(format!("writes buffers {stored:?} but lists {:?} as its outputs", kernel.outputs));
     }
@@ -242,7 +239,7 @@ mod tests {
     use super::*;
     use crate::dtype::DType;
     use crate::graph::Literal;
-    use crate::lower::{IndexExpr, Store};
+    use crate::lower::IndexExpr;
 
     fn buffer(kind: BufferKind, n: usize) -> Buffer {
         Buffer { kind, dtype: DType::F64, shape: vec![n] }
