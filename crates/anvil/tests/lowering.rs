@@ -231,13 +231,18 @@ fn small_scalar_heavy_functions_are_one_straight_line_kernel() {
     }
 }
 
+/// The cart-pole step vmapped over 300 states (the control shared).
+fn cartpole_states() -> NumericalFunction {
+    let step =
+        NumericalFunction::new("cartpole_rk4", |[x, u]| cartpole_step(&x, &u), [Arg::new(4), Arg::new(())]).unwrap();
+    anvil::vmap(&step, 300, &[Some(0), None]).unwrap()
+}
+
 #[test]
 fn vmapped_small_functions_are_one_loop_over_their_items() {
     // The cart-pole step over 300 states: one kernel looping over the states around the
     // step's straight-line code, nothing stored in between.
-    let step =
-        NumericalFunction::new("cartpole_rk4", |[x, u]| cartpole_step(&x, &u), [Arg::new(4), Arg::new(())]).unwrap();
-    let states = anvil::vmap(&step, 300, &[Some(0), None]).unwrap();
+    let states = cartpole_states();
     let p = states.program();
     assert_eq!(p.kernels.len(), 1);
     assert!(p.kernels[0].items);
@@ -254,9 +259,7 @@ fn vmapped_small_functions_are_one_loop_over_their_items() {
 
 #[test]
 fn batched_regions_follow_their_limit_and_carry_nan_and_inf_like_the_interpreter() {
-    let step =
-        NumericalFunction::new("cartpole_rk4", |[x, u]| cartpole_step(&x, &u), [Arg::new(4), Arg::new(())]).unwrap();
-    let states = anvil::vmap(&step, 300, &[Some(0), None]).unwrap();
+    let states = cartpole_states();
     let mut r = rng(9);
     let HostArray::F64(mut x) = random(&mut r, &[300, 4], DType::F64, -1.0, 1.0) else { unreachable!() };
     // Non-finite states: NaN angles, infinite velocities, a huge rate.

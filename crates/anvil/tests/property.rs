@@ -119,8 +119,7 @@ proptest! {
         seed in any::<u64>(),
     ) {
         let f = build(&shapes, &steps);
-        let mut r = rng(seed);
-        let inputs: Vec<HostArray> = shapes.iter().map(|s| random(&mut r, s, DType::F64, -2.0, 2.0)).collect();
+        let inputs = host_inputs(&shapes, seed);
         check_jit(&f, &inputs);
         // These graphs are small enough for straight-line code: the loops too.
         check_jit(&f.with_lowering(LowerOptions::loops_only()), &inputs);
@@ -146,8 +145,7 @@ fn a_batched_region_split_into_one_item_segments_compiles() {
         (0, 33, 0),
         (86, 162, 0),
     ];
-    let mut r = rng(0);
-    let inputs: Vec<HostArray> = shapes.iter().map(|s| random(&mut r, s, DType::F64, -2.0, 2.0)).collect();
+    let inputs = host_inputs(&shapes, 0);
     let f = build(&shapes, &steps);
     assert!(f.program().kernels.iter().any(|k| k.items));
     check_jit(&f, &inputs);
@@ -180,9 +178,14 @@ proptest! {
     }
 }
 
-fn random_inputs(shapes: &[Vec<usize>], seed: u64) -> Vec<anvil::ndarray::ArrayD<f64>> {
+/// Random inputs in [-2, 2] of the given shapes.
+fn host_inputs(shapes: &[Vec<usize>], seed: u64) -> Vec<HostArray> {
     let mut r = rng(seed);
-    shapes.iter().map(|s| random(&mut r, s, DType::F64, -2.0, 2.0).to_f64()).collect()
+    shapes.iter().map(|s| random(&mut r, s, DType::F64, -2.0, 2.0)).collect()
+}
+
+fn random_inputs(shapes: &[Vec<usize>], seed: u64) -> Vec<anvil::ndarray::ArrayD<f64>> {
+    host_inputs(shapes, seed).iter().map(HostArray::to_f64).collect()
 }
 
 fn views(a: &[anvil::ndarray::ArrayD<f64>]) -> Vec<anvil::ndarray::ArrayViewD<'_, f64>> {

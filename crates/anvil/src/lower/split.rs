@@ -34,10 +34,11 @@ use crate::dtype::DType;
 /// The kernels with each body longer than `max_body` operations split into parts (see the
 /// module documentation), adding their scratch buffers to `buffers`.
 pub fn split_long_bodies(kernels: Vec<Kernel>, buffers: &mut Vec<Buffer>, max_body: usize) -> Vec<Kernel> {
+    let max_body = max_body.max(1);
     let mut out = Vec::with_capacity(kernels.len());
     for kernel in kernels {
-        if is_splittable(&kernel) && body_len(&kernel) > max_body.max(1) {
-            out.extend(split(&kernel, buffers, max_body.max(1)));
+        if is_splittable(&kernel) && body_len(&kernel) > max_body {
+            out.extend(split(&kernel, buffers, max_body));
         } else {
             out.push(kernel);
         }
