@@ -341,6 +341,51 @@ fn split_loops_hand_over_values_of_every_dtype() {
     assert_eq!(item.with_lowering(LowerOptions { max_body: 1, ..LowerOptions::default() }).program().kernels.len(), 1);
 }
 
+#[test]
+fn split_bodies_and_split_epilogues_carry_nan_inf_and_huge_values_like_the_interpreter() {
+    // A rollout of sines over 200 items, split into parts of one operation (max_body 0 is
+    // taken as 1), then tanh of a reduction in its own loop, on NaN, ±inf and 1e300 inputs.
+    let item = NumericalFunction::new(
+        "wild",
+        |[x]| {
+            let mut q = x.get(0);
+            for i in 0..6isize {
+                q = (&q * 1.5).sin() * &q + x.get(i % 4).cos();
+            }
+            q
+        },
+        [Arg::new(4)],
+    )
+    .unwrap();
+    let f = || anvil::vmap(&item, 200, &[]).unwrap();
+    let zero = f().with_lowering(LowerOptions { max_body: 0, ..LowerOptions::default() });
+    let one = f().with_lowering(LowerOptions { max_body: 1, ..LowerOptions::default() });
+    assert!(zero.program().kernels.len() > 10);
+    assert_eq!(zero.program().kernels.len(), one.program().kernels.len());
+    let specials = [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 1e300, -0.0, 0.5];
+    let x = HostArray::F64(
+        Array2::from_shape_fn((200, 4), |(i, j)| {
+            // One item in three meets a special value; the others stay finite.
+            if i % 3 == 0 {
+                specials[(i / 3 + j) % specials.len()]
+            } else {
+                (i + j) as f64 * 0.01
+            }
+        })
+        .into_dyn(),
+    );
+    check_jit(&zero, std::slice::from_ref(&x));
+    let HostArray::F64(values) = &zero.call_dyn(std::slice::from_ref(&x)).unwrap()[0] else { unreachable!() };
+    assert!(values.iter().any(|v| v.is_nan()) && values.iter().any(|v| v.is_finite()));
+
+    let layer = NumericalFunction::new("layer", |[x]| x.sum_axes(1, false).tanh(), [Arg::new([64, 512])]).unwrap();
+    assert_eq!(layer.program().kernels.len(), 2);
+    let x = HostArray::F64(
+        Array2::from_shape_fn((64, 512), |(i, j)| if j == 0 { specials[i % 6] } else { 0.25 }).into_dyn(),
+    );
+    check_jit(&layer, &[x]);
+}
+
 /// `f` with no kernel body split into parts (see `anvil::lower::split`).
 fn whole(f: NumericalFunction) -> NumericalFunction {
     f.with_lowering(unsplit())
