@@ -106,6 +106,34 @@ impl HostArray {
         with_host_array!(self, a => a.iter().map(|&v| Element::to_f64(v)).collect())
     }
 
+    /// The elements in row-major order as the bytes of a C++ array of the dtype (native
+    /// byte order; `bool` as one byte, 0 or 1), borrowed when the array is contiguous.
+    ///
+    /// ```
+    /// use anvil::{HostArray, ndarray::arr1};
+    /// let a = HostArray::from(arr1(&[1i32, -2]).into_dyn());
+    /// assert_eq!(&*a.bytes(), [1i32.to_ne_bytes(), (-2i32).to_ne_bytes()].concat().as_slice());
+    /// ```
+    pub fn bytes(&self) -> std::borrow::Cow<'_, [u8]> {
+        fn of<T: Copy>(a: &ArrayD<T>, to_bytes: impl Fn(T) -> Vec<u8>) -> std::borrow::Cow<'_, [u8]> {
+            match a.as_slice() {
+                // SAFETY: `T` is one of bool, i32, i64, f32, f64: no padding, and every byte of
+                // an initialised value may be read as `u8`.
+                Some(s) => {
+                    unsafe { std::slice::from_raw_parts(s.as_ptr().cast::<u8>(), std::mem::size_of_val(s)) }.into()
+                }
+                None => a.iter().flat_map(|&v| to_bytes(v)).collect::<Vec<u8>>().into(),
+            }
+        }
+        match self {
+            HostArray::Bool(a) => of(a, |v| vec![v as u8]),
+            HostArray::I32(a) => of(a, |v| v.to_ne_bytes().to_vec()),
+            HostArray::I64(a) => of(a, |v| v.to_ne_bytes().to_vec()),
+            HostArray::F32(a) => of(a, |v| v.to_ne_bytes().to_vec()),
+            HostArray::F64(a) => of(a, |v| v.to_ne_bytes().to_vec()),
+        }
+    }
+
     /// The array converted to `f64`.
     pub fn to_f64(&self) -> ArrayD<f64> {
         with_host_array!(self, a => a.mapv(Element::to_f64))

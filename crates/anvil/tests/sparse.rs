@@ -292,3 +292,24 @@ fn symmetric_jacobians_use_star_colouring_and_return_both_triangles() {
     let wide = NumericalFunction::new("wide", |[x]| x.sum(), [Arg::new(3)]).unwrap();
     assert!(ad::spjacobian_symmetric_wrt(&wide, 0).unwrap_err().to_string().contains("square"));
 }
+
+#[test]
+fn large_sparse_jacobians_keep_a_small_source_and_exact_values() {
+    // The seed matrix and the CSC positions (3n and 3n - 2 elements) are handed to the
+    // workspace by the host: the translation unit is as small at n = 10⁵ as at 10².
+    let source_len = |n: usize| ad::spjacobian(&tridiagonal_residual(n)).unwrap().jit_source().len();
+    let (small, large) = (source_len(100), source_len(100_000));
+    assert!(large < small + 256, "{large} vs {small} bytes");
+    let n = 100_000;
+    let jac = ad::spjacobian(&tridiagonal_residual(n)).unwrap();
+    let x = Array1::from_shape_fn(n, |i| (i as f64 * 0.37).sin());
+    let values = jac.call(&[x.view().into_dyn()]).unwrap();
+    let h2 = 1.0 / ((n + 1) * (n + 1)) as f64;
+    let (indptr, indices) = (jac.indptr(), jac.indices());
+    for j in 0..n {
+        for k in indptr[j]..indptr[j + 1] {
+            let want = if indices[k] == j { -2.0 + h2 * x[j].exp() } else { 1.0 };
+            assert!((values[k] - want).abs() <= 1e-15, "({}, {j}): {} vs {want}", indices[k], values[k]);
+        }
+    }
+}

@@ -6,7 +6,7 @@ use super::outputs::IntoOutputs;
 use crate::array::{Element, HostArray};
 use crate::error::{Error, Result};
 use crate::graph::{self, NodeRef, TraceId};
-use crate::jit::{self, CompilerOptions, JitFunction};
+use crate::jit::{self, CompilerOptions, JitFunction, WorkspaceConstant};
 use crate::lower::{self, LowerOptions, Program};
 use crate::pattern::SparsityPattern;
 use crate::render::{self, ItemSource};
@@ -322,7 +322,9 @@ impl NumericalFunction {
         let what = || format!("the workspace of `{}` (its intermediates and captured constants)", self.name);
         crate::array::check_alloc(what, self.program().workspace_size, 1)?;
         let path = jit::compile_cached(&self.name, &self.jit_source(), &self.compiler)?;
-        let jit = Arc::new(JitFunction::load(&path, &self.name, self.program().workspace_size)?);
+        let constants =
+            self.program().constants().map(|(_, data, offset)| WorkspaceConstant { offset, data: data.clone() });
+        let jit = Arc::new(JitFunction::load(&path, &self.name, self.program().workspace_size, constants.collect())?);
         *slot = Some(jit.clone());
         Ok(jit)
     }

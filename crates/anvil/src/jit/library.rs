@@ -1,10 +1,11 @@
 //! Loaded JIT libraries: any library's entry points ([`Library`]), and a function's, with a
 //! pool of workspaces ([`JitFunction`]).
 
+use crate::array::HostArray;
 use crate::error::{Error, Result};
 use std::ffi::c_void;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 type InitWs = unsafe extern "C" fn() -> *mut c_void;
 type FreeWs = unsafe extern "C" fn(*mut c_void);
@@ -50,8 +51,19 @@ impl std::fmt::Debug for Library {
     }
 }
 
-/// A workspace allocated by the library (constants copied in).
+/// A workspace allocated by the library, the captured constants copied in.
 pub struct Workspace(*mut c_void);
+
+/// A captured constant of a JIT function and its byte offset in the workspace: the
+/// generated code reads it there, and the host copies it in when it creates a workspace
+/// (the JIT source does not contain it).
+#[derive(Clone, Debug)]
+pub struct WorkspaceConstant {
+    /// The byte offset in the workspace.
+    pub offset: usize,
+    /// The elements.
+    pub data: Arc<HostArray>,
+}
 
 // The workspace is plain memory owned by whoever holds it; it is only used by one call at
 // a time (the pool hands it out exclusively).
@@ -64,6 +76,7 @@ pub struct JitFunction {
     call: Call,
     pool: Mutex<Vec<Workspace>>,
     workspace_bytes: usize,
+    constants: Vec<WorkspaceConstant>,
     path: PathBuf,
     // Declared last: dropped after the workspaces are freed through `free_ws`.
     _library: Library,
@@ -71,8 +84,18 @@ pub struct JitFunction {
 
 impl JitFunction {
     /// Loads the library at `path` and looks up `jit_<name>_{init_ws,free_ws,call}`; its
-    /// workspaces take `workspace_bytes` each.
-    pub fn load(path: &Path, name: &str, workspace_bytes: usize) -> Result<Self> {
+    /// workspaces take `workspace_bytes` each and hold `constants`.
+    pub fn load(path: &Path, name: &str, workspace_bytes: usize, constants: Vec<WorkspaceConstant>) -> Result<Self> {
+        if let Some(c) = constants.iter().find(|c| c.offset + c.data.bytes().len() > workspace_bytes) {
+            return Err(Error::Load {
+                path: path.to_path_buf(),
+                message: format!(
+                    "a captured constant of {} bytes at offset {} does not fit the workspace of {workspace_bytes} bytes",
+                    c.data.bytes().len(),
+                    c.offset
+                ),
+            });
+        }
         let library = Library::load(path)?;
         // SAFETY: the symbols have exactly these signatures in the generated source; they
         // live as long as `library`, which is dropped last.
@@ -83,6 +106,7 @@ impl JitFunction {
                 call: library.symbol(&format!("jit_{name}_call"))?,
                 pool: Mutex::new(Vec::new()),
                 workspace_bytes,
+                constants,
                 path: path.to_path_buf(),
                 _library: library,
             })
@@ -119,6 +143,12 @@ impl JitFunction {
                 bytes: Some(self.workspace_bytes as u64),
                 available: crate::array::memory_limit(),
             });
+        }
+        for c in &self.constants {
+            let bytes = c.data.bytes();
+            // SAFETY: `load` checked that every constant lies inside the workspace, which
+            // init_ws allocated with at least `workspace_bytes` bytes.
+            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), ptr.cast::<u8>().add(c.offset), bytes.len()) };
         }
         Ok(Workspace(ptr))
     }

@@ -15,7 +15,7 @@ mod library;
 
 pub use cache::cache_dir;
 pub use compiler::{split_command, Compiler, CompilerOptions};
-pub use library::{JitFunction, Library, Workspace};
+pub use library::{JitFunction, Library, Workspace, WorkspaceConstant};
 
 use crate::error::{Error, Result};
 use sha2::{Digest, Sha256};

@@ -265,9 +265,9 @@ impl Program {
 
     /// The captured constants that kernels read, with their data and workspace offset
     /// (empty ones included).
-    pub fn constants(&self) -> impl Iterator<Item = (BufferId, &HostArray, usize)> {
+    pub fn constants(&self) -> impl Iterator<Item = (BufferId, &Arc<HostArray>, usize)> {
         self.buffers.iter().enumerate().filter_map(|(b, buffer)| match (&buffer.kind, self.offsets[b]) {
-            (BufferKind::Constant(data), Some(offset)) => Some((b, &**data, offset)),
+            (BufferKind::Constant(data), Some(offset)) => Some((b, data, offset)),
             _ => None,
         })
     }

@@ -111,10 +111,13 @@ fn pointer(program: &Program, b: usize, flavour: &Flavour) -> String {
     }
 }
 
-/// Constant arrays and kernel functions: the code shared by the AOT and JIT flavours (with
-/// `batched`, the kernels' batched forms instead).
+/// The captured constants as `static constexpr` arrays (the module flavour's; the JIT's are
+/// handed over by the host), then the kernel functions (with `batched`, their batched forms).
 fn body(program: &Program, batched: bool) -> String {
-    let dtypes: Vec<DType> = program.buffers.iter().map(|b| b.dtype).collect();
+    constant_arrays(program) + &kernels(program, batched)
+}
+
+fn constant_arrays(program: &Program) -> String {
     let mut out = String::new();
     for (b, data, _) in program.constants() {
         let buffer = &program.buffers[b];
@@ -127,6 +130,13 @@ fn body(program: &Program, batched: bool) -> String {
             );
         }
     }
+    out
+}
+
+/// The kernel functions (with `batched`, their batched forms instead).
+fn kernels(program: &Program, batched: bool) -> String {
+    let dtypes: Vec<DType> = program.buffers.iter().map(|b| b.dtype).collect();
+    let mut out = String::new();
     for (k, kernel) in program.kernels.iter().enumerate() {
         out += &if batched {
             render_batched_kernel(kernel, &format!("kernel{k}_batch"), &dtypes)
@@ -323,11 +333,16 @@ pub fn render_module(
 
 /// The JIT translation unit of function `name`: the same kernels behind `extern "C"`
 /// entry points `jit_<name>_init_ws`, `jit_<name>_free_ws` and `jit_<name>_call`.
+///
+/// The captured constants are not in the text: `init_ws` only allocates, and the host
+/// copies each constant to its workspace offset ([`Program::constants`]). So the source's
+/// size does not grow with the constants' (a seed or index table of a million elements), and
+/// functions that differ only in their captured data share one compiled library.
 pub fn render_jit(name: &str, program: &Program) -> String {
     render(
         "jit.j2",
         context! {
-            name, prelude => PRELUDE, body => body(program, false), copies => copies(program),
+            name, prelude => PRELUDE, body => kernels(program, false),
             calls => calls(program, &Flavour::Jit), ws_size => program.workspace_size,
         },
     )
