@@ -216,3 +216,61 @@ fn planted_truncated_and_corrupted_libraries_are_never_loaded() {
         assert!(!marker.exists(), "a library owned by another user was loaded");
     }
 }
+
+/// A toolchain of its own, for the cache: the C++ one with a variant in its key, counting
+/// its builds, or failing them.
+struct Variant {
+    cpp: anvil::jit::CppToolchain,
+    variant: &'static str,
+    builds: std::sync::atomic::AtomicUsize,
+    fail: bool,
+}
+
+impl anvil::jit::Toolchain for Variant {
+    fn key(&self, unit: &anvil::jit::Unit) -> Vec<String> {
+        let mut key = self.cpp.key(unit);
+        key.push(self.variant.into());
+        key
+    }
+    fn source_extension(&self) -> &'static str {
+        "cc"
+    }
+    fn build(&self, unit: &anvil::jit::Unit, source: &Path, output: &Path) -> anvil::Result<()> {
+        self.builds.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if self.fail {
+            return Err(Error::Load { path: output.to_path_buf(), message: "this toolchain always fails".into() });
+        }
+        self.cpp.build(unit, source, output)
+    }
+    fn describe(&self) -> String {
+        format!("{} ({})", self.cpp.describe(), self.variant)
+    }
+}
+
+#[test]
+fn the_cache_serves_any_toolchain() {
+    use anvil::jit::{build_cached, CppToolchain, Library, Unit};
+    let dir = cache::private_dir(&scratch("toolchains")).unwrap();
+    let cpp = CppToolchain::new(&options(&dir), &dir).unwrap();
+    let variant = |variant, fail| Variant { cpp: cpp.clone(), variant, builds: 0.into(), fail };
+    let unit = Unit::new("answer", "extern \"C\" int answer() { return 42; }\n");
+    let (a, b) = (variant("a", false), variant("b", false));
+    let first = build_cached(&unit, &a, &dir).unwrap();
+    assert_eq!(build_cached(&unit, &a, &dir).unwrap(), first, "cached");
+    assert_eq!(a.builds.load(std::sync::atomic::Ordering::Relaxed), 1);
+    let other = build_cached(&unit, &b, &dir).unwrap();
+    assert_ne!(other, first, "the toolchain's key is part of the library's");
+    let library = Library::load(&other).unwrap();
+    // SAFETY: the unit defines `int answer()`.
+    let answer: unsafe extern "C" fn() -> i32 = unsafe { library.symbol("answer") }.unwrap();
+    assert_eq!(unsafe { answer() }, 42);
+    // A failing build is the toolchain's error, and leaves nothing to load.
+    let failing = variant("failing", true);
+    let err = build_cached(&unit, &failing, &dir).unwrap_err();
+    assert!(err.to_string().contains("always fails"), "{err}");
+    let libraries = std::fs::read_dir(&dir).unwrap().filter(|e| {
+        let name = e.as_ref().unwrap().file_name().into_string().unwrap();
+        name.ends_with(".so") || name.ends_with(".tmp")
+    });
+    assert_eq!(libraries.count(), 2);
+}

@@ -1,4 +1,10 @@
-//! JIT: compile generated C++ into a shared library, cache it by content, load it.
+//! JIT: build a generated translation unit into a shared library, cache it by content, load
+//! it.
+//!
+//! Three parts, each its own module: the target's [`Toolchain`] (today [`CppToolchain`]:
+//! compiler discovery, flags, the libmvec probe), the content-addressed [`cache`]
+//! ([`build_cached`] serves any toolchain), and the loaded [`Library`] with a function's
+//! entry points and workspaces ([`JitFunction`]).
 //!
 //! Set `ANVIL_VERBOSE=1` to see each compilation (size, compiler, time) on stderr: large
 //! functions can take seconds to compile the first time.
@@ -12,65 +18,20 @@
 pub mod cache;
 mod compiler;
 mod library;
+mod toolchain;
 
 pub use cache::cache_dir;
 pub use compiler::{split_command, Compiler, CompilerOptions};
 pub use library::{JitFunction, Library, Workspace, WorkspaceConstant};
+pub use toolchain::{CppToolchain, Toolchain};
 
 use crate::error::{Error, Result};
 use sha2::{Digest, Sha256};
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
-
-/// The flags and libraries `options` amount to with this compiler on this system.
-fn effective_flags(compiler: &Compiler, options: &CompilerOptions, dir: &Path) -> (Vec<String>, Vec<String>) {
-    let mut flags = options.flags.clone();
-    let mut libs = Vec::new();
-    if options.vector_math {
-        flags.extend(["-fopenmp-simd", "-DANVIL_OMP_SIMD"].map(String::from));
-        if libmvec_works(compiler, &flags, options, dir) {
-            flags.push("-DANVIL_LIBMVEC".into());
-            libs.push("-lmvec".into());
-        }
-    }
-    (flags, libs)
-}
-
-/// Whether code using libmvec compiles and links here: probed once per compiler and flags,
-/// and the answer kept in the cache directory for later processes.
-fn libmvec_works(compiler: &Compiler, flags: &[String], options: &CompilerOptions, dir: &Path) -> bool {
-    static CHECKED: OnceLock<Mutex<HashMap<String, bool>>> = OnceLock::new();
-    let key = digest(&[&compiler.command_line(), &compiler.version, &flags.join(" "), &host_cpu()]);
-    let checked = CHECKED.get_or_init(Default::default);
-    if let Some(&ok) = checked.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
-        return ok;
-    }
-    let answer = dir.join(format!("probe-libmvec-{key}"));
-    let ok = match std::fs::read_to_string(&answer).map(|s| s.trim().to_string()) {
-        Ok(known) if known == "yes" || known == "no" => known == "yes",
-        _ => {
-            let ok = probe_libmvec(compiler, flags, options, dir);
-            let _ = write_atomically(&answer, if ok { "yes" } else { "no" });
-            ok
-        }
-    };
-    checked.lock().unwrap_or_else(|e| e.into_inner()).insert(key, ok);
-    ok
-}
-
-fn probe_libmvec(compiler: &Compiler, flags: &[String], options: &CompilerOptions, dir: &Path) -> bool {
-    let stem = format!("probe-{}-{}", std::process::id(), unique_suffix());
-    let files = TemporaryFiles(vec![dir.join(format!("{stem}.cpp")), dir.join(format!("lib{stem}.so"))]);
-    let (source, library) = (&files.0[0], &files.0[1]);
-    let mut probe_flags = flags.to_vec();
-    probe_flags.extend(["-DANVIL_LIBMVEC", "-Wl,--no-undefined"].map(String::from));
-    std::fs::write(source, LIBMVEC_PROBE.replace("PRELUDE", crate::render::kernel::PRELUDE)).is_ok()
-        && compiler.compile_shared(source, library, &probe_flags, &["-lmvec".into()], options.timeout).is_ok()
-}
+use std::sync::OnceLock;
 
 /// Files removed when dropped, whatever happened meanwhile.
-struct TemporaryFiles(Vec<PathBuf>);
+pub(crate) struct TemporaryFiles(pub(crate) Vec<PathBuf>);
 
 impl Drop for TemporaryFiles {
     fn drop(&mut self) {
@@ -80,26 +41,8 @@ impl Drop for TemporaryFiles {
     }
 }
 
-/// Calls every function the prelude declares with vector variants, in vectorisable loops.
-const LIBMVEC_PROBE: &str = r#"PRELUDE
-extern "C" void anvil_probe(double* __restrict o, const double* __restrict x, float* __restrict p, const float* __restrict y) {
-  for (int i = 0; i < 64; ++i) {
-    const double a = x[i];
-    o[i] = __builtin_sin(a) + __builtin_cos(a) + __builtin_tan(a) + __builtin_asin(a) + __builtin_acos(a) +
-           __builtin_atan(a) + __builtin_sinh(a) + __builtin_cosh(a) + __builtin_tanh(a) + __builtin_exp(a) +
-           __builtin_log(a) + __builtin_pow(a, a) + __builtin_atan2(a, a);
-  }
-  for (int i = 0; i < 64; ++i) {
-    const float a = y[i];
-    p[i] = __builtin_sinf(a) + __builtin_cosf(a) + __builtin_tanf(a) + __builtin_asinf(a) + __builtin_acosf(a) +
-           __builtin_atanf(a) + __builtin_sinhf(a) + __builtin_coshf(a) + __builtin_tanhf(a) + __builtin_expf(a) +
-           __builtin_logf(a) + __builtin_powf(a, a) + __builtin_atan2f(a, a);
-  }
-}
-"#;
-
 /// The hex SHA-256 (first 12 bytes) of the parts, separated.
-fn digest(parts: &[&str]) -> String {
+pub(crate) fn digest(parts: &[&str]) -> String {
     let mut hasher = Sha256::new();
     for part in parts {
         hasher.update(part.as_bytes());
@@ -140,7 +83,7 @@ impl Unit {
         Unit { name: name.into(), source: source.into(), ..Unit::default() }
     }
 
-    fn header_flags(&self) -> Vec<String> {
+    pub(crate) fn header_flags(&self) -> Vec<String> {
         let mut flags = Vec::new();
         for dir in &self.include_dirs {
             flags.extend(["-isystem".to_string(), dir.display().to_string()]);
@@ -150,26 +93,25 @@ impl Unit {
     }
 }
 
-/// Compiles `unit` into a shared library (unless the cache holds a trusted copy) and returns
-/// the library's path.
+/// Compiles `unit` with the C++ toolchain `options` describe (unless the cache holds a
+/// trusted copy) and returns the library's path.
 pub fn compile_unit(unit: &Unit, options: &CompilerOptions) -> Result<PathBuf> {
-    let compiler = Compiler::find(options)?;
     let root = options.cache_dir.clone().unwrap_or_else(cache_dir);
     let dir = cache::private_dir(&root)?;
-    let (mut flags, mut libs) = effective_flags(&compiler, options, &dir);
-    flags.extend(unit.header_flags());
-    libs.splice(0..0, unit.link.iter().map(|p| p.display().to_string()));
+    let toolchain = CppToolchain::new(options, &dir)?;
+    build_cached(unit, &toolchain, &dir)
+}
+
+/// Builds `unit` with `toolchain` into the cache directory `dir` (unless it holds a trusted
+/// copy) and returns the library's path: the cache and its trust checks serve every
+/// toolchain alike.
+pub fn build_cached(unit: &Unit, toolchain: &dyn Toolchain, dir: &Path) -> Result<PathBuf> {
     // The CPU is part of the key: `-march=native` code from a shared cache must not run on
     // a machine without the same instructions.
-    let hash = digest(&[
-        &unit.source,
-        &compiler.command_line(),
-        &compiler.version,
-        &flags.join(" "),
-        &libs.join(" "),
-        &unit.fingerprint,
-        &host_cpu(),
-    ]);
+    let mut key = vec![unit.source.clone()];
+    key.extend(toolchain.key(unit));
+    key.extend([unit.fingerprint.clone(), host_cpu()]);
+    let hash = digest(&key.iter().map(String::as_str).collect::<Vec<_>>());
     let name = &unit.name;
     let stem = format!("{name}-{hash}");
     let library = dir.join(format!("lib{stem}.so"));
@@ -177,19 +119,19 @@ pub fn compile_unit(unit: &Unit, options: &CompilerOptions) -> Result<PathBuf> {
         return Ok(library);
     }
     let unique = format!("{}-{}", std::process::id(), unique_suffix());
-    let source_path = dir.join(format!("{stem}.cpp"));
+    let source_path = dir.join(format!("{stem}.{}", toolchain.source_extension()));
     write_atomically(&source_path, &unit.source)?;
     let library_tmp = dir.join(format!("lib{stem}.{unique}.so.tmp"));
     let guard = TemporaryFiles(vec![library_tmp.clone()]);
     let start = std::time::Instant::now();
     if verbose() {
         eprintln!(
-            "anvil: compiling `{name}` ({} kB of C++) with {}",
+            "anvil: compiling `{name}` ({} kB of source) with {}",
             unit.source.len() / 1024,
-            compiler.command_line()
+            toolchain.describe()
         );
     }
-    compiler.compile_shared(&source_path, &library_tmp, &flags, &libs, options.timeout)?;
+    toolchain.build(unit, &source_path, &library_tmp)?;
     if verbose() {
         eprintln!("anvil: compiled `{name}` in {:.2} s -> {}", start.elapsed().as_secs_f64(), library.display());
     }
@@ -323,7 +265,7 @@ fn archive_objects(archive: &Path, objects: &[PathBuf], options: &CompilerOption
 }
 
 /// Writes `text` to `path` through a unique temporary file and a rename.
-fn write_atomically(path: &Path, text: &str) -> Result<()> {
+pub(crate) fn write_atomically(path: &Path, text: &str) -> Result<()> {
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(format!(".{}-{}.tmp", std::process::id(), unique_suffix()));
     let tmp = PathBuf::from(tmp);
@@ -335,7 +277,7 @@ fn write_atomically(path: &Path, text: &str) -> Result<()> {
 }
 
 /// The host CPU's model and feature flags (Linux), or the architecture elsewhere.
-fn host_cpu() -> String {
+pub(crate) fn host_cpu() -> String {
     static CPU: OnceLock<String> = OnceLock::new();
     CPU.get_or_init(|| {
         let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
@@ -352,7 +294,7 @@ fn host_cpu() -> String {
     .clone()
 }
 
-fn unique_suffix() -> u64 {
+pub(crate) fn unique_suffix() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let nanos =
