@@ -313,3 +313,39 @@ fn large_sparse_jacobians_keep_a_small_source_and_exact_values() {
         }
     }
 }
+
+#[test]
+fn seed_zeros_are_structural_in_the_interpreter_native_code_and_saved_functions() {
+    // sqrt at 0: J[2, 2] is infinite. Columns 0 and 2 share row 2, so they have different
+    // colours (and different unit directions): J[2, 0] = 0.5 must not become inf × 0 = NaN.
+    let f = NumericalFunction::new("roots", |[x]| x.sqrt() + x.get(0) * 0.5, [Arg::new(4)]).unwrap();
+    let x = anvil::ndarray::array![0.0, 4.0, 0.0, 1.0].into_dyn();
+    let sparse = ad::spjacobian(&f).unwrap();
+    let reloaded = SparseNumericalFunction::from_bytes(&sparse.to_bytes()).unwrap();
+    for (how, values) in [
+        ("interpreter", sparse.eval(&[x.view()]).unwrap()),
+        ("native", sparse.call(&[x.view()]).unwrap()),
+        ("reloaded", reloaded.eval(&[x.view()]).unwrap()),
+    ] {
+        let d = densify(&sparse, &values);
+        assert_eq!(d[[2, 0]], 0.5, "{how}");
+        assert!(d[[2, 2]].is_infinite() && d[[0, 0]].is_infinite(), "{how}");
+        assert_eq!((d[[1, 1]], d[[3, 3]]), (0.25, 0.5), "{how}");
+    }
+    let jac = ad::jacobian(&f).unwrap();
+    for dense in [jac.eval(&[x.view()]).unwrap().remove(0), jac.call(&[x.view()]).unwrap().remove(0)] {
+        assert_eq!(dense[[2, 0]], 0.5);
+    }
+}
+
+#[test]
+fn a_captured_array_of_zeros_is_data_not_structure() {
+    // The same product with a zero the user captured: the interpreter and native code
+    // multiply by it (inf × 0 = NaN), as IEEE arithmetic says.
+    let zeros = Tensor::from_array(&Array1::<f64>::zeros(3));
+    let f = NumericalFunction::new("data_zero", move |[x]| x.sqrt().recip() * &zeros, [Arg::new(3)]).unwrap();
+    let x = anvil::ndarray::array![0.0, 1.0, 4.0].into_dyn();
+    for out in [f.eval(&[x.view()]).unwrap().remove(0), f.call(&[x.view()]).unwrap().remove(0)] {
+        assert!(out[0].is_nan() && out[1] == 0.0 && out[2] == 0.0, "{out}");
+    }
+}

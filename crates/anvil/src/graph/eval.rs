@@ -2,9 +2,14 @@
 //!
 //! It is deliberately simple (one array per node, ndarray for movement) and independent of
 //! lowering, so that it can serve as the oracle every other stage is tested against.
+//!
+//! It follows the structural zeros of derivative seeds ([`super::ConstArray::structural`])
+//! element by element, with the rules generated code folds them by (`lower::fold`): a
+//! product or quotient of one is zero, adding one changes nothing, negating or converting
+//! one gives one, a sum of only such zeros is one. Every other operation sees the value 0.
 
 use super::node::{toposort, NodeRef};
-use super::op::{Literal, Op, ReduceOp};
+use super::op::{BinaryOp, Literal, Op, ReduceOp, UnaryOp};
 use super::scalar;
 use crate::array::HostArray;
 use crate::dtype::DType;
@@ -16,12 +21,18 @@ use std::collections::HashMap;
 /// `n`); [`crate::tensor::eval`] does the same for tensors.
 pub fn eval_nodes(outputs: &[NodeRef], inputs: &[HostArray]) -> Result<Vec<HostArray>> {
     let mut values: HashMap<u64, Value> = HashMap::new();
+    let mut zeros: HashMap<u64, Mask> = HashMap::new();
     for node in toposort(outputs) {
         // The interpreter holds every value as 64-bit numbers.
         let what = || format!("evaluating `{}` of shape {:?} with the interpreter", node.op.name(), node.shape);
         crate::array::check_alloc(what, node.numel(), 8)?;
         let srcs: Vec<&Value> = node.srcs.iter().map(|s| &values[&s.id()]).collect();
         let value = eval_node(&node, &srcs, inputs)?;
+        let src_zeros: Vec<Option<&Mask>> = node.srcs.iter().map(|s| zeros.get(&s.id())).collect();
+        let (value, mask) = structural_zeros(&node, &srcs, &src_zeros, value)?;
+        if let Some(mask) = mask.filter(|m| m.iter().any(|&z| z)) {
+            zeros.insert(node.id(), mask);
+        }
         values.insert(node.id(), value);
     }
     Ok(outputs.iter().map(|o| values[&o.id()].to_host(o.dtype)).collect())
@@ -106,7 +117,7 @@ fn eval_node(node: &NodeRef, srcs: &[&Value], inputs: &[HostArray]) -> Result<Va
             Value::from_host(host)
         }
         Op::Const(v) => Value::filled(*v, dtype, shape),
-        Op::Array(a) => Value::from_host(&a.0),
+        Op::Array(a) => Value::from_host(&a.data),
         Op::Unary(op) => match srcs[0] {
             Value::F(a) => Value::F(a.mapv(|x| scalar::unary_float(*op, dtype, x))),
             Value::I(a) => Value::I(a.mapv(|x| scalar::unary_int(*op, dtype, x))),
@@ -197,6 +208,88 @@ fn eval_node(node: &NodeRef, srcs: &[&Value], inputs: &[HostArray]) -> Result<Va
             a
         }),
     })
+}
+
+/// Where a node's elements are structural zeros.
+type Mask = ArrayD<bool>;
+
+/// The node's value with the rules of structural zeros applied, and where it has them
+/// (`src_zeros`: its operands'; `value`: as computed from the operands' values).
+fn structural_zeros(
+    node: &NodeRef,
+    srcs: &[&Value],
+    src_zeros: &[Option<&Mask>],
+    value: Value,
+) -> Result<(Value, Option<Mask>)> {
+    let seed = match &node.op {
+        Op::Array(a) if a.structural => Some(a),
+        _ => None,
+    };
+    if seed.is_none() && src_zeros.iter().all(Option::is_none) {
+        return Ok((value, None));
+    }
+    let none = || ArrayD::from_elem(IxDyn(&node.shape), false);
+    let of = |k: usize| src_zeros[k].cloned().unwrap_or_else(|| ArrayD::from_elem(IxDyn(&node.srcs[k].shape), false));
+    let both = |a: Mask, b: &Mask| Zip::from(&a).and(b).map_collect(|&x, &y| x && y);
+    let either = |a: Mask, b: &Mask| Zip::from(&a).and(b).map_collect(|&x, &y| x || y);
+    Ok(match &node.op {
+        Op::Array(_) => (value.clone(), Some(value.floats().mapv(|v| v == 0.0))),
+        op if op.is_movement() || matches!(op, Op::Gather) => {
+            let Some(mask) = src_zeros[0] else { return Ok((value, None)) };
+            let as_ints = Value::I(mask.mapv(|z| z as i64));
+            let mut moved_srcs = srcs.to_vec();
+            moved_srcs[0] = &as_ints;
+            let moved = int_values(&eval_node(node, &moved_srcs, &[])?);
+            let mask = ArrayD::from_shape_vec(IxDyn(&node.shape), moved.iter().map(|&z| z != 0).collect());
+            (value, Some(mask.expect("a moved mask has the node's shape")))
+        }
+        Op::Binary(BinaryOp::Mul) => {
+            let mask = either(of(0), &of(1));
+            (zero_where(value, &mask), Some(mask))
+        }
+        Op::Binary(BinaryOp::Div) | Op::Unary(UnaryOp::Neg) | Op::Cast => {
+            let mask = of(0);
+            (zero_where(value, &mask), Some(mask))
+        }
+        Op::Binary(BinaryOp::Add) => {
+            let (a, b) = (of(0), of(1));
+            // Adding a structural zero changes nothing: the other operand, exactly.
+            let value = select(&a, srcs[1], &select(&b, srcs[0], &value));
+            (value, Some(both(a, &b)))
+        }
+        Op::Binary(BinaryOp::Sub) => {
+            let (a, b) = (of(0), of(1));
+            let value = select(&b, srcs[0], &value);
+            (value, Some(both(a, &b)))
+        }
+        Op::Where => (value, Some(both(of(1), &of(2)))),
+        Op::Reduce(ReduceOp::Sum, axes) => {
+            // Its zeros add nothing (a sum starts at +0, which adding +0 keeps); it is one
+            // if all its elements are.
+            let all = reduce(ReduceOp::Min, DType::I64, &Value::I(of(0).mapv(|z| z as i64)), axes);
+            let mask = int_values(&all).iter().map(|&z| z != 0).collect();
+            (value, Some(ArrayD::from_shape_vec(IxDyn(&node.shape), mask).expect("reduced shape")))
+        }
+        _ => (value, Some(none())),
+    })
+}
+
+/// `value` with its masked elements 0.
+fn zero_where(value: Value, mask: &Mask) -> Value {
+    map_value!(value, a => Zip::from(&a).and(mask).map_collect(|&x, &z| if z { Default::default() } else { x }))
+}
+
+/// `if mask { a } else { b }`, element by element.
+fn select(mask: &Mask, a: &Value, b: &Value) -> Value {
+    match (a, b) {
+        (Value::F(a), Value::F(b)) => {
+            Value::F(Zip::from(mask).and(a).and(b).map_collect(|&z, &x, &y| if z { x } else { y }))
+        }
+        (Value::I(a), Value::I(b)) => {
+            Value::I(Zip::from(mask).and(a).and(b).map_collect(|&z, &x, &y| if z { x } else { y }))
+        }
+        _ => unreachable!("the operands of an addition have one dtype"),
+    }
 }
 
 /// The integer values of an index operand, in row-major order.

@@ -125,17 +125,31 @@ impl Hash for Literal {
 
 /// A captured host array. Two constants are the same only if they are the same capture.
 #[derive(Clone, Debug)]
-pub struct ConstArray(pub Arc<HostArray>);
+pub struct ConstArray {
+    /// The elements.
+    pub data: Arc<HostArray>,
+    /// True for the seed directions of a derivative: their zeros are structural, like a
+    /// `Const` zero's (a product with one is zero, whatever the other factor), so native
+    /// code folds the products a seed's zero would take part in.
+    pub structural: bool,
+}
+
+impl ConstArray {
+    /// A captured array whose elements are data.
+    pub fn data(data: Arc<HostArray>) -> ConstArray {
+        ConstArray { data, structural: false }
+    }
+}
 
 impl PartialEq for ConstArray {
     fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
+        Arc::ptr_eq(&self.data, &other.data) && self.structural == other.structural
     }
 }
 impl Eq for ConstArray {}
 impl Hash for ConstArray {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        (Arc::as_ptr(&self.0) as usize).hash(state)
+        (Arc::as_ptr(&self.data) as usize, self.structural).hash(state)
     }
 }
 

@@ -46,20 +46,44 @@ pub struct NodeDoc {
 #[serde(tag = "op", rename_all = "snake_case")]
 #[allow(missing_docs)]
 pub enum OpDoc {
-    Input { index: usize },
-    Const { literal: LiteralDoc },
-    Array { array: usize },
-    Unary { function: String },
-    Binary { function: String },
+    Input {
+        index: usize,
+    },
+    Const {
+        literal: LiteralDoc,
+    },
+    Array {
+        array: usize,
+        /// A derivative's seed (see [`ConstArray`]); absent in files of earlier versions.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        structural: bool,
+    },
+    Unary {
+        function: String,
+    },
+    Binary {
+        function: String,
+    },
     Where,
     Cast,
-    Reduce { function: String, axes: Vec<usize> },
+    Reduce {
+        function: String,
+        axes: Vec<usize>,
+    },
     Reshape,
-    Permute { perm: Vec<usize> },
+    Permute {
+        perm: Vec<usize>,
+    },
     Expand,
-    Pad { pads: Vec<(usize, usize)> },
-    Shrink { ranges: Vec<(usize, usize)> },
-    Flip { axes: Vec<usize> },
+    Pad {
+        pads: Vec<(usize, usize)>,
+    },
+    Shrink {
+        ranges: Vec<(usize, usize)>,
+    },
+    Flip {
+        axes: Vec<usize>,
+    },
     Gather,
     ScatterAdd,
 }
@@ -165,11 +189,11 @@ pub fn encode(outputs: &[NodeRef]) -> (GraphDoc, Vec<(usize, DType, Vec<usize>)>
                 Op::Const(v) => OpDoc::Const { literal: literal_doc(*v) },
                 Op::Array(a) => {
                     let next = arrays.len();
-                    let index = *array_index.entry(Arc::as_ptr(&a.0)).or_insert_with(|| {
-                        arrays.push(array_doc(&a.0));
+                    let index = *array_index.entry(Arc::as_ptr(&a.data)).or_insert_with(|| {
+                        arrays.push(array_doc(&a.data));
                         next
                     });
-                    OpDoc::Array { array: index }
+                    OpDoc::Array { array: index, structural: a.structural }
                 }
                 Op::Unary(u) => OpDoc::Unary { function: name_of(&UNARY, *u) },
                 Op::Binary(b) => OpDoc::Binary { function: name_of(&BINARY, *b) },
@@ -248,9 +272,9 @@ fn decode_op(op: &OpDoc, arrays: &[Arc<HostArray>], trace: TraceId) -> Result<Op
             LiteralDoc::Int { value } => Literal::Int(*value),
             LiteralDoc::Bool { value } => Literal::Bool(*value),
         }),
-        OpDoc::Array { array } => {
+        OpDoc::Array { array, structural } => {
             let a = arrays.get(*array).ok_or_else(|| invalid(format!("array {array} does not exist")))?;
-            Op::Array(ConstArray(a.clone()))
+            Op::Array(ConstArray { data: a.clone(), structural: *structural })
         }
         OpDoc::Unary { function } => Op::Unary(lookup(&UNARY, function, "unary function")?),
         OpDoc::Binary { function } => Op::Binary(lookup(&BINARY, function, "binary function")?),

@@ -38,8 +38,8 @@ pub fn check_node(op: &Op, dtype: DType, shape: &[usize], srcs: &[NodeRef]) -> R
     match op {
         Op::Input(_) => Ok(()),
         Op::Const(value) => expect(literal_fits(*value, dtype), || format!("the literal {value:?} is not a {dtype}")),
-        Op::Array(a) => expect(a.0.dtype() == dtype && a.0.shape() == shape, || {
-            format!("the array is {} of shape {}", a.0.dtype(), fmt_shape(a.0.shape()))
+        Op::Array(a) => expect(a.data.dtype() == dtype && a.data.shape() == shape, || {
+            format!("the array is {} of shape {}", a.data.dtype(), fmt_shape(a.data.shape()))
         }),
         Op::Unary(u) => {
             same_shape(0)?;

@@ -7,10 +7,15 @@
 //! away here. The rules are those of the graph's simplifier with the same semantics
 //! (`x + 0` is `x`, as there); `x * 0` is *not* folded, because a captured zero is data,
 //! not a structural zero, and the reference interpreter multiplies by it.
+//!
+//! The zeros of a derivative's seed are structural ([`Expr::Zero`]): a product or quotient
+//! with one is that zero, adding one changes nothing, its negation and conversion stay
+//! structural, and a sum over one is one. So a seed's zero removes every product it takes part in, as the graph's `x * 0` rule
+//! does for a `Const` zero.
 
 use super::kernel::{Expr, ExprId};
 use crate::dtype::DType;
-use crate::graph::{identity_operand, scalar, Literal};
+use crate::graph::{identity_operand, scalar, BinaryOp, Literal, ReduceOp, UnaryOp};
 
 /// What an expression simplifies to.
 #[derive(Debug, PartialEq)]
@@ -19,16 +24,48 @@ pub enum Folded {
     To(ExprId),
     /// A literal.
     Const(Literal, DType),
+    /// A structural zero of the dtype.
+    Zero(DType),
 }
 
 /// The simpler equivalent of `expr` (whose operands are in `exprs`), if a rule applies.
 pub fn fold(expr: &Expr, exprs: &[Expr]) -> Option<Folded> {
-    fold_constants(expr, exprs).or_else(|| identities(expr, exprs))
+    structural_zeros(expr, exprs).or_else(|| fold_constants(expr, exprs)).or_else(|| identities(expr, exprs))
 }
 
+/// The value of a literal; a structural zero is the literal 0 where no rule of its own
+/// applies (`exp` of it is 1).
 fn literal(exprs: &[Expr], id: ExprId) -> Option<Literal> {
     match exprs[id] {
         Expr::Const(v, _) => Some(v),
+        Expr::Zero(dtype) => Some(scalar::literal(dtype, 0.0, 0)),
+        _ => None,
+    }
+}
+
+/// Products, quotients and sums that a structural zero decides.
+fn structural_zeros(expr: &Expr, exprs: &[Expr]) -> Option<Folded> {
+    let is_zero = |id: ExprId| matches!(exprs[id], Expr::Zero(_));
+    let is_positive_zero =
+        |id: ExprId| matches!(exprs[id], Expr::Const(v, _) if v.is(0.0) && v.as_f64().is_sign_positive());
+    match *expr {
+        Expr::Binary(BinaryOp::Mul, a, b, _) if is_zero(a) || is_zero(b) => {
+            Some(Folded::To(if is_zero(a) { a } else { b }))
+        }
+        Expr::Binary(BinaryOp::Div, a, _, _) if is_zero(a) => Some(Folded::To(a)),
+        Expr::Binary(BinaryOp::Add, a, b, _) if is_zero(a) => Some(Folded::To(b)),
+        Expr::Binary(BinaryOp::Add | BinaryOp::Sub, a, b, _) if is_zero(b) => Some(Folded::To(a)),
+        Expr::Unary(UnaryOp::Neg, x, _) if is_zero(x) => Some(Folded::To(x)),
+        Expr::Cast(x, _, to) if is_zero(x) => Some(Folded::Zero(to)),
+        // Padding around a seed: a zero either way.
+        Expr::Where(_, a, b, dtype)
+            if (is_zero(a) || is_positive_zero(a))
+                && (is_zero(b) || is_positive_zero(b))
+                && (is_zero(a) || is_zero(b)) =>
+        {
+            Some(Folded::Zero(dtype))
+        }
+        Expr::Reduce { op: ReduceOp::Sum, body, dtype, .. } if is_zero(body) => Some(Folded::Zero(dtype)),
         _ => None,
     }
 }
@@ -86,5 +123,26 @@ mod tests {
         // NaN * 0 is NaN in the reference interpreter: the product must stay.
         let exprs = vec![f64_const(0.0), Expr::Unary(UnaryOp::Log, 0, DType::F64)];
         assert_eq!(fold(&Expr::Binary(BinaryOp::Mul, 1, 0, DType::F64), &exprs), None);
+    }
+
+    #[test]
+    fn structural_zeros_remove_what_they_take_part_in() {
+        let x = Expr::Unary(UnaryOp::Log, 1, DType::F64);
+        let exprs = vec![Expr::Zero(DType::F64), f64_const(2.0), x];
+        let binary = |op, a, b| fold(&Expr::Binary(op, a, b, DType::F64), &exprs);
+        assert_eq!(binary(BinaryOp::Mul, 2, 0), Some(Folded::To(0)));
+        assert_eq!(binary(BinaryOp::Div, 0, 2), Some(Folded::To(0)));
+        assert_eq!(binary(BinaryOp::Add, 0, 2), Some(Folded::To(2)));
+        assert_eq!(binary(BinaryOp::Sub, 2, 0), Some(Folded::To(2)));
+        // 0 - x is -x, not a zero; max(0, x) is computed.
+        assert_eq!(binary(BinaryOp::Sub, 0, 2), None);
+        assert_eq!(binary(BinaryOp::Max, 0, 2), None);
+        // Elsewhere it is the literal 0.
+        assert_eq!(binary(BinaryOp::Mul, 0, 1), Some(Folded::To(0)));
+        assert_eq!(binary(BinaryOp::Add, 1, 0), Some(Folded::To(1)));
+        let exp = fold(&Expr::Unary(UnaryOp::Exp, 0, DType::F64), &exprs);
+        assert_eq!(exp, Some(Folded::Const(Literal::Float(1.0), DType::F64)));
+        assert_eq!(fold(&Expr::Cast(0, DType::F64, DType::F32), &exprs), Some(Folded::Zero(DType::F32)));
+        assert_eq!(fold(&Expr::Unary(UnaryOp::Neg, 0, DType::F64), &exprs), Some(Folded::To(0)));
     }
 }

@@ -219,6 +219,7 @@ impl<'a> KernelBuilder<'a> {
         let expr = match fold(&expr, &self.exprs) {
             Some(Folded::To(id)) => return id,
             Some(Folded::Const(value, dtype)) => Expr::Const(value, dtype),
+            Some(Folded::Zero(dtype)) => Expr::Zero(dtype),
             None => expr,
         };
         if let Some(&id) = self.dedup.get(&expr) {
@@ -357,6 +358,20 @@ impl<'a> KernelBuilder<'a> {
                 Step::Needs(vec![at(0, inner)], Combine::Forward)
             }
             Op::Pad(pads) => self.plan_pad(node, pads, index),
+            Op::Gather if self.straight_line && !self.buffer_of.contains_key(&src(0).id()) => {
+                // Straight-line code gathers only at captured positions (see
+                // `schedule::is_straight_line`): the table is built at each.
+                let Op::Array(positions) = &src(1).op else {
+                    unreachable!("straight-line gathers read captured positions")
+                };
+                let k = IndexExpr::linearize(index, &node.shape)
+                    .as_constant()
+                    .expect("straight-line indices are constants");
+                let position = positions.data.literal_at(k as usize).expect("the position is in the table");
+                let flat = crate::graph::clamp_index(scalar::literal_int(position), src(0).numel());
+                let point = IndexExpr::delinearize(&IndexExpr::constant(flat as i64), &src(0).shape, &self.extents);
+                Step::Needs(vec![at(0, point)], Combine::Forward)
+            }
             Op::Gather => {
                 let table = src(0);
                 let buffer = *self.buffer_of.get(&table.id()).expect("gather sources are always realized");
@@ -428,8 +443,13 @@ impl<'a> KernelBuilder<'a> {
     fn load(&mut self, buffer: BufferId, node: &NodeRef, index: &[IndexExpr]) -> ExprId {
         let index = IndexExpr::linearize(index, &node.shape);
         if let (Op::Array(array), Some(k)) = (&node.op, index.as_constant()) {
-            if let Some(value) = usize::try_from(k).ok().and_then(|k| array.0.literal_at(k)) {
-                return self.push(Expr::Const(value, node.dtype));
+            if let Some(value) = usize::try_from(k).ok().and_then(|k| array.data.literal_at(k)) {
+                let structural_zero = array.structural && value.is(0.0);
+                return self.push(if structural_zero {
+                    Expr::Zero(node.dtype)
+                } else {
+                    Expr::Const(value, node.dtype)
+                });
             }
         }
         self.push(Expr::Load { buffer, index, len: node.numel(), dtype: node.dtype })

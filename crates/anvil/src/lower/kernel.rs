@@ -29,6 +29,11 @@ pub struct Bound {
 pub enum Expr {
     /// A literal of the given dtype.
     Const(Literal, DType),
+    /// A structural zero: an element of a derivative's seed that is zero (see
+    /// [`crate::graph::ConstArray::structural`]). It is 0, and a product with it is itself,
+    /// whatever the other factor (an infinite partial included), so the products a seed's
+    /// zero takes part in fold away.
+    Zero(DType),
     /// `buffer[index]`. Under padding the index can leave `0..len` where the value is
     /// masked anyway: such loads are rendered with the index clamped into the buffer, so
     /// that every load is safe to execute unconditionally (and to vectorise).
@@ -85,7 +90,7 @@ impl Expr {
             Expr::Where(c, a, b, _) => vec![*c, *a, *b],
             Expr::Reduce { body, .. } => vec![*body],
             Expr::Gather { index, .. } => vec![*index],
-            Expr::Const(..) | Expr::Load { .. } | Expr::InBounds(_) => vec![],
+            Expr::Const(..) | Expr::Zero(_) | Expr::Load { .. } | Expr::InBounds(_) => vec![],
         }
     }
 
@@ -93,6 +98,7 @@ impl Expr {
     pub fn dtype(&self) -> DType {
         match self {
             Expr::Const(_, d)
+            | Expr::Zero(d)
             | Expr::Load { dtype: d, .. }
             | Expr::Gather { dtype: d, .. }
             | Expr::Unary(_, _, d)
@@ -119,7 +125,7 @@ impl Expr {
             Expr::Where(c, a, b, dtype) => Expr::Where(new_id[c], new_id[a], new_id[b], dtype),
             Expr::Reduce { op, vars, body, dtype } => Expr::Reduce { op, vars, body: new_id[body], dtype },
             Expr::Gather { buffer, index, len, dtype } => Expr::Gather { buffer, index: new_id[index], len, dtype },
-            leaf @ (Expr::Const(..) | Expr::Load { .. } | Expr::InBounds(_)) => leaf,
+            leaf @ (Expr::Const(..) | Expr::Zero(_) | Expr::Load { .. } | Expr::InBounds(_)) => leaf,
         }
     }
 }

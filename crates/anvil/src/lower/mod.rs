@@ -266,7 +266,7 @@ impl BufferPlan {
                     self.buffer_of.insert(node.id(), input.index);
                 }
                 Op::Array(a) => {
-                    self.push(node, BufferKind::Constant(a.0.clone()));
+                    self.push(node, BufferKind::Constant(a.data.clone()));
                 }
                 _ => {}
             }

@@ -37,7 +37,10 @@ pub fn is_straight_line(order: &[NodeRef], options: &LowerOptions) -> bool {
         if leaf(node) {
             continue;
         }
-        let gathers_computed = matches!(node.op, Op::Gather) && !leaf(&node.srcs[0]);
+        // A gather from a computed table needs the table stored, unless its positions are
+        // captured: then each is known, and the table is built at it.
+        let gathers_computed =
+            matches!(node.op, Op::Gather) && !leaf(&node.srcs[0]) && !matches!(node.srcs[1].op, Op::Array(_));
         if matches!(node.op, Op::ScatterAdd) || gathers_computed || node.numel() > options.straight_line_max_numel {
             return false;
         }

@@ -13,7 +13,7 @@
 
 use super::dialect::CPP;
 use crate::dtype::DType;
-use crate::graph::{reduce_identity, BinaryOp, Literal, ReduceOp};
+use crate::graph::{reduce_identity, scalar, BinaryOp, Literal, ReduceOp};
 use crate::lower::{Bound, BufferId, Expr, ExprId, IndexExpr, Kernel};
 use std::fmt::Write;
 
@@ -338,6 +338,7 @@ impl<'k> Renderer<'k> {
         let result = loop {
             match &self.kernel.exprs[at] {
                 Expr::Const(v, dtype) => break Resolved::Literal(CPP.literal(*v, *dtype)),
+                Expr::Zero(dtype) => break Resolved::Literal(CPP.literal(scalar::literal(*dtype, 0.0, 0), *dtype)),
                 Expr::InBounds(bounds) => {
                     let decisions: Vec<Option<bool>> = bounds.iter().map(|b| self.decide(b)).collect();
                     if decisions.contains(&Some(false)) {
@@ -683,7 +684,7 @@ impl<'k> Renderer<'k> {
         let expr = self.kernel.exprs[e].clone();
         let pad = "  ".repeat(depth);
         match expr {
-            Expr::Const(..) => {} // literals are written inline
+            Expr::Const(..) | Expr::Zero(_) => {} // literals are written inline
             Expr::Reduce { op, vars, body, dtype } => {
                 let init = CPP.literal(reduce_identity(op, dtype), dtype);
                 let _ = writeln!(self.code, "{pad}{} t{e} = {init};", CPP.type_name(dtype));
@@ -734,6 +735,7 @@ impl<'k> Renderer<'k> {
     fn value(&mut self, expr: &Expr, in_loop: bool) -> String {
         match expr {
             Expr::Const(v, dtype) => CPP.literal(*v, *dtype),
+            Expr::Zero(dtype) => CPP.literal(scalar::literal(*dtype, 0.0, 0), *dtype),
             Expr::Load { buffer, index, len, .. } => {
                 let (lo, hi) = index.bounds_in(&self.ranges);
                 load(*buffer, &index.to_string(), lo < 0, hi >= *len as i64, *len)
@@ -767,7 +769,7 @@ fn dependencies(kernel: &Kernel) -> Vec<Vec<usize>> {
     for expr in &kernel.exprs {
         let mut d = Vec::new();
         match expr {
-            Expr::Const(..) => {}
+            Expr::Const(..) | Expr::Zero(_) => {}
             Expr::Load { index, .. } => index.vars(&mut d),
             Expr::Gather { index, .. } => d.extend(&deps[*index]),
             Expr::InBounds(bounds) => bounds.iter().for_each(|b| b.expr.vars(&mut d)),

@@ -143,8 +143,18 @@ impl Tensor {
 
     /// A captured constant from a [`HostArray`].
     pub fn from_host(array: HostArray) -> Self {
-        let (dtype, shape) = (array.dtype(), array.shape().to_vec());
-        Self::from_node(Node::make(Op::Array(ConstArray(Arc::new(array))), dtype, shape, Vec::new()))
+        Self::captured(ConstArray::data(Arc::new(array)))
+    }
+
+    /// The seed directions of a derivative: a captured constant whose zeros are structural
+    /// (see [`ConstArray::structural`]).
+    pub(crate) fn seed(array: HostArray) -> Self {
+        Self::captured(ConstArray { data: Arc::new(array), structural: true })
+    }
+
+    fn captured(array: ConstArray) -> Self {
+        let (dtype, shape) = (array.data.dtype(), array.data.shape().to_vec());
+        Self::from_node(Node::make(Op::Array(array), dtype, shape, Vec::new()))
     }
 
     /// The graph node, or the error this tensor carries.

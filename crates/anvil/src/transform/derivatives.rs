@@ -68,12 +68,32 @@ fn structural_zeros(pattern: &SparsityPattern, dense: Tensor) -> Result<Tensor> 
     Ok(Tensor::from_array(&mask).where_(dense, 0.0))
 }
 
-/// The identity as a batch of `n` unit tensors of shape `shape`.
-fn unit_batch(shape: &[usize], dtype: DType) -> Tensor {
+/// The identity as a batch of `n` unit tensors of shape `shape`: a seed (its zeros are
+/// structural).
+fn unit_batch(shape: &[usize], dtype: DType) -> Result<Tensor> {
     let n: usize = shape.iter().product();
     let mut batched = vec![n];
     batched.extend_from_slice(shape);
-    Tensor::eye(n).cast(dtype).reshape(batched)
+    seed_matrix(|| format!("the identity seed of {n} directions"), &batched, |direction, k| direction == k, dtype)
+}
+
+/// A seed of shape `shape` (directions first) and of the derivative dtype of `dtype`, whose
+/// element `k` (row-major, within its direction) of direction `d` is 1 if `is_one(d, k)`.
+fn seed_matrix(
+    what: impl FnOnce() -> String,
+    shape: &[usize],
+    is_one: impl Fn(usize, usize) -> bool,
+    dtype: DType,
+) -> Result<Tensor> {
+    let per_direction: usize = shape[1..].iter().product();
+    let flat = [shape[0], per_direction];
+    let ones = crate::array::try_from_shape_fn(what, &flat, |p| is_one(p[0], p[1]))?;
+    let shaped = ones.into_shape_with_order(IxDyn(shape)).expect("same element count");
+    let host = match float_of(dtype) {
+        DType::F32 => crate::array::HostArray::F32(shaped.mapv(|one| one as u8 as f32)),
+        _ => crate::array::HostArray::F64(shaped.mapv(|one| one as u8 as f64)),
+    };
+    Ok(Tensor::seed(host))
 }
 
 /// A symbol that stands for a direction until batching replaces it: an input of a trace of
@@ -84,12 +104,12 @@ fn placeholder(shape: &[usize], dtype: DType) -> Tensor {
 
 /// Forward mode, all directions at once: `(numel y × numel x)`.
 pub fn forward_jacobian(y: &Tensor, x: &Tensor) -> Result<Tensor> {
-    forward_directions(y, x, &unit_batch(x.shape(), float_of(x.dtype()))).map(|d| d.transpose())
+    forward_directions(y, x, &unit_batch(x.shape(), x.dtype())?).map(|d| d.transpose())
 }
 
 /// Reverse mode, all output elements at once: `(numel y × numel x)`.
 fn reverse_jacobian(y: &Tensor, x: &Tensor) -> Result<Tensor> {
-    reverse_directions(y, x, &unit_batch(y.shape(), float_of(y.dtype())))
+    reverse_directions(y, x, &unit_batch(y.shape(), y.dtype())?)
 }
 
 /// The derivative of `y` along `v` (a tensor of `x`'s shape): `J v`, one JVP.
@@ -239,12 +259,5 @@ fn seed_directions(coloring: &Coloring, input_shape: &[usize]) -> Result<Tensor>
     let mut shape = vec![coloring.count];
     shape.extend_from_slice(input_shape);
     let what = || format!("the seed matrix of {} colours × {n} inputs", coloring.count);
-    let flat = crate::array::try_from_shape_fn(what, &[coloring.count, n], |p| {
-        if coloring.colors[p[1]] == p[0] {
-            1.0
-        } else {
-            0.0
-        }
-    })?;
-    Ok(Tensor::from_array(&flat.into_shape_with_order(IxDyn(&shape)).expect("same element count")))
+    seed_matrix(what, &shape, |color, k| coloring.colors[k] == color, DType::F64)
 }
