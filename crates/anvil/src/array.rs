@@ -134,6 +134,22 @@ impl HostArray {
         }
     }
 
+    /// True if every element is an integer index into `0..len` (integer arrays only).
+    ///
+    /// ```
+    /// use anvil::{HostArray, ndarray::arr1};
+    /// assert!(HostArray::from(arr1(&[0i32, 2]).into_dyn()).indices_within(3));
+    /// assert!(!HostArray::from(arr1(&[0i64, 3]).into_dyn()).indices_within(3));
+    /// ```
+    pub fn indices_within(&self, len: usize) -> bool {
+        let within = |v: i64| usize::try_from(v).is_ok_and(|v| v < len);
+        match self {
+            HostArray::I32(a) => a.iter().all(|&v| within(v as i64)),
+            HostArray::I64(a) => a.iter().all(|&v| within(v)),
+            _ => false,
+        }
+    }
+
     /// The array converted to `f64`.
     pub fn to_f64(&self) -> ArrayD<f64> {
         with_host_array!(self, a => a.mapv(Element::to_f64))

@@ -416,14 +416,27 @@ fn defects(stages: usize) -> NumericalFunction {
 }
 
 #[test]
-fn the_directions_of_a_sparse_jacobian_of_scalar_code_are_one_loop_over_colours() {
+fn the_directions_of_a_sparse_jacobian_of_scalar_code_are_one_kernel() {
     let f = defects(8);
     let jac = anvil::ad::spjacobian(&f).unwrap();
     // One kernel computes every colour's directional derivative, one gathers the non-zeros.
-    let whole_jac = anvil::ad::spjacobian(&f).unwrap().with_lowering(unsplit());
-    let p = whole_jac.program();
+    // Written out colour by colour, the seed folds away (each colour keeps what its columns
+    // reach): that is less work than one loop over the colours, which remains for larger
+    // problems (here: a smaller limit on straight-line work).
+    let seed_reads = |p: &Program| {
+        let seed = |b: usize| matches!(&p.buffers[b].kind, BufferKind::Constant(d) if d.dtype() == DType::F64);
+        p.kernels.iter().flat_map(|k| k.inputs()).filter(|&b| seed(b)).count()
+    };
+    let written = anvil::ad::spjacobian(&f).unwrap().with_lowering(unsplit());
+    let p = written.program();
+    assert_eq!(p.kernels.len(), 2);
+    assert_eq!(seed_reads(p), 0);
+    let looped = LowerOptions { straight_line_max_work: 1000, ..unsplit() };
+    let looped = anvil::ad::spjacobian(&f).unwrap().renamed("defects_looped").unwrap().with_lowering(looped);
+    let p = looped.program();
     assert_eq!(p.kernels.len(), 2);
     assert_eq!(p.kernels.iter().filter(|k| k.items).count(), 1);
+    assert_eq!(seed_reads(p), 1);
     let mut r = rng(7);
     let w = random(&mut r, &[45], DType::F64, -1.0, 1.0);
     check_jit(&jac, std::slice::from_ref(&w));
@@ -433,9 +446,10 @@ fn the_directions_of_a_sparse_jacobian_of_scalar_code_are_one_loop_over_colours(
         HostArray::F64(a) => a.view(),
         _ => unreachable!(),
     };
-    let sparse = jac.call_dense(&[w]).unwrap();
-    for (a, b) in sparse.iter().zip(dense.iter()) {
-        assert!((a - b).abs() <= 1e-12 * (1.0 + b.abs()), "{a} vs {b}");
+    for sparse in [jac.call_dense(std::slice::from_ref(&w)).unwrap(), looped.call_dense(&[w]).unwrap()] {
+        for (a, b) in sparse.iter().zip(dense.iter()) {
+            assert!((a - b).abs() <= 1e-12 * (1.0 + b.abs()), "{a} vs {b}");
+        }
     }
 }
 
@@ -509,4 +523,17 @@ fn large_graphs_stay_loops() {
     let long =
         NumericalFunction::new("long_chain", |[x]| (0..3000).fold(x, |acc, _| acc.sin()), [Arg::new(4)]).unwrap();
     assert!(long.program().kernels.iter().all(|k| k.extents == vec![4]));
+}
+
+#[test]
+fn gathers_at_captured_positions_in_range_clamp_nothing() {
+    let n = 300;
+    let inside = Tensor::from_array(&Array1::from_shape_fn(n, |i| ((i * 7) % n) as i32));
+    let outside = Tensor::from_array(&Array1::from_shape_fn(n, |i| i as i64 * 2 - 5));
+    let f =
+        NumericalFunction::new("gathers", move |[x]| (x.sin().take(&inside), x.cos().take(&outside)), [Arg::new(n)])
+            .unwrap();
+    // Only the gather whose positions leave the table (negative, past the end) clamps.
+    assert_eq!(f.jit_source().matches("< 0 ? 0 :").count(), 1);
+    check_jit(&f, &[random(&mut rng(11), &[n], DType::F64, -3.0, 3.0)]);
 }

@@ -37,10 +37,10 @@ pub fn build_kernel(stores: &[(NodeRef, BufferId)], buffer_of: &HashMap<u64, Buf
 }
 
 /// Builds one straight-line kernel storing every element of each `(node, buffer)` of
-/// `stores`; `buffer_of` holds only the buffers that exist before it runs (inputs and
-/// constants), so everything else is computed in it, once per element.
+/// `stores`: everything not in `buffer_of` (for a whole program, only inputs and constants
+/// are) is computed in it, once per element.
 pub fn build_straight_line_kernel(stores: &[(NodeRef, BufferId)], buffer_of: &HashMap<u64, BufferId>) -> Kernel {
-    let mut builder = KernelBuilder::new(buffer_of, Vec::new(), Vec::new());
+    let mut builder = KernelBuilder::new(buffer_of, stores.iter().map(|(n, _)| n.id()).collect(), Vec::new());
     let out = builder.write_out(stores, false);
     finish(builder, out, Vec::new(), None)
 }
@@ -149,6 +149,7 @@ enum Combine {
         buffer: BufferId,
         len: usize,
         dtype: DType,
+        in_range: bool,
     },
 }
 
@@ -207,7 +208,7 @@ impl<'a> KernelBuilder<'a> {
                 if batched {
                     point.insert(0, IndexExpr::var(0));
                 }
-                let value = self.build(node, &point, batched);
+                let value = self.build(node, &point, true);
                 out.push(Store { buffer: *buffer, index: IndexExpr::linearize(&point, &node.shape), value });
             }
         }
@@ -280,7 +281,8 @@ impl<'a> KernelBuilder<'a> {
     /// What building `node` at `index` needs (no recursion: operands are listed, not built).
     fn plan(&mut self, node: &NodeRef, index: &[IndexExpr], is_root: bool) -> Step {
         let dtype = node.dtype;
-        if !is_root || !self.roots.contains(&node.id()) {
+        let leaf = matches!(node.op, Op::Input(_) | Op::Array(_));
+        if leaf || !is_root || !self.roots.contains(&node.id()) {
             if let Some(&buffer) = self.buffer_of.get(&node.id()) {
                 return Step::Done(self.load(buffer, node, index));
             }
@@ -375,7 +377,9 @@ impl<'a> KernelBuilder<'a> {
             Op::Gather => {
                 let table = src(0);
                 let buffer = *self.buffer_of.get(&table.id()).expect("gather sources are always realized");
-                Step::Needs(vec![at(1, index.to_vec())], Combine::Gather { buffer, len: table.numel(), dtype })
+                let len = table.numel();
+                let in_range = matches!(&src(1).op, Op::Array(positions) if positions.data.indices_within(len));
+                Step::Needs(vec![at(1, index.to_vec())], Combine::Gather { buffer, len, dtype, in_range })
             }
             Op::ScatterAdd => unreachable!("scatter-add nodes are always realized"),
         }
@@ -421,8 +425,8 @@ impl<'a> KernelBuilder<'a> {
                 let zero = self.zero(dtype);
                 self.push(Expr::Where(cond, operands[0], zero, dtype))
             }
-            Combine::Gather { buffer, len, dtype } => {
-                self.push(Expr::Gather { buffer, index: operands[0], len, dtype })
+            Combine::Gather { buffer, len, dtype, in_range } => {
+                self.push(Expr::Gather { buffer, index: operands[0], len, dtype, in_range })
             }
         }
     }

@@ -57,6 +57,9 @@ pub enum Expr {
         len: usize,
         /// Element type.
         dtype: DType,
+        /// The index is known to lie in `0..len` (captured positions, checked when lowering):
+        /// nothing to clamp.
+        in_range: bool,
     },
     /// `true` where all bounds hold.
     InBounds(Vec<Bound>),
@@ -124,7 +127,9 @@ impl Expr {
             Expr::Binary(op, a, b, dtype) => Expr::Binary(op, new_id[a], new_id[b], dtype),
             Expr::Where(c, a, b, dtype) => Expr::Where(new_id[c], new_id[a], new_id[b], dtype),
             Expr::Reduce { op, vars, body, dtype } => Expr::Reduce { op, vars, body: new_id[body], dtype },
-            Expr::Gather { buffer, index, len, dtype } => Expr::Gather { buffer, index: new_id[index], len, dtype },
+            Expr::Gather { buffer, index, len, dtype, in_range } => {
+                Expr::Gather { buffer, index: new_id[index], len, dtype, in_range }
+            }
             leaf @ (Expr::Const(..) | Expr::Zero(_) | Expr::Load { .. } | Expr::InBounds(_)) => leaf,
         }
     }

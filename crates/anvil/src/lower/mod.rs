@@ -145,6 +145,11 @@ fn loop_kernels(order: &[NodeRef], outputs: &[NodeRef], plan: &mut BufferPlan, o
     let realization = schedule::realize_set(order, outputs, &kernel_of, &inlined, &readers);
     plan.add_intermediates(order, &realization);
 
+    let seeds: HashSet<BufferId> = order
+        .iter()
+        .filter(|n| matches!(&n.op, Op::Array(a) if a.structural))
+        .map(|n| plan.buffer_of[&n.id()])
+        .collect();
     let mut kernels = Vec::new();
     let mut emitted_group = vec![false; groups.len()];
     let group_of: HashMap<u64, usize> =
@@ -158,11 +163,17 @@ fn loop_kernels(order: &[NodeRef], outputs: &[NodeRef], plan: &mut BufferPlan, o
             Some(&g) if std::mem::replace(&mut emitted_group[g], true) => {}
             Some(&g) => {
                 let stores: Vec<_> = groups[g].iter().map(|&k| (outputs[k].clone(), plan.output(k))).collect();
-                kernels.push(build_kernel_for(&stores, &plan.buffer_of, regions.get(&stores[0].0.id())));
+                kernels.push(build_kernel_for(
+                    &stores,
+                    &plan.buffer_of,
+                    regions.get(&stores[0].0.id()),
+                    &seeds,
+                    options,
+                ));
             }
             None => {
                 let stores = [(node.clone(), plan.buffer_of[&node.id()])];
-                kernels.push(build_kernel_for(&stores, &plan.buffer_of, regions.get(&node.id())));
+                kernels.push(build_kernel_for(&stores, &plan.buffer_of, regions.get(&node.id()), &seeds, options));
             }
         }
     }
@@ -172,16 +183,46 @@ fn loop_kernels(order: &[NodeRef], outputs: &[NodeRef], plan: &mut BufferPlan, o
     kernels
 }
 
-/// The kernel of `stores`: a batched straight-line one for a region, else a loop nest.
+/// The kernel of `stores`: for a region, its items written out or one loop over them (see
+/// [`written_out`]); else a loop nest.
 fn build_kernel_for(
     stores: &[(NodeRef, BufferId)],
     buffer_of: &HashMap<u64, BufferId>,
     region: Option<&batch::Region>,
+    seeds: &HashSet<BufferId>,
+    options: &LowerOptions,
 ) -> Kernel {
     match region {
-        Some(region) => fuse::build_batched_kernel(stores, buffer_of, region.batch),
+        Some(region) => {
+            let looped = fuse::build_batched_kernel(stores, buffer_of, region.batch);
+            let reads_seed =
+                looped.exprs.iter().any(|e| matches!(e, Expr::Load { buffer, .. } if seeds.contains(buffer)));
+            let written = reads_seed.then(|| written_out(stores, buffer_of, region.batch, &looped, options)).flatten();
+            written.unwrap_or(looped)
+        }
         None => fuse::build_kernel(stores, buffer_of),
     }
+}
+
+/// A region's `batch` items (which read a seed) written out as one straight-line kernel, if
+/// that takes at most `options.straight_line_max_work` operations and at most 3/4 of what
+/// the loop over them (`looped`) does. The items are then a derivative's seed directions,
+/// and each one's copy keeps only what its seed's non-zeros reach (see [`fold`]): the
+/// columns of one colour touch a fraction of the function.
+fn written_out(
+    stores: &[(NodeRef, BufferId)],
+    buffer_of: &HashMap<u64, BufferId>,
+    batch: usize,
+    looped: &Kernel,
+    options: &LowerOptions,
+) -> Option<Kernel> {
+    let looped_work = looped.exprs.len() * batch;
+    if looped_work > 4 * options.straight_line_max_work {
+        return None; // not worth building: too large written out, even folded to a quarter
+    }
+    let unrolled = fuse::build_straight_line_kernel(stores, buffer_of);
+    let work = unrolled.exprs.len();
+    (work <= options.straight_line_max_work && 4 * work <= 3 * looped_work).then_some(unrolled)
 }
 
 /// The batched straight-line regions (see [`batch`]) among the nodes stored anyway: output

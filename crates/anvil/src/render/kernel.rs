@@ -740,9 +740,11 @@ impl<'k> Renderer<'k> {
                 let (lo, hi) = index.bounds_in(&self.ranges);
                 load(*buffer, &index.to_string(), lo < 0, hi >= *len as i64, *len)
             }
-            Expr::Gather { buffer, index, len, dtype } => {
+            Expr::Gather { buffer, index, len, dtype, in_range } => {
                 if *len == 0 {
                     CPP.literal(Literal::Int(0), *dtype)
+                } else if *in_range {
+                    format!("b{buffer}[{}]", self.name(*index))
                 } else {
                     format!("b{buffer}[{}]", clamped(&self.name(*index), *len))
                 }

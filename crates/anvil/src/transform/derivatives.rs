@@ -169,13 +169,13 @@ pub fn sparse_jacobian(y: &Tensor, x: &Tensor) -> Result<SparseDerivative> {
     let (compressed, positions, colors) = if rows.count < columns.count {
         // Entry (i, j) is compressed[colour(i), j].
         let compressed = reverse_directions(y, x, &seed_directions(&rows, y.shape())?)?;
-        (compressed, entries.iter().map(|&(i, j)| (rows.colors[i] * n + j) as i64).collect::<Vec<_>>(), rows.count)
+        (compressed, entries.iter().map(|&(i, j)| rows.colors[i] * n + j).collect::<Vec<_>>(), rows.count)
     } else {
         // Entry (i, j) is compressed[colour(j), i].
         let compressed = forward_directions(y, x, &seed_directions(&columns, x.shape())?)?;
-        (compressed, entries.iter().map(|&(i, j)| (columns.colors[j] * m + i) as i64).collect(), columns.count)
+        (compressed, entries.iter().map(|&(i, j)| columns.colors[j] * m + i).collect(), columns.count)
     };
-    let values = compressed.flatten().take(&Tensor::from_array(&Array1::from(positions)));
+    let values = gather_at(&compressed, positions);
     Ok(SparseDerivative { values, pattern, colors })
 }
 
@@ -234,7 +234,7 @@ fn star_compressed(
     let compressed = forward_directions(y, x, &seed_directions(&coloring, x.shape())?)?;
     let n = x.numel();
     let color = &coloring.colors;
-    let positions: Vec<i64> = wanted
+    let positions: Vec<usize> = wanted
         .csc_entries()
         .into_iter()
         .map(|(i, j)| {
@@ -242,14 +242,25 @@ fn star_compressed(
             // colouring guarantees one of the two).
             let unique_in_row_i = full.row(i).iter().filter(|&&k| k != j && color[k] == color[j]).count() == 0;
             if unique_in_row_i {
-                (color[j] * n + i) as i64
+                color[j] * n + i
             } else {
-                (color[i] * n + j) as i64
+                color[i] * n + j
             }
         })
         .collect();
-    let values = compressed.flatten().take(&Tensor::from_array(&Array1::from(positions)));
+    let values = gather_at(&compressed, positions);
     Ok((values, coloring.count))
+}
+
+/// The elements of `compressed` (flattened) at `positions`, in order: the positions as
+/// 32-bit integers where they fit (half the table to read), all known to be in range (so the
+/// generated gather clamps nothing).
+fn gather_at(compressed: &Tensor, positions: Vec<usize>) -> Tensor {
+    let index = match positions.iter().map(|&p| i32::try_from(p)).collect::<std::result::Result<Vec<i32>, _>>() {
+        Ok(small) => Tensor::from_array(&Array1::from(small)),
+        Err(_) => Tensor::from_array(&Array1::from(positions.into_iter().map(|p| p as i64).collect::<Vec<_>>())),
+    };
+    compressed.flatten().take(&index)
 }
 
 /// One seed direction per colour: the sum of the unit vectors of its columns, shaped
