@@ -141,9 +141,10 @@ pub fn jacobian(f: &NumericalFunction) -> Result<NumericalFunction> {
     jacobian_wrt(f, 0)
 }
 
-/// [`jacobian`] with respect to input `wrt`. Uses forward mode (one batched directional
-/// derivative per input element) when the input is smaller than the output, reverse mode
-/// otherwise.
+/// [`jacobian`] with respect to input `wrt`. Forward mode (one batched directional
+/// derivative per input element) or reverse mode (one batched sweep per output element),
+/// whichever is less work: both are built and compared up to 256 elements on either side,
+/// beyond that forward mode when the input is the smaller.
 pub fn jacobian_wrt(f: &NumericalFunction, wrt: usize) -> Result<NumericalFunction> {
     let (y, x) = output_and_input("jacobian", f, wrt)?;
     derived(f, "jac", derivatives::jacobian(&y, &x)?)

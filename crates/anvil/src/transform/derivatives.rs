@@ -40,10 +40,45 @@ pub fn gradient(y: &Tensor, x: &Tensor) -> Result<Tensor> {
 
 /// `d y / d x` as a dense `(numel y × numel x)` matrix in the cheaper mode, with exact zeros
 /// wherever the structure has them.
+///
+/// For small Jacobians (up to [`BOTH_MODES_MAX`] elements on either side) both modes are
+/// built and the one with less work kept: the rule of thumb (forward when `x` is the
+/// smaller) misses the constants, and for the 4×5 Jacobian of an RK4 step five forward
+/// directions take 556 operations against 642 for four reverse sweeps. Larger ones follow
+/// the rule (the other mode's identity seed would grow with the square of the larger side).
 pub fn jacobian(y: &Tensor, x: &Tensor) -> Result<Tensor> {
     let pattern = dependency_pattern(y.node()?, x.node()?)?;
-    let dense = if x.numel() <= y.numel() { forward_jacobian(y, x)? } else { reverse_jacobian(y, x)? };
+    let dense = if x.numel().max(y.numel()) <= BOTH_MODES_MAX {
+        let (forward, reverse) = (forward_jacobian(y, x)?, reverse_jacobian(y, x)?);
+        if work(&forward)? <= work(&reverse)? {
+            forward
+        } else {
+            reverse
+        }
+    } else if x.numel() <= y.numel() {
+        forward_jacobian(y, x)?
+    } else {
+        reverse_jacobian(y, x)?
+    };
     structural_zeros(&pattern, dense)
+}
+
+/// The most elements of a Jacobian's input or output for which both modes are tried.
+pub const BOTH_MODES_MAX: usize = 256;
+
+/// The scalar operations computing `t` from its graph's leaves: elements of every node but
+/// movement, a reduction's source elements.
+fn work(t: &Tensor) -> Result<usize> {
+    let nodes = crate::graph::toposort(std::slice::from_ref(t.node()?));
+    let leaf = |op: &crate::graph::Op| matches!(op, crate::graph::Op::Input(_) | crate::graph::Op::Array(_));
+    Ok(nodes
+        .iter()
+        .filter(|n| !leaf(&n.op) && !n.op.is_movement())
+        .map(|n| match n.op {
+            crate::graph::Op::Reduce(..) => n.srcs[0].numel(),
+            _ => n.numel(),
+        })
+        .sum())
 }
 
 /// The dense Hessian of the scalar `y` with respect to `x`: forward over reverse, with
@@ -271,4 +306,45 @@ fn seed_directions(coloring: &Coloring, input_shape: &[usize]) -> Result<Tensor>
     shape.extend_from_slice(input_shape);
     let what = || format!("the seed matrix of {} colours × {n} inputs", coloring.count);
     seed_matrix(what, &shape, |color, k| coloring.colors[k] == color, DType::F64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One RK4 step of the cart-pole: 4 outputs of 5 inputs (state and force).
+    fn cartpole_step(z: &Tensor) -> Tensor {
+        let (x, u) = (z.shrink(&[(0, 4)]), z.get(4));
+        let f = |x: &Tensor| {
+            let (theta, v, omega) = (x.get(1), x.get(2), x.get(3));
+            let (s, c) = (theta.sin(), theta.cos());
+            let den = s.square() * 0.1 + 1.0;
+            let pdd = (&u + &s * (omega.square() * 0.05 + &c * 9.81) * 0.1) / &den;
+            let tdd = (-(&u * &c) - omega.square() * &c * &s * 0.05 - &s * 10.791) / (den * 0.5);
+            Tensor::stack(&[v, omega, pdd, tdd], 0)
+        };
+        let k1 = f(&x);
+        let k2 = f(&(&x + &k1 * 0.025));
+        let k3 = f(&(&x + &k2 * 0.025));
+        let k4 = f(&(&x + &k3 * 0.05));
+        &x + (k1 + (k2 + k3) * 2.0 + k4) * (0.05 / 6.0)
+    }
+
+    #[test]
+    fn jacobians_keep_the_mode_with_less_work() {
+        let z = Tensor::input(0, 5, DType::F64);
+        let y = cartpole_step(&z);
+        let (forward, reverse) = (forward_jacobian(&y, &z).unwrap(), reverse_jacobian(&y, &z).unwrap());
+        // More inputs than outputs, and still forward mode is less work.
+        assert!(work(&forward).unwrap() < work(&reverse).unwrap());
+        // The Jacobian is the forward one, masked (a `where` and a zero of 20 elements each).
+        assert_eq!(work(&jacobian(&y, &z).unwrap()).unwrap(), work(&forward).unwrap() + 40);
+        // A layer of 16 inputs and 4 outputs: reverse.
+        let x = Tensor::input(0, 16, DType::F64);
+        let w = Tensor::from_array(&ndarray::Array2::from_shape_fn((4, 16), |(i, j)| (i + j) as f64 * 0.1));
+        let layer = w.matmul(&x).tanh();
+        let reverse = work(&reverse_jacobian(&layer, &x).unwrap()).unwrap();
+        assert!(reverse < work(&forward_jacobian(&layer, &x).unwrap()).unwrap());
+        assert_eq!(work(&jacobian(&layer, &x).unwrap()).unwrap(), reverse);
+    }
 }
