@@ -125,7 +125,7 @@ fn probe_libmvec(compiler: &Compiler, flags: &[String], options: &CompilerOption
     let (source, library) = (&files.0[0], &files.0[1]);
     let mut probe_flags = flags.to_vec();
     probe_flags.extend(["-DANVIL_LIBMVEC", "-Wl,--no-undefined"].map(String::from));
-    std::fs::write(source, LIBMVEC_PROBE.replace("PRELUDE", crate::render::kernel::PRELUDE)).is_ok()
+    std::fs::write(source, LIBMVEC_PROBE.replace("PRELUDE", crate::render::dialect::CPP.prelude)).is_ok()
         && compiler.compile_shared(source, library, &probe_flags, &["-lmvec".into()], options.timeout).is_ok()
 }
 

@@ -1,10 +1,12 @@
 //! The target language's spellings, in one table.
 //!
 //! The kernel printer ([`super::kernel`]) decides what code to write: which temporaries,
-//! loops and stores. How a type, a literal, a math function, a conversion or a qualifier is
-//! spelled comes from a [`Dialect`]. The methods below spell the scalar operations from
-//! the table, with the reference interpreter's semantics wherever the language leaves a case
-//! undefined: integer arithmetic wraps, integer division by zero gives 0, a float converted
+//! loops and stores. How each thing is spelled comes from a [`Dialect`]: types, literals,
+//! math functions, conversions, qualifiers, statements (loops, blocks, bindings, stores,
+//! calls, function definitions; see [`Statements`]), annotations for the compiler
+//! ([`Annotations`]) and the prelude that defines them. The methods below spell the scalar
+//! operations from the table, with the reference interpreter's semantics wherever the
+//! language leaves a case undefined: integer arithmetic wraps, integer division by zero gives 0, a float converted
 //! to an integer saturates (NaN gives 0), and `max`/`min` propagate NaN.
 //!
 //! C++, which the JIT and the AOT module compile, is [`CPP`]. Another C-like target (CUDA,
@@ -47,6 +49,88 @@ pub struct Dialect {
     pub inf: [&'static str; 2],
     /// A conversion: before the type, between type and value, after the value.
     pub cast: [&'static str; 3],
+    /// The statements and declarations of a kernel, as templates whose `{0}`, `{1}`, ...
+    /// the methods below fill.
+    pub statements: Statements,
+    /// What every translation unit with kernels starts with: the definitions of the
+    /// annotations below, and what one source needs to serve every compiler.
+    pub prelude: &'static str,
+    /// Annotations of loops and functions, defined by the prelude.
+    pub annotations: Annotations,
+}
+
+/// How a dialect marks loops and functions for its compilers (macros of its prelude).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Annotations {
+    /// Before a loop over a batch's items, which may run in vector lanes.
+    pub items_loop: &'static str,
+    /// Before a loop summing into the accumulator `{0}`, which may be reordered.
+    pub sum_loop: &'static str,
+    /// Before a loop multiplying into the accumulator `{0}`, which may be reordered.
+    pub prod_loop: &'static str,
+    /// On a kernel that narrows `f64` to `f32` (see the prelude).
+    pub narrowing_kernel: &'static str,
+    /// On a batched kernel, whose strides must stay run-time values (see the prelude).
+    pub runtime_strides: &'static str,
+    /// On a function private to its translation unit.
+    pub internal: &'static str,
+}
+
+/// How a dialect spells the statements and declarations of a kernel. Each is a template:
+/// `{0}`, `{1}`, ... stand for the pieces the [`Dialect`] method of the same name passes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Statements {
+    /// A counted loop's head: variable, first value, end (exclusive).
+    pub loop_head: &'static str,
+    /// Opens and closes a block.
+    pub block: [&'static str; 2],
+    /// A loop variable bound to one value (a one-iteration loop): name, value.
+    pub fixed_index: &'static str,
+    /// An immutable temporary: type, name, value.
+    pub binding: &'static str,
+    /// A mutable variable (an accumulator): type, name, initial value.
+    pub variable: &'static str,
+    /// An assignment: target, value.
+    pub assign: &'static str,
+    /// An element of an array: pointer, index.
+    pub element: &'static str,
+    /// A conditional value: condition, value if true, value if false.
+    pub select: &'static str,
+    /// `lo <= e < hi`: expression, lo, hi.
+    pub in_range: &'static str,
+    /// Joins conditions that must all hold.
+    pub and: &'static str,
+    /// A pointer parameter: pointee type, the dialect's `restrict`, name.
+    pub pointer_param: &'static str,
+    /// A pointer bound once (`double* const b = ...`): type, name, value.
+    pub pointer_binding: &'static str,
+    /// A read-only type: type.
+    pub read_only: &'static str,
+    /// A function definition: attributes, name, parameters, body.
+    pub function: &'static str,
+    /// A call statement: function, arguments.
+    pub call: &'static str,
+}
+
+/// `template` with each `{k}` (one digit) replaced by `args[k]`, in one pass.
+fn fill(template: &str, args: &[&str]) -> String {
+    let mut out = String::with_capacity(template.len() + args.iter().map(|a| a.len()).sum::<usize>());
+    let mut rest = template;
+    while let Some(start) = rest.find('{') {
+        let slot = rest[start + 1..].chars().next().and_then(|c| c.to_digit(10)).map(|k| k as usize);
+        match slot {
+            Some(k) if rest[start + 2..].starts_with('}') && k < args.len() => {
+                out += &rest[..start];
+                out += args[k];
+                rest = &rest[start + 3..];
+            }
+            _ => {
+                out += &rest[..=start];
+                rest = &rest[start + 1..];
+            }
+        }
+    }
+    out + rest
 }
 
 /// C++17 as g++ and clang++ compile it, with compiler builtins for math (the JIT's
@@ -64,9 +148,111 @@ pub const CPP: Dialect = Dialect {
     nan: ["__builtin_nan", "(\"\")"],
     inf: ["__builtin_inf", "()"],
     cast: ["static_cast<", ">(", ")"],
+    statements: Statements {
+        loop_head: "for (long long {0} = {1}; {0} < {2}; ++{0})",
+        block: ["{", "}"],
+        fixed_index: "[[maybe_unused]] const long long {0} = {1};",
+        binding: "const {0} {1} = {2};",
+        variable: "{0} {1} = {2};",
+        assign: "{0} = {1};",
+        element: "{0}[{1}]",
+        select: "{0} ? {1} : {2}",
+        in_range: "({1} <= {0} && {0} < {2})",
+        and: " && ",
+        pointer_param: "{0}* {1} {2}",
+        pointer_binding: "{0}* const {1} = {2};",
+        read_only: "const {0}",
+        function: "{0}void {1}({2}) {\n{3}}\n",
+        call: "{0}({1});",
+    },
+    prelude: CPP_PRELUDE,
+    annotations: Annotations {
+        items_loop: "ANVIL_SIMD_ITEMS",
+        sum_loop: "ANVIL_SIMD_SUM({0})",
+        prod_loop: "ANVIL_SIMD_PROD({0})",
+        narrowing_kernel: "ANVIL_NO_SLP ",
+        runtime_strides: "ANVIL_RUNTIME_STRIDES ",
+        internal: "static ",
+    },
 };
 
 impl Dialect {
+    /// A counted loop's head (`for` variable `var` from `first` while below `end`).
+    pub fn loop_head(&self, var: &str, first: &str, end: &str) -> String {
+        fill(self.statements.loop_head, &[var, first, end])
+    }
+
+    /// The loop variable `var` bound to `value`, in a block of its own.
+    pub fn fixed_index(&self, var: &str, value: &str) -> String {
+        fill(self.statements.fixed_index, &[var, value])
+    }
+
+    /// `const type name = value;`
+    pub fn binding(&self, type_name: &str, name: &str, value: &str) -> String {
+        fill(self.statements.binding, &[type_name, name, value])
+    }
+
+    /// `type name = value;` (mutable)
+    pub fn variable(&self, type_name: &str, name: &str, value: &str) -> String {
+        fill(self.statements.variable, &[type_name, name, value])
+    }
+
+    /// `target = value;`
+    pub fn assign(&self, target: &str, value: &str) -> String {
+        fill(self.statements.assign, &[target, value])
+    }
+
+    /// `pointer[index]`
+    pub fn element(&self, pointer: &str, index: &str) -> String {
+        fill(self.statements.element, &[pointer, index])
+    }
+
+    /// `condition ? if_true : if_false`
+    pub fn select(&self, condition: &str, if_true: &str, if_false: &str) -> String {
+        fill(self.statements.select, &[condition, if_true, if_false])
+    }
+
+    /// `lo <= e < hi`
+    pub fn in_range(&self, e: &str, lo: &str, hi: &str) -> String {
+        fill(self.statements.in_range, &[e, lo, hi])
+    }
+
+    /// A pointer parameter to `dtype` elements (read-only unless `mutable`) that no other
+    /// pointer aliases.
+    pub fn pointer_param(&self, dtype: DType, mutable: bool, name: &str) -> String {
+        let pointee = self.pointee(dtype, mutable);
+        fill(self.statements.pointer_param, &[&pointee, self.restrict, name])
+    }
+
+    /// The type of `dtype` elements behind a pointer, read-only unless `mutable`.
+    pub fn pointee(&self, dtype: DType, mutable: bool) -> String {
+        if mutable {
+            self.type_name(dtype).to_string()
+        } else {
+            fill(self.statements.read_only, &[self.type_name(dtype)])
+        }
+    }
+
+    /// An annotation template (see [`Annotations`]) filled with `args`.
+    pub fn annotate(&self, annotation: &str, args: &[&str]) -> String {
+        fill(annotation, args)
+    }
+
+    /// `type* const name = value;`
+    pub fn pointer_binding(&self, pointee: &str, name: &str, value: &str) -> String {
+        fill(self.statements.pointer_binding, &[pointee, name, value])
+    }
+
+    /// A function definition.
+    pub fn function(&self, attributes: &str, name: &str, params: &[String], body: &str) -> String {
+        fill(self.statements.function, &[attributes, name, &params.join(", "), body])
+    }
+
+    /// A call statement.
+    pub fn call(&self, function: &str, args: &[String]) -> String {
+        fill(self.statements.call, &[function, &args.join(", ")])
+    }
+
     /// The scalar type of `dtype`.
     pub fn type_name(&self, dtype: DType) -> &'static str {
         self.types[match dtype {
@@ -254,6 +440,99 @@ impl Dialect {
     }
 }
 
+/// Definitions every translation unit with kernels starts with (macros that let one
+/// source serve every compiler; see each comment).
+pub const CPP_PRELUDE: &str = r#"#ifndef ANVIL_PRELUDE
+#define ANVIL_PRELUDE
+// GCC 12 miscompiles double -> float -> double when it SLP-vectorizes the round trip (the
+// rounding is dropped in some lanes): kernels that narrow floats opt out of SLP under GCC.
+#if defined(__GNUC__) && !defined(__clang__)
+#define ANVIL_NO_SLP __attribute__((optimize("no-tree-slp-vectorize")))
+#else
+#define ANVIL_NO_SLP
+#endif
+// Sums and products over a loop may be vectorised (their summation order is unspecified)
+// when compiled with -fopenmp-simd -DANVIL_OMP_SIMD; otherwise they run in order.
+#define ANVIL_PRAGMA(x) _Pragma(#x)
+#if defined(ANVIL_OMP_SIMD)
+// The pragmas permit vectorisation; a loop clang cannot vectorise runs in order, no warning.
+#if defined(__clang__)
+#pragma clang diagnostic ignored "-Wpass-failed"
+#endif
+#define ANVIL_SIMD_SUM(acc) ANVIL_PRAGMA(omp simd reduction(+ : acc))
+#define ANVIL_SIMD_PROD(acc) ANVIL_PRAGMA(omp simd reduction(* : acc))
+#define ANVIL_SIMD_MAX(acc) ANVIL_PRAGMA(omp simd reduction(max : acc))
+#else
+#define ANVIL_SIMD_SUM(acc)
+#define ANVIL_SIMD_PROD(acc)
+#define ANVIL_SIMD_MAX(acc)
+#endif
+// With -DANVIL_LIBMVEC (and -lmvec), GCC calls glibc's vector math (libmvec) in vectorised
+// loops instead of the scalar functions.
+#if defined(ANVIL_LIBMVEC) && defined(__GNUC__) && !defined(__clang__)
+#define ANVIL_VECTOR_MATH __attribute__((simd("notinbranch")))
+extern "C" {
+double sin(double) noexcept ANVIL_VECTOR_MATH;
+double cos(double) noexcept ANVIL_VECTOR_MATH;
+double tan(double) noexcept ANVIL_VECTOR_MATH;
+double asin(double) noexcept ANVIL_VECTOR_MATH;
+double acos(double) noexcept ANVIL_VECTOR_MATH;
+double atan(double) noexcept ANVIL_VECTOR_MATH;
+double sinh(double) noexcept ANVIL_VECTOR_MATH;
+double cosh(double) noexcept ANVIL_VECTOR_MATH;
+double tanh(double) noexcept ANVIL_VECTOR_MATH;
+double exp(double) noexcept ANVIL_VECTOR_MATH;
+double log(double) noexcept ANVIL_VECTOR_MATH;
+double pow(double, double) noexcept ANVIL_VECTOR_MATH;
+double atan2(double, double) noexcept ANVIL_VECTOR_MATH;
+float sinf(float) noexcept ANVIL_VECTOR_MATH;
+float cosf(float) noexcept ANVIL_VECTOR_MATH;
+float tanf(float) noexcept ANVIL_VECTOR_MATH;
+float asinf(float) noexcept ANVIL_VECTOR_MATH;
+float acosf(float) noexcept ANVIL_VECTOR_MATH;
+float atanf(float) noexcept ANVIL_VECTOR_MATH;
+float sinhf(float) noexcept ANVIL_VECTOR_MATH;
+float coshf(float) noexcept ANVIL_VECTOR_MATH;
+float tanhf(float) noexcept ANVIL_VECTOR_MATH;
+float expf(float) noexcept ANVIL_VECTOR_MATH;
+float logf(float) noexcept ANVIL_VECTOR_MATH;
+float powf(float, float) noexcept ANVIL_VECTOR_MATH;
+float atan2f(float, float) noexcept ANVIL_VECTOR_MATH;
+}
+#endif
+// Inside loops, sine and cosine are called by these names. GCC merges the builtins sin(x) and
+// cos(x) of one argument into sincos, which has no vector version, and the loop stays
+// scalar; these names are not builtins, so nothing merges them. With libmvec they are glibc's
+// sin and cos themselves (assembler names), vector versions included.
+#if defined(ANVIL_LIBMVEC) && defined(__GNUC__) && !defined(__clang__)
+#define ANVIL_LOOP_MATH(name, type) \
+  extern "C" type anvil_loop_##name(type) noexcept __asm__(#name) __attribute__((const)) ANVIL_VECTOR_MATH;
+#else
+#define ANVIL_LOOP_MATH(name, type) \
+  [[maybe_unused]] static inline type anvil_loop_##name(type x) { return __builtin_##name(x); }
+#endif
+ANVIL_LOOP_MATH(sin, double)
+ANVIL_LOOP_MATH(cos, double)
+ANVIL_LOOP_MATH(sinf, float)
+ANVIL_LOOP_MATH(cosf, float)
+// A batched kernel's loop over items (see render_batched_kernel): vectorised across items
+// when compiled with -fopenmp-simd -DANVIL_OMP_SIMD. Its strides stay run-time values (no
+// interprocedural constant propagation): GCC 12 does not vectorise interleaved accesses
+// whose group size is no power of two (a stage of 5 variables, read with stride 5), but
+// does vectorise strided accesses of unknown stride.
+#if defined(ANVIL_OMP_SIMD)
+#define ANVIL_SIMD_ITEMS ANVIL_PRAGMA(omp simd)
+#else
+#define ANVIL_SIMD_ITEMS
+#endif
+#if defined(__GNUC__) && !defined(__clang__)
+#define ANVIL_RUNTIME_STRIDES __attribute__((noipa))
+#else
+#define ANVIL_RUNTIME_STRIDES __attribute__((noinline))
+#endif
+#endif
+"#;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -272,5 +551,23 @@ mod tests {
         );
         assert_eq!(CPP.literal(Literal::Float(f64::NAN), DType::F64), "__builtin_nan(\"\")");
         assert_eq!(CPP.literal(Literal::Float(-0.0), DType::F64), "(-0.0)");
+    }
+
+    #[test]
+    fn statements_come_from_templates() {
+        assert_eq!(CPP.loop_head("i0", "1", "999"), "for (long long i0 = 1; i0 < 999; ++i0)");
+        assert_eq!(CPP.pointer_param(DType::F32, false, "b2"), "const float* __restrict b2");
+        assert_eq!(CPP.select("c", "a", "b"), "c ? a : b");
+        // Braces in the pieces are text, not slots (a function body is full of them).
+        let body = "  { x[0] = 1; } // {0}\n";
+        assert_eq!(CPP.function("", "f", &["int* x".into()], body), format!("void f(int* x) {{\n{body}}}\n"));
+        // CUDA's spellings: another table.
+        let cuda = Dialect {
+            restrict: "__restrict__",
+            statements: Statements { function: "__global__ {0}void {1}({2}) {\n{3}}\n", ..CPP.statements },
+            ..CPP
+        };
+        assert_eq!(cuda.pointer_param(DType::F64, true, "out"), "double* __restrict__ out");
+        assert!(cuda.function("", "k", &[], "").starts_with("__global__ void k()"));
     }
 }

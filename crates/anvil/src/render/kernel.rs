@@ -21,17 +21,17 @@ use std::fmt::Write;
 /// in the order of [`Kernel::inputs`]; `dtypes` gives each buffer's element type.
 pub fn render_kernel(kernel: &Kernel, name: &str, dtypes: &[DType]) -> String {
     let mut params: Vec<String> =
-        kernel.outputs.iter().map(|&b| format!("{}* {} b{b}", CPP.type_name(dtypes[b]), CPP.restrict)).collect();
+        kernel.outputs.iter().map(|&b| CPP.pointer_param(dtypes[b], true, &format!("b{b}"))).collect();
     let mut args: Vec<String> = kernel.outputs.iter().map(|&b| format!("b{b}")).collect();
     // Index-set splitting may decide away every read of an input (the padded branches of a
     // `where`): an input may go unused.
     for b in kernel.inputs() {
-        params.push(format!("{} const {}* {} b{b}", CPP.maybe_unused, CPP.type_name(dtypes[b]), CPP.restrict));
+        params.push(format!("{} {}", CPP.maybe_unused, CPP.pointer_param(dtypes[b], false, &format!("b{b}"))));
         args.push(format!("b{b}"));
     }
     let attribute = function_attribute(kernel);
     let mut r = Renderer::new(kernel, name, params.clone(), args, attribute);
-    let pragma = kernel.items.then_some("ANVIL_SIMD_ITEMS");
+    let pragma = kernel.items.then_some(CPP.annotations.items_loop);
     let out_vars: Vec<usize> = (0..kernel.shape.len()).filter(|&d| kernel.shape[d] != 1).collect();
     let mut bound = Vec::new();
     match &kernel.scatter {
@@ -43,7 +43,8 @@ pub fn render_kernel(kernel: &Kernel, name: &str, dtypes: &[DType]) -> String {
             let (out, value) = (kernel.stores[0].buffer, kernel.stores[0].value);
             let dtype = dtypes[out];
             let zero = CPP.literal(Literal::Int(0), dtype);
-            let _ = writeln!(r.code, "  for (long long i = 0; i < {}; ++i) b{out}[i] = {zero};", scatter.len);
+            let head = CPP.loop_head("i", "0", &scatter.len.to_string());
+            let _ = writeln!(r.code, "  {head} {}", CPP.assign(&CPP.element(&format!("b{out}"), "i"), &zero));
             if scatter.len > 0 {
                 let body = Body::ScatterAdd { out, index: scatter.index, len: scatter.len, value, dtype };
                 r.loop_nest(&out_vars, &mut bound, 1, &body, None, false);
@@ -51,7 +52,7 @@ pub fn render_kernel(kernel: &Kernel, name: &str, dtypes: &[DType]) -> String {
         }
     }
     let parts = r.parts.concat();
-    format!("{parts}{attribute}void {name}({}) {{\n{}}}\n", params.join(", "), r.code)
+    parts + &CPP.function(attribute, name, &params, &r.code)
 }
 
 /// What a kernel's function is declared with: kernels that narrow `f64` to `f32` opt out of
@@ -59,7 +60,7 @@ pub fn render_kernel(kernel: &Kernel, name: &str, dtypes: &[DType]) -> String {
 fn function_attribute(kernel: &Kernel) -> &'static str {
     let narrows = kernel.exprs.iter().any(|e| matches!(e, Expr::Cast(_, DType::F64, DType::F32)));
     if narrows {
-        "ANVIL_NO_SLP "
+        CPP.annotations.narrowing_kernel
     } else {
         ""
     }
@@ -83,119 +84,26 @@ pub fn is_batchable(kernel: &Kernel) -> bool {
 /// If the kernel is not [`is_batchable`] (a bug in the caller).
 pub fn render_batched_kernel(kernel: &Kernel, name: &str, dtypes: &[DType]) -> String {
     assert!(is_batchable(kernel), "only straight-line kernels are batched");
-    let mut params = vec!["long long count".to_string()];
+    let index = CPP.type_name(DType::I64);
+    let mut params = vec![format!("{index} count")];
     let mut pointers = String::new();
-    let buffers = kernel.outputs.iter().map(|&b| (b, "")).chain(kernel.inputs().into_iter().map(|b| (b, "const ")));
-    for (b, constness) in buffers {
-        let (cpp, restrict, unused) = (CPP.type_name(dtypes[b]), CPP.restrict, CPP.maybe_unused);
-        params.push(format!("{constness}{cpp}* {restrict} items{b}, long long stride{b}"));
-        let _ = writeln!(pointers, "    {unused} {constness}{cpp}* const b{b} = items{b} + item * stride{b};");
+    let buffers = kernel.outputs.iter().map(|&b| (b, true)).chain(kernel.inputs().into_iter().map(|b| (b, false)));
+    for (b, mutable) in buffers {
+        params.push(format!("{}, {index} stride{b}", CPP.pointer_param(dtypes[b], mutable, &format!("items{b}"))));
+        let pointee = CPP.pointee(dtypes[b], mutable);
+        let pointer = CPP.pointer_binding(&pointee, &format!("b{b}"), &format!("items{b} + item * stride{b}"));
+        let _ = writeln!(pointers, "    {} {pointer}", CPP.maybe_unused);
     }
     let attribute = function_attribute(kernel);
     let mut r = Renderer::new(kernel, name, Vec::new(), Vec::new(), attribute);
     r.loop_math = true;
     let stores = kernel.stores.iter().map(|s| (s.buffer, s.index.to_string(), s.value)).collect();
     r.loop_nest(&[], &mut Vec::new(), 2, &Body::Stores(stores), None, true);
-    format!(
-        "{attribute}ANVIL_RUNTIME_STRIDES void {name}({}) {{\n  ANVIL_SIMD_ITEMS\n  for (long long item = 0; item < count; \
-         ++item) {{\n{pointers}{}  }}\n}}\n",
-        params.join(", "),
-        r.code
-    )
+    let [open, close] = CPP.statements.block;
+    let items = CPP.loop_head("item", "0", "count");
+    let body = format!("  {}\n  {items} {open}\n{pointers}{}  {close}\n", CPP.annotations.items_loop, r.code);
+    CPP.function(&format!("{attribute}{}", CPP.annotations.runtime_strides), name, &params, &body)
 }
-
-/// Definitions every translation unit with kernels starts with (macros that let one
-/// source serve every compiler; see each comment).
-pub const PRELUDE: &str = r#"#ifndef ANVIL_PRELUDE
-#define ANVIL_PRELUDE
-// GCC 12 miscompiles double -> float -> double when it SLP-vectorizes the round trip (the
-// rounding is dropped in some lanes): kernels that narrow floats opt out of SLP under GCC.
-#if defined(__GNUC__) && !defined(__clang__)
-#define ANVIL_NO_SLP __attribute__((optimize("no-tree-slp-vectorize")))
-#else
-#define ANVIL_NO_SLP
-#endif
-// Sums and products over a loop may be vectorised (their summation order is unspecified)
-// when compiled with -fopenmp-simd -DANVIL_OMP_SIMD; otherwise they run in order.
-#define ANVIL_PRAGMA(x) _Pragma(#x)
-#if defined(ANVIL_OMP_SIMD)
-// The pragmas permit vectorisation; a loop clang cannot vectorise runs in order, no warning.
-#if defined(__clang__)
-#pragma clang diagnostic ignored "-Wpass-failed"
-#endif
-#define ANVIL_SIMD_SUM(acc) ANVIL_PRAGMA(omp simd reduction(+ : acc))
-#define ANVIL_SIMD_PROD(acc) ANVIL_PRAGMA(omp simd reduction(* : acc))
-#define ANVIL_SIMD_MAX(acc) ANVIL_PRAGMA(omp simd reduction(max : acc))
-#else
-#define ANVIL_SIMD_SUM(acc)
-#define ANVIL_SIMD_PROD(acc)
-#define ANVIL_SIMD_MAX(acc)
-#endif
-// With -DANVIL_LIBMVEC (and -lmvec), GCC calls glibc's vector math (libmvec) in vectorised
-// loops instead of the scalar functions.
-#if defined(ANVIL_LIBMVEC) && defined(__GNUC__) && !defined(__clang__)
-#define ANVIL_VECTOR_MATH __attribute__((simd("notinbranch")))
-extern "C" {
-double sin(double) noexcept ANVIL_VECTOR_MATH;
-double cos(double) noexcept ANVIL_VECTOR_MATH;
-double tan(double) noexcept ANVIL_VECTOR_MATH;
-double asin(double) noexcept ANVIL_VECTOR_MATH;
-double acos(double) noexcept ANVIL_VECTOR_MATH;
-double atan(double) noexcept ANVIL_VECTOR_MATH;
-double sinh(double) noexcept ANVIL_VECTOR_MATH;
-double cosh(double) noexcept ANVIL_VECTOR_MATH;
-double tanh(double) noexcept ANVIL_VECTOR_MATH;
-double exp(double) noexcept ANVIL_VECTOR_MATH;
-double log(double) noexcept ANVIL_VECTOR_MATH;
-double pow(double, double) noexcept ANVIL_VECTOR_MATH;
-double atan2(double, double) noexcept ANVIL_VECTOR_MATH;
-float sinf(float) noexcept ANVIL_VECTOR_MATH;
-float cosf(float) noexcept ANVIL_VECTOR_MATH;
-float tanf(float) noexcept ANVIL_VECTOR_MATH;
-float asinf(float) noexcept ANVIL_VECTOR_MATH;
-float acosf(float) noexcept ANVIL_VECTOR_MATH;
-float atanf(float) noexcept ANVIL_VECTOR_MATH;
-float sinhf(float) noexcept ANVIL_VECTOR_MATH;
-float coshf(float) noexcept ANVIL_VECTOR_MATH;
-float tanhf(float) noexcept ANVIL_VECTOR_MATH;
-float expf(float) noexcept ANVIL_VECTOR_MATH;
-float logf(float) noexcept ANVIL_VECTOR_MATH;
-float powf(float, float) noexcept ANVIL_VECTOR_MATH;
-float atan2f(float, float) noexcept ANVIL_VECTOR_MATH;
-}
-#endif
-// Inside loops, sine and cosine are called by these names. GCC merges the builtins sin(x) and
-// cos(x) of one argument into sincos, which has no vector version, and the loop stays
-// scalar; these names are not builtins, so nothing merges them. With libmvec they are glibc's
-// sin and cos themselves (assembler names), vector versions included.
-#if defined(ANVIL_LIBMVEC) && defined(__GNUC__) && !defined(__clang__)
-#define ANVIL_LOOP_MATH(name, type) \
-  extern "C" type anvil_loop_##name(type) noexcept __asm__(#name) __attribute__((const)) ANVIL_VECTOR_MATH;
-#else
-#define ANVIL_LOOP_MATH(name, type) \
-  [[maybe_unused]] static inline type anvil_loop_##name(type x) { return __builtin_##name(x); }
-#endif
-ANVIL_LOOP_MATH(sin, double)
-ANVIL_LOOP_MATH(cos, double)
-ANVIL_LOOP_MATH(sinf, float)
-ANVIL_LOOP_MATH(cosf, float)
-// A batched kernel's loop over items (see render_batched_kernel): vectorised across items
-// when compiled with -fopenmp-simd -DANVIL_OMP_SIMD. Its strides stay run-time values (no
-// interprocedural constant propagation): GCC 12 does not vectorise interleaved accesses
-// whose group size is no power of two (a stage of 5 variables, read with stride 5), but
-// does vectorise strided accesses of unknown stride.
-#if defined(ANVIL_OMP_SIMD)
-#define ANVIL_SIMD_ITEMS ANVIL_PRAGMA(omp simd)
-#else
-#define ANVIL_SIMD_ITEMS
-#endif
-#if defined(__GNUC__) && !defined(__clang__)
-#define ANVIL_RUNTIME_STRIDES __attribute__((noipa))
-#else
-#define ANVIL_RUNTIME_STRIDES __attribute__((noinline))
-#endif
-#endif
-"#;
 
 /// The statement in the innermost loop of a nest.
 enum Body {
@@ -342,15 +250,15 @@ impl<'k> Renderer<'k> {
                 Expr::InBounds(bounds) => {
                     let decisions: Vec<Option<bool>> = bounds.iter().map(|b| self.decide(b)).collect();
                     if decisions.contains(&Some(false)) {
-                        break Resolved::Literal("false".into());
+                        break Resolved::Literal(CPP.literal(Literal::Bool(false), DType::Bool));
                     } else if decisions.iter().all(|d| *d == Some(true)) {
-                        break Resolved::Literal("true".into());
+                        break Resolved::Literal(CPP.literal(Literal::Bool(true), DType::Bool));
                     } else {
                         break Resolved::Expr(at);
                     }
                 }
                 &Expr::Where(c, a, b, _) if depth < MAX_CONDITION_DEPTH => match self.resolve_within(c, depth + 1) {
-                    Resolved::Literal(text) if text == "false" => at = b,
+                    Resolved::Literal(text) if *text == CPP.literal(Literal::Bool(false), DType::Bool) => at = b,
                     Resolved::Literal(_) => at = a,
                     Resolved::Expr(_) => break Resolved::Expr(at),
                 },
@@ -447,11 +355,14 @@ impl<'k> Renderer<'k> {
             if let Some(p) = pragma.filter(|_| inner.is_empty() && lo != hi) {
                 let _ = writeln!(self.code, "{pad}{p}");
             }
+            let [open, close] = CPP.statements.block;
+            let var = format!("i{v}");
             if lo == hi {
                 // One iteration: a block (cheaper for the C++ compiler than a one-trip loop).
-                let _ = writeln!(self.code, "{pad}{{\n{pad}  {} const long long i{v} = {lo};", CPP.maybe_unused);
+                let _ = writeln!(self.code, "{pad}{open}\n{pad}  {}", CPP.fixed_index(&var, &lo.to_string()));
             } else {
-                let _ = writeln!(self.code, "{pad}for (long long i{v} = {lo}; i{v} < {}; ++i{v}) {{", hi + 1);
+                let _ =
+                    writeln!(self.code, "{pad}{} {open}", CPP.loop_head(&var, &lo.to_string(), &(hi + 1).to_string()));
             }
             bound.push(v);
             let enclosing = self.vector_loop;
@@ -461,7 +372,7 @@ impl<'k> Renderer<'k> {
             self.loop_nest(inner, bound, depth + 1, body, pragma, split);
             self.vector_loop = enclosing;
             bound.pop();
-            let _ = writeln!(self.code, "{pad}}}");
+            let _ = writeln!(self.code, "{pad}{close}");
             // The next segment emits its own copies of what depends on this variable.
             for e in self.emit_log.drain(mark..) {
                 self.emitted[e] = false;
@@ -527,15 +438,20 @@ impl<'k> Renderer<'k> {
             .collect();
         let mut args = self.args.clone();
         for &v in bound {
-            params.push(format!("{} long long i{v}", CPP.maybe_unused));
+            params.push(format!("{} {} i{v}", CPP.maybe_unused, CPP.type_name(DType::I64)));
             args.push(format!("i{v}"));
         }
         for e in refs {
-            params.push(format!("const {} t{e}", CPP.type_name(self.kernel.exprs[e].dtype())));
+            params.push(format!("{} t{e}", CPP.pointee(self.kernel.exprs[e].dtype(), false)));
             args.push(format!("t{e}"));
         }
-        self.parts.push(format!("{}static void {name}({}) {{\n{code}}}\n", self.attribute, params.join(", ")));
-        let _ = writeln!(self.code, "{}{name}({});", "  ".repeat(depth), args.join(", "));
+        self.parts.push(CPP.function(
+            &format!("{}{}", self.attribute, CPP.annotations.internal),
+            &name,
+            &params,
+            &code,
+        ));
+        let _ = writeln!(self.code, "{}{}", "  ".repeat(depth), CPP.call(&name, &args));
     }
 
     /// The live expressions every one of `segments` of `v`'s range needs, operands first.
@@ -560,17 +476,20 @@ impl<'k> Renderer<'k> {
     fn statement(&mut self, body: &Body) -> String {
         match body {
             Body::Stores(stores) => {
-                let parts: Vec<String> =
-                    stores.iter().map(|(b, index, e)| format!("b{b}[{index}] = {};", self.name(*e))).collect();
+                let parts: Vec<String> = stores
+                    .iter()
+                    .map(|(b, index, e)| CPP.assign(&CPP.element(&format!("b{b}"), index), &self.name(*e)))
+                    .collect();
                 parts.join(" ")
             }
             Body::ScatterAdd { out, index, len, value, dtype } => {
-                let slot = format!("b{out}[{}]", clamped(&self.name(*index), *len));
+                let slot = CPP.element(&format!("b{out}"), &clamped(&self.name(*index), *len));
                 let add = CPP.binary(BinaryOp::Add, *dtype, &slot, &self.name(*value));
-                format!("{slot} = {add};")
+                CPP.assign(&slot, &add)
             }
             Body::Accumulate { acc, op, dtype, value } => {
-                format!("t{acc} = {};", CPP.combine(*op, *dtype, &format!("t{acc}"), &self.name(*value)))
+                let acc = format!("t{acc}");
+                CPP.assign(&acc, &CPP.combine(*op, *dtype, &acc, &self.name(*value)))
             }
         }
     }
@@ -687,10 +606,14 @@ impl<'k> Renderer<'k> {
             Expr::Const(..) | Expr::Zero(_) => {} // literals are written inline
             Expr::Reduce { op, vars, body, dtype } => {
                 let init = CPP.literal(reduce_identity(op, dtype), dtype);
-                let _ = writeln!(self.code, "{pad}{} t{e} = {init};", CPP.type_name(dtype));
+                let _ = writeln!(self.code, "{pad}{}", CPP.variable(CPP.type_name(dtype), &format!("t{e}"), &init));
                 let pragma = match op {
-                    ReduceOp::Sum if !self.contains_reduce(body) => Some(format!("ANVIL_SIMD_SUM(t{e})")),
-                    ReduceOp::Prod if !self.contains_reduce(body) => Some(format!("ANVIL_SIMD_PROD(t{e})")),
+                    ReduceOp::Sum if !self.contains_reduce(body) => {
+                        Some(CPP.annotate(CPP.annotations.sum_loop, &[&format!("t{e}")]))
+                    }
+                    ReduceOp::Prod if !self.contains_reduce(body) => {
+                        Some(CPP.annotate(CPP.annotations.prod_loop, &[&format!("t{e}")]))
+                    }
                     _ => None,
                 };
                 let mut inner = bound.to_vec();
@@ -700,7 +623,8 @@ impl<'k> Renderer<'k> {
             _ => {
                 let in_loop = self.loop_math || self.vector_loop.is_some_and(|v| self.deps[e].contains(&v));
                 let value = self.value(&expr, in_loop);
-                let _ = writeln!(self.code, "{pad}const {} t{e} = {value};", CPP.type_name(expr.dtype()));
+                let _ =
+                    writeln!(self.code, "{pad}{}", CPP.binding(CPP.type_name(expr.dtype()), &format!("t{e}"), &value));
             }
         }
     }
@@ -725,7 +649,7 @@ impl<'k> Renderer<'k> {
     fn in_bounds(&self, bounds: &[Bound]) -> String {
         let open: Vec<Bound> = bounds.iter().filter(|b| self.decide(b).is_none()).cloned().collect();
         if open.is_empty() {
-            "true".into()
+            CPP.literal(Literal::Bool(true), DType::Bool)
         } else {
             in_bounds(&open)
         }
@@ -744,9 +668,9 @@ impl<'k> Renderer<'k> {
                 if *len == 0 {
                     CPP.literal(Literal::Int(0), *dtype)
                 } else if *in_range {
-                    format!("b{buffer}[{}]", self.name(*index))
+                    CPP.element(&format!("b{buffer}"), &self.name(*index))
                 } else {
-                    format!("b{buffer}[{}]", clamped(&self.name(*index), *len))
+                    CPP.element(&format!("b{buffer}"), &clamped(&self.name(*index), *len))
                 }
             }
             Expr::InBounds(bounds) => self.in_bounds(bounds),
@@ -757,7 +681,7 @@ impl<'k> Renderer<'k> {
             }
             Expr::Where(c, a, b, _) => {
                 let (c, a, b) = (self.name(*c), self.name(*a), self.name(*b));
-                format!("{c} ? {a} : {b}")
+                CPP.select(&c, &a, &b)
             }
             Expr::Cast(x, from, to) => CPP.cast(*from, *to, &self.name(*x)),
             Expr::Reduce { .. } => unreachable!("reductions are emitted as loops"),
@@ -799,18 +723,20 @@ fn dependencies(kernel: &Kernel) -> Vec<Vec<usize>> {
 fn load(buffer: BufferId, index: &str, below: bool, above: bool, len: usize) -> String {
     let mut i = index.to_string();
     if above {
-        let last = len.saturating_sub(1);
-        i = format!("({i}) > {last} ? {last} : ({i})");
+        let last = len.saturating_sub(1).to_string();
+        i = CPP.select(&format!("({i}) > {last}"), &last, &format!("({i})"));
     }
     if below {
-        i = format!("({index}) < 0 ? 0 : {i}");
+        i = CPP.select(&format!("({index}) < 0"), "0", &i);
     }
-    format!("b{buffer}[{i}]")
+    CPP.element(&format!("b{buffer}"), &i)
 }
 
 /// A computed index clamped into `0..len` (the interpreter clamps the same way).
 fn clamped(index: &str, len: usize) -> String {
-    format!("{index} < 0 ? 0 : ({index} > {last} ? {last} : {index})", last = len - 1)
+    let last = (len - 1).to_string();
+    let below_end = CPP.select(&format!("{index} > {last}"), &last, index);
+    CPP.select(&format!("{index} < 0"), "0", &format!("({below_end})"))
 }
 
 fn floor_div(a: i64, b: i64) -> i64 {
@@ -828,6 +754,6 @@ fn ceil_div(a: i64, b: i64) -> i64 {
 
 fn in_bounds(bounds: &[Bound]) -> String {
     let tests: Vec<String> =
-        bounds.iter().map(|b| format!("({lo} <= {e} && {e} < {hi})", lo = b.lo, hi = b.hi, e = b.expr)).collect();
-    format!("({})", tests.join(" && "))
+        bounds.iter().map(|b| CPP.in_range(&b.expr.to_string(), &b.lo.to_string(), &b.hi.to_string())).collect();
+    format!("({})", tests.join(CPP.statements.and))
 }

@@ -2,7 +2,7 @@
 //! translation unit, from the templates in `templates/`.
 
 use super::dialect::CPP;
-use super::kernel::{is_batchable, render_batched_kernel, render_kernel, PRELUDE};
+use super::kernel::{is_batchable, render_batched_kernel, render_kernel};
 use crate::array::HostArray;
 use crate::dtype::DType;
 use crate::graph::Literal;
@@ -326,7 +326,7 @@ pub fn render_module(
     );
     let source = render(
         "module_source.j2",
-        context! { module_name, prelude => PRELUDE, functions => sources, includes => source_includes },
+        context! { module_name, prelude => CPP.prelude, functions => sources, includes => source_includes },
     );
     ModuleText { name: module_name.into(), header, source }
 }
@@ -342,7 +342,7 @@ pub fn render_jit(name: &str, program: &Program) -> String {
     render(
         "jit.j2",
         context! {
-            name, prelude => PRELUDE, body => kernels(program, false),
+            name, prelude => CPP.prelude, body => kernels(program, false),
             calls => calls(program, &Flavour::Jit), ws_size => program.workspace_size,
         },
     )
