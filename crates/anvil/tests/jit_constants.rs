@@ -81,3 +81,15 @@ fn constants_of_every_dtype_arrive_in_every_workspace() {
     });
     assert!(matches!(&want[2], HostArray::I64(_)));
 }
+
+#[test]
+fn a_captured_array_in_column_major_order_arrives_in_row_major_order() {
+    // A transposed copy keeps its column-major memory: the host must copy it element by
+    // element in the order the generated code indexes it.
+    let rows = Array2::from_shape_fn((30, 20), |(i, j)| (i * 20 + j) as f64);
+    let transposed = rows.t().to_owned();
+    assert!(transposed.as_slice().is_none(), "the copy is column-major");
+    let w = Tensor::from_array(&transposed);
+    let f = NumericalFunction::new("transposed", move |[x]| w.matmul(&x), [Arg::new(30)]).unwrap();
+    check_jit(&f, &[random(&mut rng(5), &[30], DType::F64, -1.0, 1.0)]);
+}

@@ -4,10 +4,12 @@
 //! Input: the output nodes of a traced function and its input specs. Output: a
 //! [`Program`]. Stages: [`schedule`] picks straight-line code or loops and, for loops, the
 //! realize set, in which [`batch`] finds the regions computed by one loop over their items
-//! around straight-line code; [`fuse`] builds each kernel (pushing [`index`] expressions
-//! through movement ops, simplifying each scalar expression with [`fold`]); [`split`]
-//! cuts long kernel bodies into parts; [`workspace`] plans memory. In debug builds the
-//! [`verify`]er checks the program after each stage.
+//! around straight-line code (or written out item by item, when the items are a
+//! derivative's seed directions and that folds most of them away); [`fuse`] builds each
+//! kernel (pushing [`index`] expressions through movement ops, simplifying each scalar
+//! expression with [`fold`], a seed's zeros included); [`split`] cuts long kernel bodies
+//! into parts; [`workspace`] plans memory. In debug builds the [`verify`]er checks the
+//! program after each stage.
 
 pub mod batch;
 pub mod fold;
