@@ -221,11 +221,8 @@ fn structural_zeros(
     src_zeros: &[Option<&Mask>],
     value: Value,
 ) -> Result<(Value, Option<Mask>)> {
-    let seed = match &node.op {
-        Op::Array(a) if a.structural => Some(a),
-        _ => None,
-    };
-    if seed.is_none() && src_zeros.iter().all(Option::is_none) {
+    let seed = matches!(&node.op, Op::Array(a) if a.structural);
+    if !seed && src_zeros.iter().all(Option::is_none) {
         return Ok((value, None));
     }
     let none = || ArrayD::from_elem(IxDyn(&node.shape), false);
