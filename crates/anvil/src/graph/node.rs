@@ -49,6 +49,18 @@ impl Node {
     pub fn numel(&self) -> usize {
         self.shape.iter().product()
     }
+
+    /// The scalar operations computing this node from its sources: none for inputs,
+    /// captured arrays and movement, the source's elements for a reduction, else one per
+    /// element.
+    pub fn work(&self) -> usize {
+        match self.op {
+            Op::Input(_) | Op::Array(_) => 0,
+            Op::Reduce(..) => self.srcs[0].numel(),
+            _ if self.op.is_movement() => 0,
+            _ => self.numel(),
+        }
+    }
 }
 
 /// Shows the node and its sources' ids, not the sources themselves: printing a graph must

@@ -86,12 +86,13 @@ impl JitFunction {
     /// Loads the library at `path` and looks up `jit_<name>_{init_ws,free_ws,call}`; its
     /// workspaces take `workspace_bytes` each and hold `constants`.
     pub fn load(path: &Path, name: &str, workspace_bytes: usize, constants: Vec<WorkspaceConstant>) -> Result<Self> {
-        if let Some(c) = constants.iter().find(|c| c.offset + c.data.bytes().len() > workspace_bytes) {
+        let bytes = |c: &WorkspaceConstant| c.data.shape().iter().product::<usize>() * c.data.dtype().size();
+        if let Some(c) = constants.iter().find(|c| c.offset + bytes(c) > workspace_bytes) {
             return Err(Error::Load {
                 path: path.to_path_buf(),
                 message: format!(
                     "a captured constant of {} bytes at offset {} does not fit the workspace of {workspace_bytes} bytes",
-                    c.data.bytes().len(),
+                    bytes(c),
                     c.offset
                 ),
             });

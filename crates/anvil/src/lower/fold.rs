@@ -10,8 +10,9 @@
 //!
 //! The zeros of a derivative's seed are structural ([`Expr::Zero`]): a product or quotient
 //! with one is that zero, adding one changes nothing, its negation and conversion stay
-//! structural, and a sum over one is one. So a seed's zero removes every product it takes part in, as the graph's `x * 0` rule
-//! does for a `Const` zero.
+//! structural, and a sum over one is one (the interpreter's rules, `graph::eval`). So a
+//! seed's zero removes every product it takes part in, as the graph's `x * 0` rule does for
+//! a `Const` zero. Padding around a seed is not structural: it is data in the interpreter.
 
 use super::kernel::{Expr, ExprId};
 use crate::dtype::DType;
@@ -46,8 +47,6 @@ fn literal(exprs: &[Expr], id: ExprId) -> Option<Literal> {
 /// Products, quotients and sums that a structural zero decides.
 fn structural_zeros(expr: &Expr, exprs: &[Expr]) -> Option<Folded> {
     let is_zero = |id: ExprId| matches!(exprs[id], Expr::Zero(_));
-    let is_positive_zero =
-        |id: ExprId| matches!(exprs[id], Expr::Const(v, _) if v.is(0.0) && v.as_f64().is_sign_positive());
     match *expr {
         Expr::Binary(BinaryOp::Mul, a, b, _) if is_zero(a) || is_zero(b) => {
             Some(Folded::To(if is_zero(a) { a } else { b }))
@@ -57,14 +56,6 @@ fn structural_zeros(expr: &Expr, exprs: &[Expr]) -> Option<Folded> {
         Expr::Binary(BinaryOp::Add | BinaryOp::Sub, a, b, _) if is_zero(b) => Some(Folded::To(a)),
         Expr::Unary(UnaryOp::Neg, x, _) if is_zero(x) => Some(Folded::To(x)),
         Expr::Cast(x, _, to) if is_zero(x) => Some(Folded::Zero(to)),
-        // Padding around a seed: a zero either way.
-        Expr::Where(_, a, b, dtype)
-            if (is_zero(a) || is_positive_zero(a))
-                && (is_zero(b) || is_positive_zero(b))
-                && (is_zero(a) || is_zero(b)) =>
-        {
-            Some(Folded::Zero(dtype))
-        }
         Expr::Reduce { op: ReduceOp::Sum, body, dtype, .. } if is_zero(body) => Some(Folded::Zero(dtype)),
         _ => None,
     }

@@ -44,11 +44,7 @@ pub fn is_straight_line(order: &[NodeRef], options: &LowerOptions) -> bool {
         if matches!(node.op, Op::ScatterAdd) || gathers_computed || node.numel() > options.straight_line_max_numel {
             return false;
         }
-        work += match node.op {
-            Op::Reduce(..) => node.srcs[0].numel(),
-            _ if node.op.is_movement() => 0,
-            _ => node.numel(),
-        };
+        work += node.work();
         if work > options.straight_line_max_work {
             return false;
         }

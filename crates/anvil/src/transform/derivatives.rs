@@ -66,19 +66,9 @@ pub fn jacobian(y: &Tensor, x: &Tensor) -> Result<Tensor> {
 /// The most elements of a Jacobian's input or output for which both modes are tried.
 pub const BOTH_MODES_MAX: usize = 256;
 
-/// The scalar operations computing `t` from its graph's leaves: elements of every node but
-/// movement, a reduction's source elements.
+/// The scalar operations computing `t` from its graph's leaves.
 fn work(t: &Tensor) -> Result<usize> {
-    let nodes = crate::graph::toposort(std::slice::from_ref(t.node()?));
-    let leaf = |op: &crate::graph::Op| matches!(op, crate::graph::Op::Input(_) | crate::graph::Op::Array(_));
-    Ok(nodes
-        .iter()
-        .filter(|n| !leaf(&n.op) && !n.op.is_movement())
-        .map(|n| match n.op {
-            crate::graph::Op::Reduce(..) => n.srcs[0].numel(),
-            _ => n.numel(),
-        })
-        .sum())
+    Ok(crate::graph::toposort(std::slice::from_ref(t.node()?)).iter().map(|n| n.work()).sum())
 }
 
 /// The dense Hessian of the scalar `y` with respect to `x`: forward over reverse, with
