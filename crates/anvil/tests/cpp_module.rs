@@ -78,6 +78,13 @@ fn functions() -> Vec<NumericalFunction> {
             [Arg::with_dtype([2, 3], DType::F32), Arg::with_dtype(5, DType::I32)],
         )
         .unwrap(),
+        // Reductions down columns, accumulated in local arrays across the output loop.
+        NumericalFunction::new(
+            "columns",
+            |[m]| (m.sum_axes(0, false).tanh(), m.max_axes(0, false), m.transpose().matmul(&m.sum_axes(1, false))),
+            [Arg::new([150, 40])],
+        )
+        .unwrap(),
     ]
 }
 
@@ -184,6 +191,8 @@ fn check_output(stdout: &str, fns: &[NumericalFunction], inputs: &[Vec<HostArray
 #[test]
 fn generated_module_compiles_cleanly_runs_under_sanitizers_and_matches_the_oracle() {
     let fns = functions();
+    let columns = fns.iter().find(|f| f.name() == "columns").unwrap();
+    assert!(columns.program().kernels.iter().any(|k| k.accumulate_across.is_some()));
     let mut r = rng(11);
     let inputs: Vec<Vec<HostArray>> =
         fns.iter().map(|f| f.inputs().iter().map(|a| random(&mut r, &a.shape, a.dtype, -2.0, 2.0)).collect()).collect();

@@ -537,3 +537,57 @@ fn gathers_at_captured_positions_in_range_clamp_nothing() {
     assert_eq!(f.jit_source().matches("< 0 ? 0 :").count(), 1);
     check_jit(&f, &[random(&mut rng(11), &[n], DType::F64, -3.0, 3.0)]);
 }
+
+#[test]
+fn reductions_down_columns_accumulate_across_the_output_loop() {
+    // Wᵀ·x reads W down its columns: the sums run in local arrays along the output loop
+    // (unit-stride, vectorised), each element still adding its terms in order, so the
+    // results are the interpreter's bit for bit.
+    let w = Tensor::from_array(&Array2::from_shape_fn((64, 48), |(i, j)| ((i * 5 + j * 3) % 13) as f64 * 0.1 - 0.6));
+    let b = Tensor::from_array(&Array1::from_shape_fn(48, |i| (i as f64).sqrt()));
+    let (wt, bt) = (w.clone(), b.clone());
+    let columns =
+        NumericalFunction::new("columns", move |[x]| wt.transpose().matmul(&(&x * 1e8)) + &bt, [Arg::new(64)])
+            .unwrap()
+            .with_lowering(LowerOptions::loops_only());
+    assert_eq!(columns.program().kernels.last().unwrap().accumulate_across, Some(0));
+    let source = columns.jit_source();
+    assert!(source.contains("double t") && source.contains("[48];"), "{source}");
+    let mut r = rng(12);
+    let inputs = [random(&mut r, &[64], DType::F64, -1.0, 1.0)];
+    assert_eq!(columns.call_dyn(&inputs).unwrap(), columns.eval_dyn(&inputs).unwrap());
+    // W·x reads rows: the plain order, one accumulator per element.
+    let rows = NumericalFunction::new("rows", move |[x]| w.matmul(&x), [Arg::new(48)])
+        .unwrap()
+        .with_lowering(LowerOptions::loops_only());
+    assert_eq!(rows.program().kernels.len(), 1);
+    assert!(rows.program().kernels.iter().all(|k| k.accumulate_across.is_none()));
+    // Column maxima and products carry NaN and infinities like the interpreter; a batch of
+    // column sums accumulates across its last axis under a loop over the first.
+    let stats = NumericalFunction::new(
+        "column_stats",
+        |[x]| (x.max_axes(0, false), x.prod_axes(0, false), x.sum_axes(1, false).tanh()),
+        [Arg::new([3, 40, 24])],
+    )
+    .unwrap();
+    assert!(stats.program().kernels.iter().any(|k| k.accumulate_across == Some(1)));
+    let mut x = random(&mut r, &[3, 40, 24], DType::F64, -2.0, 2.0);
+    if let HostArray::F64(a) = &mut x {
+        a[[1, 7, 3]] = f64::NAN;
+        a[[2, 0, 5]] = f64::INFINITY;
+        a[[0, 9, 9]] = f64::NEG_INFINITY;
+    }
+    check_jit(&stats, &[x]);
+    // A reverse-mode Jacobian (the transposed products of back-propagation) agrees too.
+    let w1 = Tensor::from_array(&Array2::from_shape_fn((64, 32), |(i, j)| ((i * 3 + j) as f64).sin() * 0.3));
+    let w2 = Tensor::from_array(&Array2::from_shape_fn((4, 64), |(i, j)| ((i + j * 7) as f64).cos() * 0.3));
+    let narrow = NumericalFunction::new("narrow", move |[x]| w2.matmul(&w1.matmul(&x).tanh()), [Arg::new(32)]).unwrap();
+    let jac = anvil::ad::jacobian(&narrow).unwrap();
+    assert!(jac.program().kernels.iter().any(|k| k.accumulate_across.is_some()));
+    check_jit(&jac, &[random(&mut r, &[32], DType::F64, -1.0, 1.0)]);
+    // Beyond MAX_ACROSS elements along the output loop the plain order stays.
+    let wide = anvil::lower::interchange::MAX_ACROSS + 1;
+    let long = NumericalFunction::new("long_columns", |[x]| x.sum_axes(0, false), [Arg::new([3, wide])]).unwrap();
+    assert!(long.program().kernels.iter().all(|k| k.accumulate_across.is_none()));
+    check_jit(&long, &[random(&mut r, &[3, wide], DType::F64, -1.0, 1.0)]);
+}

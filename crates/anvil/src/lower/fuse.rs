@@ -105,7 +105,16 @@ fn finish(builder: KernelBuilder, mut stores: Vec<Store>, shape: Vec<usize>, mut
     if let Some(s) = &mut scatter {
         s.index = new_id[s.index];
     }
-    Kernel { outputs, stores, shape, extents: builder.extents, exprs: kept, scatter, items: false }
+    Kernel {
+        outputs,
+        stores,
+        shape,
+        extents: builder.extents,
+        exprs: kept,
+        scatter,
+        items: false,
+        accumulate_across: None,
+    }
 }
 
 /// A scatter-add: loops over the values, adding each into the output at its index.

@@ -182,6 +182,10 @@ pub struct Kernel {
     /// The kernel's one loop runs over independent items, each straight-line code (a
     /// batched region, see [`super::batch`]): it is rendered to vectorise across them.
     pub items: bool,
+    /// The output loop variable the kernel's reductions accumulate across (see
+    /// [`super::interchange`]): each reduction that depends on it sums into a local array
+    /// along it with its own loops outside, and the stores follow in a loop of their own.
+    pub accumulate_across: Option<usize>,
 }
 
 /// Where a scatter-add kernel adds each value.

@@ -8,13 +8,15 @@
 //! derivative's seed directions and that folds most of them away); [`fuse`] builds each
 //! kernel (pushing [`index`] expressions through movement ops, simplifying each scalar
 //! expression with [`fold`], a seed's zeros included); [`split`] cuts long kernel bodies
-//! into parts; [`workspace`] plans memory. In debug builds the [`verify`]er checks the
+//! into parts; [`interchange`] picks the loop order of reductions; [`workspace`] plans
+//! memory. In debug builds the [`verify`]er checks the
 //! program after each stage.
 
 pub mod batch;
 pub mod fold;
 pub mod fuse;
 pub mod index;
+pub mod interchange;
 pub mod kernel;
 pub mod schedule;
 pub mod split;
@@ -105,6 +107,7 @@ pub fn lower_with(outputs: &[NodeRef], inputs: &[(DType, Vec<usize>)], options: 
     debug_verify("fusion", || verify::verify_kernels(&plan.buffers, &kernels));
     let kernels = split::split_long_bodies(kernels, &mut plan.buffers, options.max_body);
     debug_verify("splitting", || verify::verify_kernels(&plan.buffers, &kernels));
+    let kernels = interchange::order_reductions(kernels);
     let (offsets, workspace_size) = workspace::workspace_layout(&plan.buffers, &kernels);
     let program = Program { buffers: plan.buffers, kernels, offsets, workspace_size };
     debug_verify("workspace planning", || verify::verify(&program));

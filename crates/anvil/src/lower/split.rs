@@ -127,6 +127,7 @@ impl Plan<'_> {
             exprs: part.exprs,
             scatter: None,
             items: kernel.items,
+            accumulate_across: None,
         }
     }
 }

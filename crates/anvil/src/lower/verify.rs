@@ -69,6 +69,15 @@ fn check_kernel(buffers: &[Buffer], kernel: &Kernel) -> Result<(), String> {
     if kernel.items && outs != 1 {
         return Err("a loop over items has one loop".into());
     }
+    if let Some(v) = kernel.accumulate_across {
+        let innermost = (0..outs).rev().find(|&d| kernel.shape[d] != 1);
+        if innermost != Some(v) || kernel.shape[v] > super::interchange::MAX_ACROSS {
+            return Err(format!("reductions accumulate across loop {v}, not the innermost output loop (or too long)"));
+        }
+        if kernel.scatter.is_some() || kernel.items {
+            return Err("a scatter or a loop over items accumulates across no loop".into());
+        }
+    }
     for (id, expr) in kernel.exprs.iter().enumerate() {
         check_expr(buffers, kernel, expr).map_err(|m| format!("expression {id}: {m}"))?;
         if let Some(o) = expr.operands().into_iter().find(|&o| o >= id) {
@@ -256,6 +265,7 @@ mod tests {
             exprs: vec![load],
             scatter: None,
             items: false,
+            accumulate_across: None,
         }
     }
 
@@ -312,6 +322,11 @@ mod tests {
         assert!(verify_kernels(&program(vec![], vec![], 0).buffers, &[misread])
             .unwrap_err()
             .contains("loop variable 1"));
+        let mut across_nothing = copy(0, 1);
+        across_nothing.accumulate_across = Some(1);
+        assert!(verify_kernels(&program(vec![], vec![], 0).buffers, &[across_nothing])
+            .unwrap_err()
+            .contains("not the innermost output loop"));
     }
 
     #[test]

@@ -90,6 +90,8 @@ pub struct Statements {
     pub binding: &'static str,
     /// A mutable variable (an accumulator): type, name, initial value.
     pub variable: &'static str,
+    /// An uninitialised local array: element type, name, length.
+    pub local_array: &'static str,
     /// An assignment: target, value.
     pub assign: &'static str,
     /// An element of an array: pointer, index.
@@ -154,6 +156,7 @@ pub const CPP: Dialect = Dialect {
         fixed_index: "[[maybe_unused]] const long long {0} = {1};",
         binding: "const {0} {1} = {2};",
         variable: "{0} {1} = {2};",
+        local_array: "{0} {1}[{2}];",
         assign: "{0} = {1};",
         element: "{0}[{1}]",
         select: "{0} ? {1} : {2}",
@@ -195,6 +198,11 @@ impl Dialect {
     /// `type name = value;` (mutable)
     pub fn variable(&self, type_name: &str, name: &str, value: &str) -> String {
         fill(self.statements.variable, &[type_name, name, value])
+    }
+
+    /// `type name[len];` (uninitialised)
+    pub fn local_array(&self, type_name: &str, name: &str, len: &str) -> String {
+        fill(self.statements.local_array, &[type_name, name, len])
     }
 
     /// `target = value;`

@@ -169,6 +169,12 @@ struct Renderer<'k> {
     /// The variable of the innermost loop being emitted, if one is open: what depends on
     /// it is computed in a loop the compiler vectorises.
     vector_loop: Option<usize>,
+    /// The reductions accumulated into local arrays (see [`Kernel::accumulate_across`]),
+    /// each with the loop variable indexing its array.
+    arrays: Vec<Option<usize>>,
+    /// Set while the loops of an interchanged nest are emitted (they are not interchanged
+    /// again).
+    interchanging: bool,
     code: String,
 }
 
@@ -197,6 +203,8 @@ impl<'k> Renderer<'k> {
             attribute,
             loop_math: false,
             vector_loop: None,
+            arrays: vec![None; n],
+            interchanging: false,
             kernel,
             deps: dependencies(kernel),
             emitted: vec![false; n],
@@ -274,6 +282,9 @@ impl<'k> Renderer<'k> {
         match self.resolve(e) {
             Resolved::Literal(text) => text,
             Resolved::Expr(x) => {
+                if let Some(v) = self.arrays[x] {
+                    return CPP.element(&format!("t{x}"), &format!("i{v}"));
+                }
                 if self.emitted[x] && self.emit_pos[x] < self.part_start {
                     self.part_refs.insert(x);
                 }
@@ -324,6 +335,11 @@ impl<'k> Renderer<'k> {
         pragma: Option<&str>,
         split: bool,
     ) {
+        if let ([v], false, Body::Stores(_)) = (vars, self.interchanging, body) {
+            if self.kernel.accumulate_across == Some(*v) {
+                return self.accumulate_across(*v, bound, depth, body);
+            }
+        }
         let roots = body.roots();
         let Some((&v, inner)) = vars.split_first() else {
             self.visit(&roots, bound, depth);
@@ -391,6 +407,39 @@ impl<'k> Renderer<'k> {
             }
         }
         self.set_range(v, full);
+    }
+
+    /// The innermost output loop over `v` with the reductions interchanged (see
+    /// [`Kernel::accumulate_across`]): each reduction that depends on `v` accumulates into a
+    /// local array in a nest of its own loops around a loop over `v`; then one loop over `v`
+    /// computes the stores from the arrays.
+    fn accumulate_across(&mut self, v: usize, bound: &mut Vec<usize>, depth: usize, body: &Body) {
+        let roots = body.roots();
+        self.visit(&roots, bound, depth);
+        self.interchanging = true;
+        let pad = "  ".repeat(depth);
+        let extent = self.kernel.extents[v].to_string();
+        let (var, [open, close]) = (format!("i{v}"), CPP.statements.block);
+        for e in self.live(&roots) {
+            let Expr::Reduce { op, ref vars, body: value, dtype } = self.kernel.exprs[e] else { continue };
+            if self.emitted[e] || !self.deps[e].contains(&v) {
+                continue;
+            }
+            let array = format!("t{e}");
+            let init = CPP.literal(reduce_identity(op, dtype), dtype);
+            let _ = writeln!(self.code, "{pad}{}", CPP.local_array(CPP.type_name(dtype), &array, &extent));
+            let head = CPP.loop_head(&var, "0", &extent);
+            let _ = writeln!(self.code, "{pad}{head} {open} {} {close}", CPP.assign(&CPP.element(&array, &var), &init));
+            self.arrays[e] = Some(v);
+            let nest: Vec<usize> = vars.iter().copied().chain([v]).collect();
+            let accumulate = Body::Accumulate { acc: e, op, dtype, value };
+            self.loop_nest(&nest, bound, depth, &accumulate, None, false);
+            self.emitted[e] = true;
+            self.emit_pos[e] = self.emit_log.len();
+            self.emit_log.push(e);
+        }
+        self.loop_nest(&[v], bound, depth, body, None, false);
+        self.interchanging = false;
     }
 
     /// Starts rendering segments into a part of their own (see [`Part`]).
@@ -488,7 +537,7 @@ impl<'k> Renderer<'k> {
                 CPP.assign(&slot, &add)
             }
             Body::Accumulate { acc, op, dtype, value } => {
-                let acc = format!("t{acc}");
+                let acc = self.name(*acc);
                 CPP.assign(&acc, &CPP.combine(*op, *dtype, &acc, &self.name(*value)))
             }
         }
