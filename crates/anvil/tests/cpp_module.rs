@@ -85,6 +85,13 @@ fn functions() -> Vec<NumericalFunction> {
             [Arg::new([150, 40])],
         )
         .unwrap(),
+        // ... and across an output loop longer than one tile of the arrays.
+        NumericalFunction::new(
+            "wide_columns",
+            |[m]| m.sum_axes(0, false) * 2.0,
+            [Arg::new([3, anvil::lower::interchange::ACROSS_TILE + 452])],
+        )
+        .unwrap(),
     ]
 }
 
@@ -191,8 +198,10 @@ fn check_output(stdout: &str, fns: &[NumericalFunction], inputs: &[Vec<HostArray
 #[test]
 fn generated_module_compiles_cleanly_runs_under_sanitizers_and_matches_the_oracle() {
     let fns = functions();
-    let columns = fns.iter().find(|f| f.name() == "columns").unwrap();
-    assert!(columns.program().kernels.iter().any(|k| k.accumulate_across.is_some()));
+    for name in ["columns", "wide_columns"] {
+        let f = fns.iter().find(|f| f.name() == name).unwrap();
+        assert!(f.program().kernels.iter().any(|k| k.accumulate_across.is_some()), "{name}");
+    }
     let mut r = rng(11);
     let inputs: Vec<Vec<HostArray>> =
         fns.iter().map(|f| f.inputs().iter().map(|a| random(&mut r, &a.shape, a.dtype, -2.0, 2.0)).collect()).collect();

@@ -585,9 +585,11 @@ fn reductions_down_columns_accumulate_across_the_output_loop() {
     let jac = anvil::ad::jacobian(&narrow).unwrap();
     assert!(jac.program().kernels.iter().any(|k| k.accumulate_across.is_some()));
     check_jit(&jac, &[random(&mut r, &[32], DType::F64, -1.0, 1.0)]);
-    // Beyond MAX_ACROSS elements along the output loop the plain order stays.
-    let wide = anvil::lower::interchange::MAX_ACROSS + 1;
+    // A longer output loop is accumulated a tile at a time (the last tile partial).
+    let wide = 2 * anvil::lower::interchange::ACROSS_TILE + 7;
     let long = NumericalFunction::new("long_columns", |[x]| x.sum_axes(0, false), [Arg::new([3, wide])]).unwrap();
-    assert!(long.program().kernels.iter().all(|k| k.accumulate_across.is_none()));
-    check_jit(&long, &[random(&mut r, &[3, wide], DType::F64, -1.0, 1.0)]);
+    assert!(long.program().kernels.iter().all(|k| k.accumulate_across == Some(0)));
+    assert!(long.jit_source().contains("i0_tile += "));
+    let inputs = [random(&mut r, &[3, wide], DType::F64, -1e6, 1e6)];
+    assert_eq!(long.call_dyn(&inputs).unwrap(), long.eval_dyn(&inputs).unwrap());
 }

@@ -5,7 +5,7 @@
 //! matrix: `Wᵀ·v`, the reverse mode of a matrix product) but contiguous along the kernel's
 //! innermost output loop, that order makes every read a cache-unfriendly stride and every
 //! sum a dependent chain. Interchanged, each reduction accumulates into a local array along
-//! the output loop, its own loops outside: the innermost loop reads unit-stride and runs in
+//! the output loop (a tile of it at a time), its own loops outside: the innermost loop reads unit-stride and runs in
 //! vector lanes, and the code after the reductions (bias, `tanh`, a product with a
 //! derivative) runs in a loop of its own over the arrays. Each element still sums its terms
 //! in the loop's order, so results equal the reference interpreter's.
@@ -23,8 +23,9 @@
 use super::kernel::{Expr, ExprId, Kernel};
 use super::IndexExpr;
 
-/// Most elements of the local array a reduction accumulates into (it lives on the stack).
-pub const MAX_ACROSS: usize = 4096;
+/// Most elements of the local array a reduction accumulates into (it lives on the stack):
+/// a longer output loop is cut into tiles of this length, each accumulated in turn.
+pub const ACROSS_TILE: usize = 2048;
 
 /// Sets [`Kernel::accumulate_across`] on every kernel of `kernels` where it pays.
 pub fn order_reductions(mut kernels: Vec<Kernel>) -> Vec<Kernel> {
@@ -35,7 +36,7 @@ pub fn order_reductions(mut kernels: Vec<Kernel>) -> Vec<Kernel> {
 }
 
 /// The output loop variable `kernel`'s reductions should accumulate across, if any: its
-/// innermost output loop, when every reduction that depends on it reads unit-stride (or
+/// innermost output loop (tiled if longer than [`ACROSS_TILE`]), when every reduction that depends on it reads unit-stride (or
 /// not at all) along it, and one of them reads with another stride along its own innermost
 /// loop. Reductions nested in reductions, and gathers, keep the plain order.
 pub fn accumulation_axis(kernel: &Kernel) -> Option<usize> {
@@ -43,9 +44,6 @@ pub fn accumulation_axis(kernel: &Kernel) -> Option<usize> {
         return None;
     }
     let across = (0..kernel.shape.len()).rev().find(|&d| kernel.shape[d] != 1)?;
-    if kernel.shape[across] > MAX_ACROSS {
-        return None;
-    }
     let mut pays = false;
     for expr in &kernel.exprs {
         let Expr::Reduce { vars, body, .. } = expr else { continue };

@@ -82,6 +82,9 @@ pub struct Annotations {
 pub struct Statements {
     /// A counted loop's head: variable, first value, end (exclusive).
     pub loop_head: &'static str,
+    /// A loop's head stepping by more than one: variable, first value, end (exclusive),
+    /// step.
+    pub tile_head: &'static str,
     /// Opens and closes a block.
     pub block: [&'static str; 2],
     /// A loop variable bound to one value (a one-iteration loop): name, value.
@@ -152,6 +155,7 @@ pub const CPP: Dialect = Dialect {
     cast: ["static_cast<", ">(", ")"],
     statements: Statements {
         loop_head: "for (long long {0} = {1}; {0} < {2}; ++{0})",
+        tile_head: "for (long long {0} = {1}; {0} < {2}; {0} += {3})",
         block: ["{", "}"],
         fixed_index: "[[maybe_unused]] const long long {0} = {1};",
         binding: "const {0} {1} = {2};",
@@ -183,6 +187,11 @@ impl Dialect {
     /// A counted loop's head (`for` variable `var` from `first` while below `end`).
     pub fn loop_head(&self, var: &str, first: &str, end: &str) -> String {
         fill(self.statements.loop_head, &[var, first, end])
+    }
+
+    /// A loop's head (`for` variable `var` from `first` while below `end`, by `step`).
+    pub fn tile_head(&self, var: &str, first: &str, end: &str, step: &str) -> String {
+        fill(self.statements.tile_head, &[var, first, end, step])
     }
 
     /// The loop variable `var` bound to `value`, in a block of its own.

@@ -14,6 +14,7 @@
 use super::dialect::CPP;
 use crate::dtype::DType;
 use crate::graph::{reduce_identity, scalar, BinaryOp, Literal, ReduceOp};
+use crate::lower::interchange::ACROSS_TILE;
 use crate::lower::{Bound, BufferId, Expr, ExprId, IndexExpr, Kernel};
 use std::fmt::Write;
 
@@ -175,7 +176,17 @@ struct Renderer<'k> {
     /// Set while the loops of an interchanged nest are emitted (they are not interchanged
     /// again).
     interchanging: bool,
+    /// The tile of the output loop being accumulated across, when it is tiled: its loops
+    /// run over the tile, and the arrays are indexed from the tile's start.
+    tile: Option<Tile>,
     code: String,
+}
+
+/// A tile of loop variable `var`: it runs from `start` (a variable) to `end` (exclusive).
+struct Tile {
+    var: usize,
+    start: String,
+    end: String,
 }
 
 /// Segments rendered apart from the code around them (to become a function if the loop
@@ -205,6 +216,7 @@ impl<'k> Renderer<'k> {
             vector_loop: None,
             arrays: vec![None; n],
             interchanging: false,
+            tile: None,
             kernel,
             deps: dependencies(kernel),
             emitted: vec![false; n],
@@ -283,7 +295,7 @@ impl<'k> Renderer<'k> {
             Resolved::Literal(text) => text,
             Resolved::Expr(x) => {
                 if let Some(v) = self.arrays[x] {
-                    return CPP.element(&format!("t{x}"), &format!("i{v}"));
+                    return CPP.element(&format!("t{x}"), &self.array_index(v));
                 }
                 if self.emitted[x] && self.emit_pos[x] < self.part_start {
                     self.part_refs.insert(x);
@@ -377,8 +389,11 @@ impl<'k> Renderer<'k> {
                 // One iteration: a block (cheaper for the C++ compiler than a one-trip loop).
                 let _ = writeln!(self.code, "{pad}{open}\n{pad}  {}", CPP.fixed_index(&var, &lo.to_string()));
             } else {
-                let _ =
-                    writeln!(self.code, "{pad}{} {open}", CPP.loop_head(&var, &lo.to_string(), &(hi + 1).to_string()));
+                let (first, end) = match &self.tile {
+                    Some(tile) if tile.var == v => (tile.start.clone(), tile.end.clone()),
+                    _ => (lo.to_string(), (hi + 1).to_string()),
+                };
+                let _ = writeln!(self.code, "{pad}{} {open}", CPP.loop_head(&var, &first, &end));
             }
             bound.push(v);
             let enclosing = self.vector_loop;
@@ -417,9 +432,22 @@ impl<'k> Renderer<'k> {
         let roots = body.roots();
         self.visit(&roots, bound, depth);
         self.interchanging = true;
-        let pad = "  ".repeat(depth);
-        let extent = self.kernel.extents[v].to_string();
         let (var, [open, close]) = (format!("i{v}"), CPP.statements.block);
+        let extent = self.kernel.extents[v];
+        let (mut depth, mut first, mut end, mut length) = (depth, "0".to_string(), extent.to_string(), extent);
+        let mark = self.emit_log.len();
+        if extent > ACROSS_TILE {
+            let start = format!("{var}_tile");
+            let step = ACROSS_TILE.to_string();
+            let head = CPP.tile_head(&start, "0", &extent.to_string(), &step);
+            let _ = writeln!(self.code, "{}{head} {open}", "  ".repeat(depth));
+            let tile_end = CPP.binary(BinaryOp::Min, DType::I64, &format!("{start} + {step}"), &extent.to_string());
+            (first, end, length) = (start.clone(), format!("({tile_end})"), ACROSS_TILE);
+            self.tile = Some(Tile { var: v, start, end: end.clone() });
+            depth += 1;
+        }
+        let pad = "  ".repeat(depth);
+        let length = length.to_string();
         for e in self.live(&roots) {
             let Expr::Reduce { op, ref vars, body: value, dtype } = self.kernel.exprs[e] else { continue };
             if self.emitted[e] || !self.deps[e].contains(&v) {
@@ -427,10 +455,11 @@ impl<'k> Renderer<'k> {
             }
             let array = format!("t{e}");
             let init = CPP.literal(reduce_identity(op, dtype), dtype);
-            let _ = writeln!(self.code, "{pad}{}", CPP.local_array(CPP.type_name(dtype), &array, &extent));
-            let head = CPP.loop_head(&var, "0", &extent);
-            let _ = writeln!(self.code, "{pad}{head} {open} {} {close}", CPP.assign(&CPP.element(&array, &var), &init));
+            let _ = writeln!(self.code, "{pad}{}", CPP.local_array(CPP.type_name(dtype), &array, &length));
             self.arrays[e] = Some(v);
+            let head = CPP.loop_head(&var, &first, &end);
+            let slot = CPP.element(&array, &self.array_index(v));
+            let _ = writeln!(self.code, "{pad}{head} {open} {} {close}", CPP.assign(&slot, &init));
             let nest: Vec<usize> = vars.iter().copied().chain([v]).collect();
             let accumulate = Body::Accumulate { acc: e, op, dtype, value };
             self.loop_nest(&nest, bound, depth, &accumulate, None, false);
@@ -440,6 +469,22 @@ impl<'k> Renderer<'k> {
         }
         self.loop_nest(&[v], bound, depth, body, None, false);
         self.interchanging = false;
+        if self.tile.take().is_some() {
+            let _ = writeln!(self.code, "{}{close}", "  ".repeat(depth - 1));
+            // What the tile's block computed is out of scope after it.
+            for e in self.emit_log.drain(mark..) {
+                self.emitted[e] = false;
+            }
+        }
+    }
+
+    /// The element of an interchanged reduction's array at the current point of loop `v`.
+    fn array_index(&self, v: usize) -> String {
+        match &self.tile {
+            // Spelled like the index expressions (`lower::IndexExpr`'s display).
+            Some(tile) if tile.var == v => format!("i{v} - {}", tile.start),
+            _ => format!("i{v}"),
+        }
     }
 
     /// Starts rendering segments into a part of their own (see [`Part`]).
