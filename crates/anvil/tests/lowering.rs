@@ -593,3 +593,25 @@ fn reductions_down_columns_accumulate_across_the_output_loop() {
     let inputs = [random(&mut r, &[3, wide], DType::F64, -1e6, 1e6)];
     assert_eq!(long.call_dyn(&inputs).unwrap(), long.eval_dyn(&inputs).unwrap());
 }
+
+#[test]
+fn a_computed_matrix_read_flattened_is_computed_in_its_own_loop_nest() {
+    // Interleaving two vectors: inlined under the flatten, each element would be computed
+    // at a division and remainder of the output index (both vectors computed, one chosen).
+    // Stored in a (n, 2) loop nest instead, each computed once with plain indices, and the
+    // flattened read is a contiguous copy.
+    let n = 500;
+    let f = NumericalFunction::new(
+        "interleave",
+        move |[x]| Tensor::stack(&[x.sin(), x.cos() * 2.0], 1).flatten().shrink(&[(1, 2 * n)]),
+        [Arg::new(n)],
+    )
+    .unwrap();
+    let p = f.program();
+    assert_eq!(p.kernels.len(), 2);
+    assert_eq!(p.kernels[0].shape, vec![n, 2]);
+    let source = f.jit_source();
+    assert!(!source.contains(")/2") && !source.contains(")%2"), "{source}");
+    let mut r = rng(13);
+    check_jit(&f, &[random(&mut r, &[n], DType::F64, -3.0, 3.0)]);
+}

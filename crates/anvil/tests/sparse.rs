@@ -295,8 +295,8 @@ fn symmetric_jacobians_use_star_colouring_and_return_both_triangles() {
 
 #[test]
 fn large_sparse_jacobians_keep_a_small_source_and_exact_values() {
-    // The seed matrix and the CSC positions (3n and 3n - 2 elements) are handed to the
-    // workspace by the host: the translation unit is as small at n = 10⁵ as at 10².
+    // The Jacobian is computed from its bands: no seed matrix and no CSC positions, so the
+    // translation unit is as small at n = 10⁵ as at 10².
     let source_len = |n: usize| ad::spjacobian(&tridiagonal_residual(n)).unwrap().jit_source().len();
     let (small, large) = (source_len(100), source_len(100_000));
     assert!(large < small + 256, "{large} vs {small} bytes");
@@ -348,4 +348,74 @@ fn a_captured_array_of_zeros_is_data_not_structure() {
     for out in [f.eval(&[x.view()]).unwrap().remove(0), f.call(&[x.view()]).unwrap().remove(0)] {
         assert!(out[0].is_nan() && out[1] == 0.0 && out[2] == 0.0, "{out}");
     }
+}
+
+/// True if any kernel of `f` gathers (reads at positions from a table).
+fn gathers(f: &NumericalFunction) -> bool {
+    f.program().kernels.iter().any(|k| k.exprs.iter().any(|e| matches!(e, anvil::lower::Expr::Gather { .. })))
+}
+
+/// The sparse values equal the dense derivative's entries bit for bit, interpreted and
+/// native.
+fn assert_exactly_dense(s: &SparseNumericalFunction, dense: &NumericalFunction, x: &ArrayD<f64>, upper: bool) {
+    let want = dense.eval(&[x.view()]).unwrap().remove(0);
+    for values in [s.eval(&[x.view()]).unwrap(), s.call(&[x.view()]).unwrap()] {
+        let got = densify(s, &values);
+        for ((i, j), w) in want.indexed_iter().map(|(p, w)| ((p[0], p[1]), *w)) {
+            let w = if upper && i > j { 0.0 } else { w };
+            assert_eq!(got[[i, j]].to_bits(), w.to_bits(), "{} ({i}, {j}): {} vs {w}", s.name(), got[[i, j]]);
+        }
+    }
+}
+
+#[test]
+fn banded_derivatives_are_computed_from_their_bands_with_the_dense_values() {
+    // Stencils and neighbour chains: values from the bands, laid out in CSC order by
+    // slicing (no seed matrix, no position table), equal to the dense derivatives.
+    let n = 37;
+    let x = Array1::linspace(-0.9, 1.1, n).into_dyn();
+    let resid = tridiagonal_residual(n);
+    let jac = ad::spjacobian(&resid).unwrap();
+    assert!(!gathers(&jac) && jac.colors() == 3);
+    assert_exactly_dense(&jac, &ad::jacobian(&resid).unwrap(), &x, false);
+    let rosen = extended_rosenbrock(n);
+    let hess = ad::sphessian(&rosen).unwrap();
+    assert!(!gathers(&hess) && hess.colors() == 3);
+    assert_exactly_dense(&hess, &ad::hessian(&rosen).unwrap(), &x, true);
+    // Not square, bands leaving the matrix at both ends, a band with no derivative (floor),
+    // a cast and a select.
+    let differences = NumericalFunction::new(
+        "differences",
+        move |[x]| {
+            let (a, b) = (x.shrink(&[(0, n - 1)]), x.shrink(&[(2, n)]).pad(&[(0, 1)]));
+            let step = (&b - &a * a.exp()) * a.floor()
+                + a.gt(&b).where_(&b, a.cos()).cast(anvil::DType::F32).cast(anvil::DType::F64);
+            step.pad(&[(2, 0)])
+        },
+        [Arg::new(n)],
+    )
+    .unwrap();
+    let jac = ad::spjacobian(&differences).unwrap();
+    assert!(!gathers(&jac) && jac.shape() == (n + 1, n));
+    assert_valid_csc(&jac);
+    assert_exactly_dense(&jac, &ad::jacobian(&differences).unwrap(), &x, false);
+    // Outside the banded class (a sum of all of x feeds every element; a reversal; more
+    // than MAX_BANDS bands): coloured and gathered, with the same values.
+    let coupled = NumericalFunction::new("coupled", |[x]| &x * x.sum() + x.flip(0), [Arg::new(n)]).unwrap();
+    let wide = NumericalFunction::new(
+        "wide_stencil",
+        move |[x]| {
+            let p = x.pad(&[(40, 40)]);
+            (0..81).map(|k| p.shrink(&[(k, k + n)]) * (k as f64)).reduce(|a, b| a + b).unwrap().sin()
+        },
+        [Arg::new(n)],
+    )
+    .unwrap();
+    for f in [&coupled, &wide] {
+        let s = ad::spjacobian(f).unwrap();
+        assert!(gathers(&s), "{}", f.name());
+        let dense = ad::jacobian(f).unwrap().eval(&[x.view()]).unwrap().remove(0);
+        assert_matrices_close(&densify(&s, &s.call(&[x.view()]).unwrap()), &dense);
+    }
+    const { assert!(anvil::transform::bands::MAX_BANDS < 81) };
 }

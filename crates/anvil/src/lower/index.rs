@@ -44,6 +44,12 @@ impl IndexExpr {
         IndexExpr { terms: vec![(atom, 1)], constant: 0 }
     }
 
+    /// True if the expression is a sum of loop variables times constants (no division or
+    /// remainder).
+    pub fn is_affine(&self) -> bool {
+        self.terms.iter().all(|(atom, _)| matches!(atom, Atom::Var(_)))
+    }
+
     /// The value if the expression is constant.
     pub fn as_constant(&self) -> Option<i64> {
         self.terms.is_empty().then_some(self.constant)
@@ -67,17 +73,42 @@ impl IndexExpr {
         Self::normalized(terms, self.constant * c)
     }
 
-    fn normalized(mut terms: Vec<(Atom, i64)>, constant: i64) -> IndexExpr {
-        terms.sort_by(|a, b| a.0.cmp(&b.0));
-        let mut merged: Vec<(Atom, i64)> = Vec::with_capacity(terms.len());
-        for (atom, k) in terms {
-            match merged.last_mut() {
-                Some(last) if last.0 == atom => last.1 += k,
-                _ => merged.push((atom, k)),
+    fn normalized(mut terms: Vec<(Atom, i64)>, mut constant: i64) -> IndexExpr {
+        loop {
+            terms.sort_by(|a, b| a.0.cmp(&b.0));
+            let mut merged: Vec<(Atom, i64)> = Vec::with_capacity(terms.len());
+            for (atom, k) in terms {
+                match merged.last_mut() {
+                    Some(last) if last.0 == atom => last.1 += k,
+                    _ => merged.push((atom, k)),
+                }
+            }
+            merged.retain(|(_, k)| *k != 0);
+            // k·d·(e / d) + k·(e % d) is k·e (truncating division and remainder satisfy
+            // d·(e / d) + e % d = e): a merge of axes read back in row-major order.
+            let Some((div, rem, e, k)) = Self::quotient_and_remainder(&merged) else {
+                return IndexExpr { terms: merged, constant };
+            };
+            for (i, drop) in [(div, 0), (rem, 1)] {
+                merged.remove(i - drop);
+            }
+            merged.extend(e.terms.iter().map(|(a, c)| (a.clone(), c * k)));
+            constant += e.constant * k;
+            terms = merged;
+        }
+    }
+
+    /// Positions `(i, j)`, `i < j`, of terms `k·d·(e / d)` and `k·(e % d)`, with `e` and `k`.
+    fn quotient_and_remainder(terms: &[(Atom, i64)]) -> Option<(usize, usize, IndexExpr, i64)> {
+        for (i, (a, ka)) in terms.iter().enumerate() {
+            let Atom::Div(e, d) = a else { continue };
+            let paired = |(b, kb): &(Atom, i64)| matches!(b, Atom::Mod(f, g) if f == e && g == d) && kb * d == *ka;
+            if let Some(j) = terms.iter().position(paired) {
+                let (i, j) = (i.min(j), i.max(j));
+                return Some((i, j, (**e).clone(), ka / d));
             }
         }
-        merged.retain(|(_, k)| *k != 0);
-        IndexExpr { terms: merged, constant }
+        None
     }
 
     /// The smallest and largest value over all loop variable values.
@@ -333,5 +364,23 @@ mod tests {
         let a = IndexExpr::var(0).scale(2).add_const(3);
         let b = IndexExpr::var(0).scale(-2);
         assert_eq!(a.add(&b), IndexExpr::constant(3));
+    }
+
+    #[test]
+    fn a_merge_of_axes_read_back_in_order_is_the_linear_index() {
+        // flatten of a (1000, 2) buffer read at i0 + 1: (i0 + 1)/2·2 + (i0 + 1)%2 = i0 + 1,
+        // with negative values too (truncating division and remainder).
+        let ext = [1999];
+        let q = IndexExpr::var(0).add_const(1);
+        let rows = IndexExpr::delinearize(&q, &[1000, 2], &ext);
+        assert!(!rows[0].is_affine() && !rows[1].is_affine());
+        assert_eq!(IndexExpr::linearize(&rows, &[1000, 2]), q);
+        let shifted = IndexExpr::var(0).add_const(-5);
+        let (div, rem) = (shifted.div(3, &[4]), shifted.modulo(3, &[4]));
+        let sum = div.scale(6).add(&rem.scale(2));
+        assert_eq!(sum, shifted.scale(2));
+        assert!((0..4).all(|i| sum.eval(&[i]) == 2 * (i - 5)));
+        // Unpaired terms stay.
+        assert!(!div.scale(3).add(&rem.scale(2)).is_affine());
     }
 }

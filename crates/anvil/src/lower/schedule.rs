@@ -11,6 +11,7 @@
 //! a loop of its own). Constants and loads (with casts and movement on top) are cheap and
 //! always inlined.
 
+use super::index::IndexExpr;
 use super::kernel::Kernel;
 use super::LowerOptions;
 use crate::graph::{toposort, NodeRef, Op};
@@ -180,12 +181,19 @@ fn realize_walk(
         // gather reads its source at computed positions, so the source must be a buffer.
         let gathered =
             users.get(&id).is_some_and(|us| us.iter().any(|u| matches!(u.op, Op::Gather) && u.srcs[0].id() == id));
+        // Read through a reshape that merges axes, a computation would be inlined under a
+        // division and remainder of the reader's index (no vectorising, no splitting at
+        // its conditions): it is computed in a loop nest of its own shape instead.
+        let merged = users.get(&id).is_some_and(|us| us.iter().any(|u| merges_axes(u)))
+            && !cheap.contains(&id)
+            && !node.op.is_movement();
         let is_output = realized.contains(&id);
         if gathered && !is_output && matches!(node.op, Op::Reshape) {
             // Gather straight from the source's buffer: same elements, same order.
             aliases.insert(id, node.srcs[0].id());
         } else if matches!(node.op, Op::Input(_) | Op::Array(_) | Op::ScatterAdd)
             || gathered
+            || merged
             || aliases.values().any(|&target| target == id)
         {
             realized.insert(id);
@@ -231,6 +239,17 @@ fn realize_walk(
         }
     }
     Realization { realized, aliases }
+}
+
+/// True if `node` is a reshape reading its source at a division or remainder of its own
+/// index (it merges axes of the source, as `flatten` of a matrix does).
+fn merges_axes(node: &NodeRef) -> bool {
+    if !matches!(node.op, Op::Reshape) {
+        return false;
+    }
+    let point = IndexExpr::loop_point(&node.shape);
+    let linear = IndexExpr::linearize(&point, &node.shape);
+    IndexExpr::delinearize(&linear, &node.srcs[0].shape, &node.shape).iter().any(|ix| !ix.is_affine())
 }
 
 /// Who reads each node, and which nodes cost nothing to recompute: what the realize set and

@@ -3,6 +3,7 @@
 //! [`super::vmap`] rewrites. Graph → graph; the functions users call (names, checks) are in
 //! [`crate::ad`].
 
+use super::bands::{jacobian_bands, Bands};
 use super::coloring::{column_coloring, star_coloring, Coloring};
 use super::jvp::jvp_nodes;
 use super::sparsity::dependency_pattern;
@@ -14,7 +15,7 @@ use crate::graph::TraceId;
 use crate::pattern::SparsityPattern;
 use crate::tensor::Tensor;
 use ndarray::{Array1, IxDyn};
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 /// The dtype a derivative with respect to (or of) a value of dtype `d` has.
 pub fn float_of(d: DType) -> DType {
@@ -184,13 +185,19 @@ pub struct SparseDerivative {
 /// The Jacobian of `y` with respect to `x` as a sparse derivative: sparsity detection,
 /// colouring, one batched directional derivative per colour, and a gather of the non-zeros.
 /// Columns are coloured (forward mode) unless colouring the rows needs fewer colours
-/// (reverse mode), as for a Jacobian with a dense row.
+/// (reverse mode), as for a Jacobian with a dense row. A banded Jacobian (see
+/// [`super::bands`]) is computed from its bands instead, with the same values; its colour
+/// count is still reported.
 pub fn sparse_jacobian(y: &Tensor, x: &Tensor) -> Result<SparseDerivative> {
     let pattern = dependency_pattern(y.node()?, x.node()?)?;
     let columns = column_coloring(&pattern);
     let rows = column_coloring(&pattern.transpose());
     let (m, n) = (y.numel(), x.numel());
     let entries = pattern.csc_entries();
+    if let Some(bands) = jacobian_bands(y, x)? {
+        let values = banded_values(&bands, &entries, m, n, float_of(y.dtype()));
+        return Ok(SparseDerivative { values, pattern, colors: rows.count.min(columns.count) });
+    }
     let (compressed, positions, colors) = if rows.count < columns.count {
         // Entry (i, j) is compressed[colour(i), j].
         let compressed = reverse_directions(y, x, &seed_directions(&rows, y.shape())?)?;
@@ -255,6 +262,10 @@ fn star_compressed(
     wanted: &SparsityPattern,
 ) -> Result<(Tensor, usize)> {
     let coloring = star_coloring(full);
+    if let Some(bands) = jacobian_bands(y, x)? {
+        let values = banded_values(&bands, &wanted.csc_entries(), y.numel(), x.numel(), float_of(y.dtype()));
+        return Ok((values, coloring.count));
+    }
     // compressed[k, i] = sum over j of colour k of J[i, j]
     let compressed = forward_directions(y, x, &seed_directions(&coloring, x.shape())?)?;
     let n = x.numel();
@@ -275,6 +286,70 @@ fn star_compressed(
         .collect();
     let values = gather_at(&compressed, positions);
     Ok((values, coloring.count))
+}
+
+/// The most pieces the CSC values of a banded Jacobian are assembled from by slicing (see
+/// [`banded_values`]); a pattern with more holes in its bands is gathered.
+const MAX_BANDED_PIECES: usize = 64;
+
+/// The entries `(i, j)` (in CSC order) of the `m × n` Jacobian whose bands are `bands`:
+/// entry `(i, j)` is row `i` of band `j - i` (0 where that band is structurally zero).
+///
+/// Column `j` of a banded matrix holds its bands' entries at rows `j - d`, for the offsets
+/// `d` in decreasing order. So the bands, each shifted by its offset and laid side by side
+/// (`A[j, k] = B_{d_k}[j - d_k]`), are the CSC values in order with a few holes where a
+/// band leaves the matrix (its first and last columns): the values are a handful of slices
+/// of `A`, one loop writing them, with no position table. Patterns with holes inside their
+/// bands gather from the stacked bands instead.
+fn banded_values(bands: &Bands, entries: &[(usize, usize)], m: usize, n: usize, dtype: DType) -> Tensor {
+    let offset = |&(i, j): &(usize, usize)| j as i64 - i as i64;
+    let offsets: Vec<i64> = entries.iter().map(offset).collect::<BTreeSet<i64>>().into_iter().rev().collect();
+    if offsets.is_empty() {
+        return zeros(&[0], dtype);
+    }
+    let slot: HashMap<i64, usize> = offsets.iter().enumerate().map(|(s, &d)| (d, s)).collect();
+    let band = |d: &i64| bands.get(d).cloned().unwrap_or_else(|| zeros(&[m], dtype)).cast(dtype);
+    let width = offsets.len();
+    let flat: Vec<usize> = entries.iter().map(|e| e.1 * width + slot[&offset(e)]).collect();
+    let pieces = runs(&flat);
+    if pieces.len() > MAX_BANDED_PIECES {
+        let stacked = Tensor::stack(&offsets.iter().map(band).collect::<Vec<_>>(), 0);
+        return gather_at(&stacked, entries.iter().map(|e| slot[&offset(e)] * m + e.0).collect());
+    }
+    let columns: Vec<Tensor> = offsets.iter().map(|d| shifted(&band(d), *d, n)).collect();
+    let side_by_side = Tensor::stack(&columns, 1).flatten();
+    let slices: Vec<Tensor> = pieces.iter().map(|&(start, end)| side_by_side.shrink(&[(start, end)])).collect();
+    Tensor::cat(&slices, 0)
+}
+
+/// The maximal ranges `start..end` of consecutive values of the increasing `flat`.
+fn runs(flat: &[usize]) -> Vec<(usize, usize)> {
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    for &p in flat {
+        match runs.last_mut() {
+            Some(run) if run.1 == p => run.1 += 1,
+            _ => runs.push((p, p + 1)),
+        }
+    }
+    runs
+}
+
+/// The vector of length `n` whose element `j` is `band[j - d]` (0 where that is outside
+/// the band's `m` rows).
+fn shifted(band: &Tensor, d: i64, n: usize) -> Tensor {
+    let m = band.numel() as i64;
+    let first_row = (-d).max(0); // rows before it land before column 0
+    if first_row >= m {
+        return zeros(&[n], band.dtype());
+    }
+    let before = (first_row + d) as usize;
+    let placed = band.shrink(&[(first_row as usize, m as usize)]).pad(&[(before, 0)]);
+    let len = placed.numel();
+    if len < n {
+        placed.pad(&[(0, n - len)])
+    } else {
+        placed.shrink(&[(0, n)])
+    }
 }
 
 /// The elements of `compressed` (flattened) at `positions`, in order: the positions as
