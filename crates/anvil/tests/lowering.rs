@@ -598,20 +598,46 @@ fn reductions_down_columns_accumulate_across_the_output_loop() {
 fn a_computed_matrix_read_flattened_is_computed_in_its_own_loop_nest() {
     // Interleaving two vectors: inlined under the flatten, each element would be computed
     // at a division and remainder of the output index (both vectors computed, one chosen).
-    // Stored in a (n, 2) loop nest instead, each computed once with plain indices, and the
-    // flattened read is a contiguous copy.
+    // Computed in loop nests over the matrix instead, each element once, with plain indices.
     let n = 500;
-    let f = NumericalFunction::new(
-        "interleave",
-        move |[x]| Tensor::stack(&[x.sin(), x.cos() * 2.0], 1).flatten().shrink(&[(1, 2 * n)]),
+    let interleave = |x: &Tensor| Tensor::stack(&[x.sin(), x.cos() * 2.0], 1);
+    let no_division = |f: &NumericalFunction| {
+        let source = f.jit_source();
+        assert!(!source.contains(")/2") && !source.contains(")%2"), "{source}");
+    };
+    let mut r = rng(13);
+    // A slice of it as an output: stored straight into the output block by block (the rest
+    // of the first row, then the whole rows), no buffer and no copy.
+    let slice =
+        NumericalFunction::new("interleave", move |[x]| interleave(&x).flatten().shrink(&[(1, 2 * n)]), [Arg::new(n)])
+            .unwrap();
+    let p = slice.program();
+    assert!(intermediates(p).is_empty());
+    assert_eq!(p.kernels.iter().map(|k| k.shape.clone()).collect::<Vec<_>>(), [vec![1, 1], vec![n - 1, 2]]);
+    no_division(&slice);
+    check_jit(&slice, &[random(&mut r, &[n], DType::F64, -3.0, 3.0)]);
+    // The whole of it, and a run inside one row.
+    for (range, shapes) in [((0, 2 * n), vec![vec![n, 2]]), ((7, 8), vec![vec![1, 1]])] {
+        let f = NumericalFunction::new(
+            &format!("run_{}", range.0),
+            move |[x]| interleave(&x).flatten().shrink(&[range]),
+            [Arg::new(n)],
+        )
+        .unwrap();
+        assert_eq!(f.program().kernels.iter().map(|k| k.shape.clone()).collect::<Vec<_>>(), shapes);
+        check_jit(&f, &[random(&mut r, &[n], DType::F64, -3.0, 3.0)]);
+    }
+    // Read elsewhere too: stored in its own (n, 2) loop nest; the flattened read is a copy.
+    let shared = NumericalFunction::new(
+        "interleave_and_sum",
+        move |[x]| {
+            let m = interleave(&x);
+            (m.flatten().shrink(&[(1, 2 * n)]), m.sum())
+        },
         [Arg::new(n)],
     )
     .unwrap();
-    let p = f.program();
-    assert_eq!(p.kernels.len(), 2);
-    assert_eq!(p.kernels[0].shape, vec![n, 2]);
-    let source = f.jit_source();
-    assert!(!source.contains(")/2") && !source.contains(")%2"), "{source}");
-    let mut r = rng(13);
-    check_jit(&f, &[random(&mut r, &[n], DType::F64, -3.0, 3.0)]);
+    assert_eq!(shared.program().kernels[0].shape, vec![n, 2]);
+    no_division(&shared);
+    check_jit(&shared, &[random(&mut r, &[n], DType::F64, -3.0, 3.0)]);
 }

@@ -61,6 +61,44 @@ pub fn build_batched_kernel(
     kernel
 }
 
+/// Kernels storing the elements `start..start + len` of the matrix `source` (in row-major
+/// order) at `0..len` of `output`: one loop nest over each block of the matrix the run
+/// covers (the rest of its first row, its whole rows, the start of its last row), each
+/// element built at its row and column (see [`super::schedule::Window`]).
+pub fn build_window_kernels(
+    source: &NodeRef,
+    start: usize,
+    len: usize,
+    output: BufferId,
+    buffer_of: &HashMap<u64, BufferId>,
+) -> Vec<Kernel> {
+    let columns = source.shape[1];
+    let end = start + len;
+    let (first_row, last_row) = (start / columns, end / columns);
+    let (mut blocks, mut row) = (Vec::new(), first_row);
+    if start % columns != 0 {
+        let to = if last_row == first_row { end % columns } else { columns };
+        blocks.push((row, row + 1, start % columns, to));
+        row += 1;
+    }
+    blocks.push((row, last_row, 0, columns));
+    if last_row >= row {
+        blocks.push((last_row, last_row + 1, 0, end % columns));
+    }
+    let mut kernels = Vec::new();
+    for (r0, r1, c0, c1) in blocks.into_iter().filter(|&(r0, r1, c0, c1)| r0 < r1 && c0 < c1) {
+        let shape = vec![r1 - r0, c1 - c0];
+        let mut builder = KernelBuilder::new(buffer_of, vec![source.id()], shape.clone());
+        let origin = [r0 as i64, c0 as i64];
+        let point: Vec<IndexExpr> =
+            IndexExpr::loop_point(&shape).iter().zip(origin).map(|(i, o)| i.add_const(o)).collect();
+        let index = IndexExpr::linearize(&point, &source.shape).add_const(-(start as i64));
+        let value = builder.build(source, &point, true);
+        kernels.push(finish(builder, vec![Store { buffer: output, index, value }], shape, None));
+    }
+    kernels
+}
+
 /// Every multi-index of `shape` as constants, in row-major order.
 fn constant_points(shape: &[usize]) -> Vec<Vec<IndexExpr>> {
     let mut points = vec![Vec::new()];

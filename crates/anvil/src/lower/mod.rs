@@ -147,7 +147,19 @@ fn loop_kernels(order: &[NodeRef], outputs: &[NodeRef], plan: &mut BufferPlan, o
     let inlined: HashMap<u64, u64> =
         regions.iter().flat_map(|(&root, r)| r.interior.iter().map(move |&id| (id, root))).collect();
     let kernel_of = group_representatives(outputs, &groups);
-    let realization = schedule::realize_set(order, outputs, &kernel_of, &inlined, &readers);
+    // Outputs that are a run of a matrix no one else reads, alone in their group and not a
+    // batched region: the matrix's kernels store straight into them.
+    let windows: HashMap<u64, schedule::Window> = groups
+        .iter()
+        .filter_map(|g| match g.as_slice() {
+            [k] if !regions.contains_key(&outputs[*k].id()) => {
+                schedule::window_of(&outputs[*k], &readers).map(|w| (outputs[*k].id(), w))
+            }
+            _ => None,
+        })
+        .collect();
+    let window_sources: HashSet<u64> = windows.values().map(|w| w.source.id()).collect();
+    let realization = schedule::realize_set(order, outputs, &kernel_of, &inlined, &readers, &window_sources);
     plan.add_intermediates(order, &realization);
 
     let seeds: HashSet<BufferId> = order
@@ -166,6 +178,16 @@ fn loop_kernels(order: &[NodeRef], outputs: &[NodeRef], plan: &mut BufferPlan, o
         match group_of.get(&node.id()) {
             // An output group is one kernel, built once.
             Some(&g) if std::mem::replace(&mut emitted_group[g], true) => {}
+            Some(&g) if windows.contains_key(&node.id()) => {
+                let (window, buffer) = (&windows[&node.id()], plan.output(groups[g][0]));
+                kernels.extend(fuse::build_window_kernels(
+                    &window.source,
+                    window.start,
+                    node.numel(),
+                    buffer,
+                    &plan.buffer_of,
+                ));
+            }
             Some(&g) => {
                 let stores: Vec<_> = groups[g].iter().map(|&k| (outputs[k].clone(), plan.output(k))).collect();
                 kernels.push(build_kernel_for(

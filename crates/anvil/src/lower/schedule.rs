@@ -95,6 +95,8 @@ pub struct Realization {
 /// `kernel_of` maps outputs computed together to one representative id; `inlined` maps the
 /// nodes computed inside a batched region's kernel to the region's root (never stored).
 ///
+/// `windows` are the sources of output windows (see [`window_of`]).
+///
 /// An elementwise epilogue is split from its reduction: a node computed in a reduction's
 /// kernel and read by vectorisable math (`tanh(W x + b)`) is realized, so that the math runs
 /// in a loop of its own, vectorised, instead of once per output element after the
@@ -105,13 +107,14 @@ pub fn realize_set(
     kernel_of: &HashMap<u64, u64>,
     inlined: &HashMap<u64, u64>,
     readers: &Readers,
+    windows: &HashSet<u64>,
 ) -> Realization {
-    let first = realize_walk(order, outputs, kernel_of, inlined, readers, &HashSet::new());
+    let first = realize_walk(order, outputs, kernel_of, inlined, readers, &HashSet::new(), windows);
     let epilogues = epilogue_inputs(order, &first.realized, inlined, readers);
     if epilogues.is_empty() {
         first
     } else {
-        realize_walk(order, outputs, kernel_of, inlined, readers, &epilogues)
+        realize_walk(order, outputs, kernel_of, inlined, readers, &epilogues, windows)
     }
 }
 
@@ -162,7 +165,7 @@ fn is_vector_math(op: &Op) -> bool {
 }
 
 /// One walk of the realize set (see [`realize_set`]), with `forced` nodes realized besides
-/// the outputs.
+/// the outputs, and the sources of output `windows` computed in their output's kernels.
 fn realize_walk(
     order: &[NodeRef],
     outputs: &[NodeRef],
@@ -170,6 +173,7 @@ fn realize_walk(
     inlined: &HashMap<u64, u64>,
     readers: &Readers,
     forced: &HashSet<u64>,
+    windows: &HashSet<u64>,
 ) -> Realization {
     let (users, cheap) = (&readers.users, &readers.cheap);
     let mut realized: HashSet<u64> = outputs.iter().map(|o| o.id()).chain(forced.iter().copied()).collect();
@@ -186,7 +190,8 @@ fn realize_walk(
         // its conditions): it is computed in a loop nest of its own shape instead.
         let merged = users.get(&id).is_some_and(|us| us.iter().any(|u| merges_axes(u)))
             && !cheap.contains(&id)
-            && !node.op.is_movement();
+            && !node.op.is_movement()
+            && !windows.contains(&id);
         let is_output = realized.contains(&id);
         if gathered && !is_output && matches!(node.op, Op::Reshape) {
             // Gather straight from the source's buffer: same elements, same order.
@@ -239,6 +244,40 @@ fn realize_walk(
         }
     }
     Realization { realized, aliases }
+}
+
+/// An output that is a run of a matrix's elements in row-major order (the bands of a banded
+/// derivative side by side, flattened and sliced to its CSC values): the kernels computing
+/// the matrix store the run straight into the output (see [`super::fuse::build_window_kernels`]),
+/// with no buffer for the matrix and no copy.
+pub struct Window {
+    /// The matrix.
+    pub source: NodeRef,
+    /// Where in its row-major order the output starts.
+    pub start: usize,
+}
+
+/// `output`'s [`Window`], if it is a slice of the flattened `source` (or the whole of it),
+/// `source` a computed matrix read by nothing else.
+pub fn window_of(output: &NodeRef, readers: &Readers) -> Option<Window> {
+    let only_reader = |node: &NodeRef, reader: &NodeRef| {
+        readers.users.get(&node.id()).is_some_and(|us| us.len() == 1 && us[0].id() == reader.id())
+    };
+    let (flat, start) = match &output.op {
+        Op::Shrink(ranges) if only_reader(&output.srcs[0], output) => (&output.srcs[0], ranges[0].0),
+        _ => (output, 0),
+    };
+    let source = flat.srcs.first()?;
+    let computed = !source.op.is_movement()
+        && !readers.cheap.contains(&source.id())
+        && !matches!(source.op, Op::Input(_) | Op::Array(_) | Op::ScatterAdd);
+    (output.shape.len() == 1
+        && flat.shape.len() == 1
+        && merges_axes(flat)
+        && source.shape.len() == 2
+        && computed
+        && only_reader(source, flat))
+    .then(|| Window { source: source.clone(), start })
 }
 
 /// True if `node` is a reshape reading its source at a division or remainder of its own
