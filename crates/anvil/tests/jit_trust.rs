@@ -9,12 +9,27 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// A fresh directory for one test.
-fn scratch(name: &str) -> PathBuf {
+/// A fresh directory for one test, removed when the test ends (passed or not).
+struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn scratch(name: &str) -> Scratch {
     let dir = std::env::temp_dir().join(format!("anvil-test-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    dir
+    Scratch(dir)
 }
 
 fn options(cache_dir: &Path) -> CompilerOptions {
@@ -250,7 +265,8 @@ impl anvil::jit::Toolchain for Variant {
 #[test]
 fn the_cache_serves_any_toolchain() {
     use anvil::jit::{build_cached, CppToolchain, Library, Unit};
-    let dir = cache::private_dir(&scratch("toolchains")).unwrap();
+    let root = scratch("toolchains");
+    let dir = cache::private_dir(&root).unwrap();
     let cpp = CppToolchain::new(&options(&dir), &dir).unwrap();
     let variant = |variant, fail| Variant { cpp: cpp.clone(), variant, builds: 0.into(), fail };
     let unit = Unit::new("answer", "extern \"C\" int answer() { return 42; }\n");

@@ -5,7 +5,9 @@
 //! [`Program`]. Stages: [`schedule`] picks straight-line code or loops and, for loops, the
 //! realize set, in which [`batch`] finds the regions computed by one loop over their items
 //! around straight-line code (or written out item by item, when the items are a
-//! derivative's seed directions and that folds most of them away); [`fuse`] builds each
+//! derivative's seed directions and that folds most of them away), and the outputs that
+//! are a run of a matrix's elements (written by the matrix's own kernels, see
+//! [`schedule::Window`]); [`fuse`] builds each
 //! kernel (pushing [`index`] expressions through movement ops, simplifying each scalar
 //! expression with [`fold`], a seed's zeros included); [`split`] cuts long kernel bodies
 //! into parts; [`interchange`] picks the loop order of reductions; [`workspace`] plans

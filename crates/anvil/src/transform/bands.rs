@@ -4,7 +4,7 @@
 //! elementwise math on shifted copies of one vector. Their Jacobian is banded, and each band
 //! is itself such a vector: `B_d[i] = ∂y_i/∂x_{i+d}`. The bands follow from the forward
 //! rules: an elementwise op maps the bands of its operands with offset `d` to its band `d`
-//! (its tangent rule, [`tangent_rule`], applied to them), and a shift (pad or shrink of a
+//! (its forward-mode tangent rule, [`super::jvp`], applied to them), and a shift (pad or shrink of a
 //! vector) moves every band to another offset, shifted the same way. So the non-zeros of a
 //! sparse Jacobian or Hessian are computed with contiguous vector code and no seed matrix,
 //! where colouring would compute each colour's mixture of bands from a seed read from
