@@ -616,6 +616,10 @@ fn a_computed_matrix_read_flattened_is_computed_in_its_own_loop_nest() {
     assert_eq!(p.kernels.iter().map(|k| k.shape.clone()).collect::<Vec<_>>(), [vec![1, 1], vec![n - 1, 2]]);
     no_division(&slice);
     check_jit(&slice, &[random(&mut r, &[n], DType::F64, -3.0, 3.0)]);
+    // Empty matrices have no elements to write.
+    let empty = NumericalFunction::new("empty_rows", |[x]| x.sin().flatten(), [Arg::new([3, 0])]).unwrap();
+    assert!(empty.program().kernels.is_empty());
+    assert_eq!(empty.call_dyn(&[random(&mut r, &[3, 0], DType::F64, -1.0, 1.0)]).unwrap()[0].shape(), &[0]);
     // The whole of it, and a run inside one row.
     for (range, shapes) in [((0, 2 * n), vec![vec![n, 2]]), ((7, 8), vec![vec![1, 1]])] {
         let f = NumericalFunction::new(

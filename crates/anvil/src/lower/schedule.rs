@@ -275,6 +275,7 @@ pub fn window_of(output: &NodeRef, readers: &Readers) -> Option<Window> {
         && flat.shape.len() == 1
         && merges_axes(flat)
         && source.shape.len() == 2
+        && source.shape[1] > 0
         && computed
         && only_reader(source, flat))
     .then(|| Window { source: source.clone(), start })
