@@ -18,7 +18,8 @@ hand-written C with ``-O3 -march=native`` (what CasADi's JIT uses) plus anvil's 
 
 Batched cases, from Python (per item, one call over the batch): the vmapped MLP (batch 1024)
 next to numpy (and ``jax.jit`` when installed), and the cart-pole 50-step rollout vmapped over
-1024 states next to numpy (and ``jax.jit(vmap(scan))``).
+1024 states next to numpy (and ``jax.jit(vmap(scan))``), and the column sums of a 1000 × 4097
+matrix next to numpy (and ``jax.jit``), per element.
 
 Build cases: the multiple-shooting defects of the cart-pole (N = 50) written as a Python loop
 over stages and written with vmap: their sparse Jacobian's build (trace, detection,
@@ -406,10 +407,16 @@ def per_call(fn: Callable[[], Any], number: int = 20, repeat: int = 15) -> float
     return statistics.median(timeit.repeat(fn, number=number, repeat=repeat)) / number
 
 
-def report(label: str, anvil_s: float, peers: list[tuple[str, float]], unit: str = "ns per item") -> None:
-    scale = 1e9 / BATCH
-    parts = [f"anvil {anvil_s * scale:9.1f}"]
-    parts += [f"{name} {t * scale:9.1f} (ratio {anvil_s / t:5.2f})" for name, t in peers]
+def report(
+    label: str, anvil_s: float, peers: list[tuple[str, float]], unit: str = "ns per item", items: int = BATCH
+) -> None:
+    scale = 1e9 / items
+
+    def fmt(t: float) -> str:
+        return f"{t * scale:9.1f}" if t * scale >= 10 else f"{t * scale:9.3f}"
+
+    parts = [f"anvil {fmt(anvil_s)}"]
+    parts += [f"{name} {fmt(t)} (ratio {anvil_s / t:5.2f})" for name, t in peers]
     print(f"{label:<40} " + " | ".join(parts) + f"  [{unit}]")
 
 
@@ -469,6 +476,18 @@ def run_batched() -> None:
         jroll = jax.jit(jax.vmap(scan))
         peers.append(("jax.jit(vmap(scan))", per_call(lambda: jroll(x0).block_until_ready())))
     report(f"vmapped cart-pole rollout, {ROLLOUT_STEPS} steps", per_call(lambda: roll(x0)), peers)
+
+    # Sums down the columns (the batch sum of a gradient): interchanged, tiled along the row.
+    rows, cols = 1000, 4097
+    m = np.sin(np.arange(rows * cols) * 1e-3).reshape(rows, cols)
+    colsum = av.NumericalFunction("column_sums", lambda x: x.sum(axis=0), (av.Arg((rows, cols)),))
+    np.testing.assert_allclose(colsum(m), m.sum(axis=0), rtol=1e-12, atol=1e-9)
+    peers = [("numpy", per_call(lambda: m.sum(axis=0), number=5))]
+    if jax:
+        jsum = jax.jit(lambda v: v.sum(axis=0))
+        peers.append(("jax.jit", per_call(lambda: jsum(m).block_until_ready(), number=5)))
+    label = f"column sums of a {rows}x{cols} matrix"
+    report(label, per_call(lambda: colsum(m), number=5), peers, unit="ns per element", items=rows * cols)
 
 
 # ---------------------------------------------------------------------------------------------

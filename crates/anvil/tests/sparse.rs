@@ -399,6 +399,36 @@ fn banded_derivatives_are_computed_from_their_bands_with_the_dense_values() {
     assert!(!gathers(&jac) && jac.shape() == (n + 1, n));
     assert_valid_csc(&jac);
     assert_exactly_dense(&jac, &ad::jacobian(&differences).unwrap(), &x, false);
+    // An infinite partial (sqrt at 0) stays in its own entry, and a NaN input makes NaN
+    // only the entries it reaches, as in the dense Jacobian.
+    let roots = NumericalFunction::new(
+        "banded_roots",
+        move |[x]| x.sqrt() + x.pad(&[(1, 0)]).shrink(&[(0, n)]) * 0.5,
+        [Arg::new(n)],
+    )
+    .unwrap();
+    let jac = ad::spjacobian(&roots).unwrap();
+    assert!(!gathers(&jac));
+    let mut y = Array1::linspace(0.0, 2.0, n);
+    (y[0], y[5]) = (0.0, f64::NAN);
+    let y = y.into_dyn();
+    let want = ad::jacobian(&roots).unwrap().eval(&[y.view()]).unwrap().remove(0);
+    for values in [jac.eval(&[y.view()]).unwrap(), jac.call(&[y.view()]).unwrap()] {
+        let got = densify(&jac, &values);
+        for ((i, j), w) in want.indexed_iter().map(|(p, w)| ((p[0], p[1]), *w)) {
+            let g = got[[i, j]];
+            assert!(g == w || (g.is_nan() && w.is_nan()), "({i}, {j}): {g} vs {w}");
+        }
+        assert!(got[[0, 0]].is_infinite() && got[[1, 0]] == 0.5 && got[[5, 5]].is_nan() && got[[6, 5]] == 0.5);
+    }
+    // A matrix input is not a banded vector (coloured instead): the same values.
+    let grid = NumericalFunction::new("grid", |[x]| x.sin() * 2.0, [Arg::new([4, 5])]).unwrap();
+    let s = ad::spjacobian(&grid).unwrap();
+    assert_eq!(s.colors(), 1);
+    let g = ArrayD::from_shape_fn(vec![4, 5], |p| (p[0] * 5 + p[1]) as f64 * 0.1);
+    let dense =
+        ad::jacobian(&grid).unwrap().eval(&[g.view()]).unwrap().remove(0).into_shape_with_order((20, 20)).unwrap();
+    assert_matrices_close(&densify(&s, &s.call(&[g.view()]).unwrap()), &dense.into_dyn());
     // Outside the banded class (a sum of all of x feeds every element; a reversal; more
     // than MAX_BANDS bands): coloured and gathered, with the same values.
     let coupled = NumericalFunction::new("coupled", |[x]| &x * x.sum() + x.flip(0), [Arg::new(n)]).unwrap();

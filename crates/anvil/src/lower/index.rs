@@ -86,12 +86,11 @@ impl IndexExpr {
             merged.retain(|(_, k)| *k != 0);
             // k·d·(e / d) + k·(e % d) is k·e (truncating division and remainder satisfy
             // d·(e / d) + e % d = e): a merge of axes read back in row-major order.
-            let Some((div, rem, e, k)) = Self::quotient_and_remainder(&merged) else {
+            let Some((first, second, e, k)) = Self::quotient_and_remainder(&merged) else {
                 return IndexExpr { terms: merged, constant };
             };
-            for (i, drop) in [(div, 0), (rem, 1)] {
-                merged.remove(i - drop);
-            }
+            merged.remove(second);
+            merged.remove(first);
             merged.extend(e.terms.iter().map(|(a, c)| (a.clone(), c * k)));
             constant += e.constant * k;
             terms = merged;

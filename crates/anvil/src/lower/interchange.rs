@@ -43,7 +43,7 @@ pub fn accumulation_axis(kernel: &Kernel) -> Option<usize> {
     if kernel.shape.is_empty() || kernel.scatter.is_some() || kernel.items {
         return None;
     }
-    let across = (0..kernel.shape.len()).rev().find(|&d| kernel.shape[d] != 1)?;
+    let across = kernel.innermost_loop()?;
     let mut pays = false;
     for expr in &kernel.exprs {
         let Expr::Reduce { vars, body, .. } = expr else { continue };

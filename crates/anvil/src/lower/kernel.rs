@@ -198,6 +198,11 @@ pub struct Scatter {
 }
 
 impl Kernel {
+    /// The innermost loop over the output (the last axis of extent above 1), if any.
+    pub fn innermost_loop(&self) -> Option<usize> {
+        (0..self.shape.len()).rev().find(|&d| self.shape[d] != 1)
+    }
+
     /// The buffers the kernel reads, in first-use order.
     pub fn inputs(&self) -> Vec<BufferId> {
         let mut out = Vec::new();

@@ -70,8 +70,7 @@ fn check_kernel(buffers: &[Buffer], kernel: &Kernel) -> Result<(), String> {
         return Err("a loop over items has one loop".into());
     }
     if let Some(v) = kernel.accumulate_across {
-        let innermost = (0..outs).rev().find(|&d| kernel.shape[d] != 1);
-        if innermost != Some(v) {
+        if kernel.innermost_loop() != Some(v) {
             return Err(format!("reductions accumulate across loop {v}, not the innermost output loop"));
         }
         if kernel.scatter.is_some() || kernel.items {

@@ -389,10 +389,7 @@ impl<'k> Renderer<'k> {
                 // One iteration: a block (cheaper for the C++ compiler than a one-trip loop).
                 let _ = writeln!(self.code, "{pad}{open}\n{pad}  {}", CPP.fixed_index(&var, &lo.to_string()));
             } else {
-                let (first, end) = match &self.tile {
-                    Some(tile) if tile.var == v => (tile.start.clone(), tile.end.clone()),
-                    _ => (lo.to_string(), (hi + 1).to_string()),
-                };
+                let (first, end) = self.loop_bounds(v);
                 let _ = writeln!(self.code, "{pad}{} {open}", CPP.loop_head(&var, &first, &end));
             }
             bound.push(v);
@@ -434,20 +431,18 @@ impl<'k> Renderer<'k> {
         self.interchanging = true;
         let (var, [open, close]) = (format!("i{v}"), CPP.statements.block);
         let extent = self.kernel.extents[v];
-        let (mut depth, mut first, mut end, mut length) = (depth, "0".to_string(), extent.to_string(), extent);
-        let mark = self.emit_log.len();
+        let (mut depth, mark) = (depth, self.emit_log.len());
         if extent > ACROSS_TILE {
             let start = format!("{var}_tile");
-            let step = ACROSS_TILE.to_string();
-            let head = CPP.tile_head(&start, "0", &extent.to_string(), &step);
+            let (step, extent) = (ACROSS_TILE.to_string(), extent.to_string());
+            let head = CPP.tile_head(&start, "0", &extent, &step);
             let _ = writeln!(self.code, "{}{head} {open}", "  ".repeat(depth));
-            let tile_end = CPP.binary(BinaryOp::Min, DType::I64, &format!("{start} + {step}"), &extent.to_string());
-            (first, end, length) = (start.clone(), format!("({tile_end})"), ACROSS_TILE);
-            self.tile = Some(Tile { var: v, start, end: end.clone() });
+            let end = format!("({})", CPP.binary(BinaryOp::Min, DType::I64, &format!("{start} + {step}"), &extent));
+            self.tile = Some(Tile { var: v, start, end });
             depth += 1;
         }
-        let pad = "  ".repeat(depth);
-        let length = length.to_string();
+        let (pad, length) = ("  ".repeat(depth), extent.min(ACROSS_TILE).to_string());
+        let (first, end) = self.loop_bounds(v);
         for e in self.live(&roots) {
             let Expr::Reduce { op, ref vars, body: value, dtype } = self.kernel.exprs[e] else { continue };
             if self.emitted[e] || !self.deps[e].contains(&v) {
@@ -463,9 +458,7 @@ impl<'k> Renderer<'k> {
             let nest: Vec<usize> = vars.iter().copied().chain([v]).collect();
             let accumulate = Body::Accumulate { acc: e, op, dtype, value };
             self.loop_nest(&nest, bound, depth, &accumulate, None, false);
-            self.emitted[e] = true;
-            self.emit_pos[e] = self.emit_log.len();
-            self.emit_log.push(e);
+            self.mark_emitted(e);
         }
         self.loop_nest(&[v], bound, depth, body, None, false);
         self.interchanging = false;
@@ -476,6 +469,22 @@ impl<'k> Renderer<'k> {
                 self.emitted[e] = false;
             }
         }
+    }
+
+    /// The first value and the end (exclusive) of loop `v` as emitted: its tile's, or its
+    /// current range's.
+    fn loop_bounds(&self, v: usize) -> (String, String) {
+        match &self.tile {
+            Some(tile) if tile.var == v => (tile.start.clone(), tile.end.clone()),
+            _ => (self.ranges[v].0.to_string(), (self.ranges[v].1 + 1).to_string()),
+        }
+    }
+
+    /// Records `e` as computed in the current scope (its temporary can be named).
+    fn mark_emitted(&mut self, e: ExprId) {
+        self.emitted[e] = true;
+        self.emit_pos[e] = self.emit_log.len();
+        self.emit_log.push(e);
     }
 
     /// The element of an interchanged reduction's array at the current point of loop `v`.
@@ -691,9 +700,7 @@ impl<'k> Renderer<'k> {
     }
 
     fn emit(&mut self, e: ExprId, bound: &[usize], depth: usize) {
-        self.emitted[e] = true;
-        self.emit_pos[e] = self.emit_log.len();
-        self.emit_log.push(e);
+        self.mark_emitted(e);
         let expr = self.kernel.exprs[e].clone();
         let pad = "  ".repeat(depth);
         match expr {

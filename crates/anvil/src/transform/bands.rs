@@ -95,3 +95,28 @@ fn node_bands(node: &NodeRef, srcs: &[Option<&Bands>]) -> Option<Bands> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dtype::DType;
+
+    #[test]
+    fn only_shifts_and_elementwise_math_of_a_vector_are_banded() {
+        let x = Tensor::input(0, 6, DType::F64);
+        let shifted = x.shrink(&[(1, 6)]).pad(&[(0, 1)]) * x.sin(); // y[i] = x[i+1]·sin x[i]
+        let bands = jacobian_bands(&shifted, &x).unwrap().unwrap();
+        assert_eq!(bands.keys().copied().collect::<Vec<_>>(), [0, 1]);
+        assert!(jacobian_bands(&(&x * 2.0).floor(), &x).unwrap().unwrap().is_empty());
+        let outside = [&x * x.sum(), x.flip(0), x.reshape([2, 3]).sum_axes(1, false)];
+        for y in outside {
+            assert!(jacobian_bands(&y, &x).unwrap().is_none());
+        }
+        let matrix = Tensor::input(0, [2, 3], DType::F64);
+        assert!(jacobian_bands(&matrix.sin().flatten(), &matrix).unwrap().is_none());
+        let wide = Tensor::input(0, 200, DType::F64);
+        let p = wide.pad(&[(40, 40)]);
+        let stencil = (0..81).map(|k| p.shrink(&[(k, k + 200)])).reduce(|a, b| a + b).unwrap();
+        assert!(jacobian_bands(&stencil, &wide).unwrap().is_none(), "81 bands > MAX_BANDS");
+    }
+}
