@@ -19,7 +19,10 @@ hand-written C with ``-O3 -march=native`` (what CasADi's JIT uses) plus anvil's 
 Batched cases, from Python (per item, one call over the batch): the vmapped MLP (batch 1024)
 next to numpy (and ``jax.jit`` when installed), and the cart-pole 50-step rollout vmapped over
 1024 states next to numpy (and ``jax.jit(vmap(scan))``), and the column sums of a 1000 × 4097
-matrix next to numpy (and ``jax.jit``), per element.
+matrix next to numpy (and ``jax.jit``), per element. anvil's code runs on one thread, and
+so does numpy's BLAS here (``OPENBLAS_NUM_THREADS=1`` and its kin, set before numpy is
+imported unless already set): on a machine with more cores a threaded BLAS would compare
+cores, not code.
 
 Build cases: the multiple-shooting defects of the cart-pole (N = 50) written as a Python loop
 over stages and written with vmap: their sparse Jacobian's build (trace, detection,
@@ -40,9 +43,12 @@ import time
 import timeit
 from typing import Any, Callable
 
-import numpy as np
+for _threads in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_threads, "1")
 
-import anvil as av
+import numpy as np  # noqa: E402
+
+import anvil as av  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
@@ -432,7 +438,12 @@ def optional_jax() -> Any:
 
 def run_batched() -> None:
     jax = optional_jax()
-    print(f"\nBatched, from Python, batch {BATCH}" + ("" if jax else " (jax not installed: no JAX column)") + ":")
+    threads = os.environ["OPENBLAS_NUM_THREADS"]
+    print(
+        f"\nBatched, from Python, batch {BATCH}, numpy's BLAS on {threads} thread(s)"
+        + ("" if jax else " (jax not installed: no JAX column)")
+        + ":"
+    )
     mlp = av.transform.svmap(mlp_anvil(), BATCH)
     xb = np.linspace(-1.0, 1.0, BATCH * 16).reshape(BATCH, 16)
 

@@ -1,7 +1,7 @@
 //! Sparse derivatives: colours, non-zeros, the cost of sparsity detection + colouring, and
 //! the time per call of the generated sparse Jacobian / Hessian next to the function itself
 //! and the dense derivative, measured in the same run; then at n = 10⁶ (and 10⁷ with
-//! `--large`): build and compile times, the size of the generated C++, and the cost per
+//! `--large`): build time and peak memory, compile time, the size of the generated C++, and the cost per
 //! non-zero next to a hand-written C loop compiled by the same compiler with the same flags,
 //! in one interleaved loop.
 //!
@@ -145,9 +145,11 @@ type HandLoop = unsafe extern "C" fn(*const f64, *mut f64, *mut f64, i64, f64);
 /// compile time, and its time per non-zero next to the hand-written loop's.
 fn at_scale(label: &str, f: &NumericalFunction, hessian: bool, hand: &anvil::jit::Library, symbol: &str) {
     let n = f.inputs()[0].numel();
+    reset_peak_memory();
     let start = Instant::now();
     let sparse = if hessian { ad::sphessian(f).unwrap() } else { ad::spjacobian(f).unwrap() };
     let built = start.elapsed();
+    let build_memory = peak_memory_mb().map_or_else(|| "peak memory unknown".to_string(), |mb| format!("peak {mb} MB"));
     let source = sparse.jit_source().len();
     let start = Instant::now();
     sparse.compile().unwrap();
@@ -170,7 +172,7 @@ fn at_scale(label: &str, f: &NumericalFunction, hessian: bool, hand: &anvil::jit
     let (t_anvil, t_hand) = (median(t_anvil), median(t_hand));
     let per = |t: Duration| t.as_secs_f64() * 1e9 / sparse.nnz() as f64;
     println!(
-        "{label:<34} n = {n:>8}: build {:.2} s, {} kB of C++, compile {:.2} s; per non-zero {:.2} ns, hand-written C {:.2} ns (x{:.1}){}",
+        "{label:<34} n = {n:>8}: build {:.2} s ({build_memory}), {} kB of C++, compile {:.2} s; per non-zero {:.2} ns, hand-written C {:.2} ns (x{:.1}){}",
         built.as_secs_f64(),
         source / 1024,
         compiled.as_secs_f64(),
@@ -179,6 +181,20 @@ fn at_scale(label: &str, f: &NumericalFunction, hessian: bool, hand: &anvil::jit
         per(t_anvil) / per(t_hand),
         if agree { "" } else { "  VALUES DIFFER" },
     );
+}
+
+/// Restarts the process's peak resident memory count (Linux: `/proc/self/clear_refs`).
+fn reset_peak_memory() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+/// The process's peak resident memory since the last reset, in MB (Linux's `VmHWM`): the
+/// build's peak, the process's own baseline included.
+fn peak_memory_mb() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024)
 }
 
 fn median(mut samples: Vec<Duration>) -> Duration {

@@ -92,6 +92,18 @@ fn functions() -> Vec<NumericalFunction> {
             [Arg::new([3, anvil::lower::interchange::ACROSS_TILE + 452])],
         )
         .unwrap(),
+        // A batch times a constant's transpose: the constant stored transposed.
+        NumericalFunction::new(
+            "batched_layer",
+            |[x]| {
+                let w = Tensor::from_array(&anvil::ndarray::Array2::from_shape_fn((20, 6), |(j, k)| {
+                    (j as f64 - k as f64) * 0.1
+                }));
+                x.matmul(&w.transpose()).tanh()
+            },
+            [Arg::new([7, 6])],
+        )
+        .unwrap(),
     ]
 }
 
@@ -198,7 +210,7 @@ fn check_output(stdout: &str, fns: &[NumericalFunction], inputs: &[Vec<HostArray
 #[test]
 fn generated_module_compiles_cleanly_runs_under_sanitizers_and_matches_the_oracle() {
     let fns = functions();
-    for name in ["columns", "wide_columns"] {
+    for name in ["columns", "wide_columns", "batched_layer"] {
         let f = fns.iter().find(|f| f.name() == name).unwrap();
         assert!(f.program().kernels.iter().any(|k| k.accumulate_across.is_some()), "{name}");
     }

@@ -595,6 +595,48 @@ fn reductions_down_columns_accumulate_across_the_output_loop() {
 }
 
 #[test]
+fn constants_a_batch_reads_down_their_columns_are_stored_transposed() {
+    // X·Wᵀ over a batch of rows (a vmapped layer) reads W along its rows per output: W is
+    // stored transposed, the sums accumulate across the output loop, and each element adds
+    // its terms in the interpreter's order (bit for bit, with values of mixed magnitudes).
+    let w = Tensor::from_array(&Array2::from_shape_fn((64, 24), |(j, k)| ((j * 7 + k * 3) % 11) as f64 * 0.1 - 0.5));
+    let b = Tensor::from_array(&Array1::from_shape_fn(64, |j| (j as f64).cos()));
+    let (w1, b1) = (w.clone(), b.clone());
+    let layer = NumericalFunction::new("layer", move |[x]| x.matmul(&w1.transpose()) + &b1, [Arg::new([40, 24])])
+        .unwrap()
+        .with_lowering(LowerOptions::loops_only());
+    let is_transposed =
+        |p: &Program| p.buffers.iter().any(|buf| matches!(buf.kind, BufferKind::Constant(_)) && buf.shape == [24, 64]);
+    assert!(is_transposed(layer.program()));
+    assert!(layer.program().kernels.iter().any(|k| k.accumulate_across == Some(1)));
+    let mut r = rng(31);
+    let x = random(&mut r, &[40, 24], DType::F64, -1.0, 1.0).to_f64().mapv(|v| v * 10f64.powf(3.0 * v));
+    let inputs = [HostArray::F64(x)];
+    assert_eq!(layer.call_dyn(&inputs).unwrap(), layer.eval_dyn(&inputs).unwrap());
+    // The same layer vmapped over single rows, and its copy kept for a plain product too.
+    let w2 = w.clone();
+    let single = NumericalFunction::new("single", move |[v]| w2.matmul(&v).tanh() + w2.sum(), [Arg::new(24)]).unwrap();
+    let batched = anvil::ad::vmap(&single, 33, &[Some(0)]).unwrap();
+    assert!(is_transposed(batched.program()));
+    check_jit(&batched, &[random(&mut r, &[33, 24], DType::F64, -2.0, 2.0)]);
+    // Not for a single product (each element read once), a short output loop, or an input
+    // matrix (its layout is the caller's).
+    let w3 = w.clone();
+    let plain = NumericalFunction::new("plain", move |[v]| w3.matmul(&v), [Arg::new(24)]).unwrap();
+    let narrow_w = Tensor::from_array(&Array2::from_shape_fn((8, 24), |(j, k)| (j + k) as f64));
+    let narrow =
+        NumericalFunction::new("narrow", move |[x]| x.matmul(&narrow_w.transpose()), [Arg::new([40, 24])]).unwrap();
+    let input_w =
+        NumericalFunction::new("input_w", |[x, m]| x.matmul(&m.transpose()), [Arg::new([40, 24]), Arg::new([64, 24])])
+            .unwrap();
+    for f in [&plain, &narrow, &input_w] {
+        let constants = f.program().buffers.iter().filter(|buf| matches!(buf.kind, BufferKind::Constant(_))).count();
+        assert!(constants <= 1, "{}: {constants} constants", f.name());
+        assert!(f.program().kernels.iter().all(|k| k.accumulate_across.is_none()), "{}", f.name());
+    }
+}
+
+#[test]
 fn a_computed_matrix_read_flattened_is_computed_in_its_own_loop_nest() {
     // Interleaving two vectors: inlined under the flatten, each element would be computed
     // at a division and remainder of the output index (both vectors computed, one chosen).

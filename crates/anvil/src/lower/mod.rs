@@ -10,9 +10,9 @@
 //! [`schedule::Window`]); [`fuse`] builds each
 //! kernel (pushing [`index`] expressions through movement ops, simplifying each scalar
 //! expression with [`fold`], a seed's zeros included); [`split`] cuts long kernel bodies
-//! into parts; [`interchange`] picks the loop order of reductions; [`workspace`] plans
-//! memory. In debug builds the [`verify`]er checks the
-//! program after each stage.
+//! into parts; [`layout`] stores transposed the constants a batch of outputs reads
+//! down their columns; [`interchange`] picks the loop order of reductions; [`workspace`]
+//! plans memory. In debug builds the [`verify`]er checks the program after each stage.
 
 pub mod batch;
 pub mod fold;
@@ -20,6 +20,7 @@ pub mod fuse;
 pub mod index;
 pub mod interchange;
 pub mod kernel;
+pub mod layout;
 pub mod schedule;
 pub mod split;
 pub mod verify;
@@ -109,6 +110,8 @@ pub fn lower_with(outputs: &[NodeRef], inputs: &[(DType, Vec<usize>)], options: 
     debug_verify("fusion", || verify::verify_kernels(&plan.buffers, &kernels));
     let kernels = split::split_long_bodies(kernels, &mut plan.buffers, options.max_body);
     debug_verify("splitting", || verify::verify_kernels(&plan.buffers, &kernels));
+    let kernels = layout::transpose_constants(kernels, &mut plan.buffers);
+    debug_verify("constant layout", || verify::verify_kernels(&plan.buffers, &kernels));
     let kernels = interchange::order_reductions(kernels);
     let (offsets, workspace_size) = workspace::workspace_layout(&plan.buffers, &kernels);
     let program = Program { buffers: plan.buffers, kernels, offsets, workspace_size };
