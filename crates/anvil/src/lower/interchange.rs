@@ -66,17 +66,12 @@ pub fn accumulation_axis(kernel: &Kernel) -> Option<usize> {
 /// if a reduction or gather is among them.
 fn indices_under(kernel: &Kernel, root: ExprId) -> Option<(Vec<IndexExpr>, Vec<IndexExpr>)> {
     let (mut loads, mut bounds) = (Vec::new(), Vec::new());
-    let mut seen = vec![false; kernel.exprs.len()];
-    let mut stack = vec![root];
-    while let Some(e) = stack.pop() {
-        if std::mem::replace(&mut seen[e], true) {
-            continue;
-        }
+    for e in kernel.cone(root) {
         match &kernel.exprs[e] {
             Expr::Reduce { .. } | Expr::Gather { .. } => return None,
             Expr::Load { index, .. } => loads.push(index.clone()),
             Expr::InBounds(tests) => bounds.extend(tests.iter().map(|b| b.expr.clone())),
-            other => stack.extend(other.operands()),
+            _ => {}
         }
     }
     Some((loads, bounds))

@@ -203,6 +203,20 @@ impl Kernel {
         (0..self.shape.len()).rev().find(|&d| self.shape[d] != 1)
     }
 
+    /// The expressions `root` is computed from, itself included, each once.
+    pub fn cone(&self, root: ExprId) -> Vec<ExprId> {
+        let mut cone = Vec::new();
+        let mut seen = vec![false; self.exprs.len()];
+        let mut stack = vec![root];
+        while let Some(e) = stack.pop() {
+            if !std::mem::replace(&mut seen[e], true) {
+                cone.push(e);
+                stack.extend(self.exprs[e].operands());
+            }
+        }
+        cone
+    }
+
     /// The buffers the kernel reads, in first-use order.
     pub fn inputs(&self) -> Vec<BufferId> {
         let mut out = Vec::new();

@@ -26,7 +26,7 @@
 //! ```
 
 use super::interchange::accumulation_axis;
-use super::kernel::{Buffer, BufferId, BufferKind, Expr, ExprId, Kernel};
+use super::kernel::{Buffer, BufferId, BufferKind, Expr, Kernel};
 use super::IndexExpr;
 use crate::array::{with_host_array, HostArray};
 use ndarray::{ArrayD, IxDyn};
@@ -81,7 +81,7 @@ fn with_transposed_constants(
     for expr in &kernel.exprs {
         let Expr::Reduce { vars, body, .. } = expr else { continue };
         let Some(&own) = vars.last() else { continue };
-        for load in loads_under(kernel, *body) {
+        for load in kernel.cone(*body) {
             let Expr::Load { buffer, index, len, dtype } = &kernel.exprs[load] else { continue };
             if !matches!(buffers[*buffer].kind, BufferKind::Constant(_)) {
                 continue;
@@ -142,23 +142,6 @@ fn row_view(
     let last_row = row_stride * (rows as i64 - 1);
     let (lowest, highest) = (start + last_row.min(0), start + last_row.max(0) + columns as i64 - 1);
     (lowest >= 0 && highest < len as i64).then_some(RowView { buffer, start, row_stride, rows, columns })
-}
-
-/// The loads under `root` (not under a gather's index: those are not affine reads).
-fn loads_under(kernel: &Kernel, root: ExprId) -> Vec<ExprId> {
-    let mut loads = Vec::new();
-    let mut seen = vec![false; kernel.exprs.len()];
-    let mut stack = vec![root];
-    while let Some(e) = stack.pop() {
-        if std::mem::replace(&mut seen[e], true) {
-            continue;
-        }
-        match &kernel.exprs[e] {
-            Expr::Load { .. } => loads.push(e),
-            other => stack.extend(other.operands()),
-        }
-    }
-    loads
 }
 
 /// The `columns × rows` matrix whose element `(k, j)` is the viewed element `(j, k)`.

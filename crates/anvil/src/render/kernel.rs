@@ -732,18 +732,7 @@ impl<'k> Renderer<'k> {
 
     /// True if a reduction is nested under `e` (an `omp simd` loop must stay innermost).
     fn contains_reduce(&self, e: ExprId) -> bool {
-        let mut stack = vec![e];
-        let mut seen = vec![false; self.kernel.exprs.len()];
-        while let Some(x) = stack.pop() {
-            if std::mem::replace(&mut seen[x], true) {
-                continue;
-            }
-            match &self.kernel.exprs[x] {
-                Expr::Reduce { .. } => return true,
-                other => stack.extend(other.operands()),
-            }
-        }
-        false
+        self.kernel.cone(e).into_iter().any(|x| matches!(self.kernel.exprs[x], Expr::Reduce { .. }))
     }
 
     /// The bounds tests that are not decided by the current variable ranges.
