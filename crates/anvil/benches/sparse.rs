@@ -1,9 +1,9 @@
 //! Sparse derivatives: colours, non-zeros, the cost of sparsity detection + colouring, and
 //! the time per call of the generated sparse Jacobian / Hessian next to the function itself
 //! and the dense derivative, measured in the same run; then at n = 10⁶ (and 10⁷ with
-//! `--large`): build time and peak memory, compile time, the size of the generated C++, and the cost per
-//! non-zero next to a hand-written C loop compiled by the same compiler with the same flags,
-//! in one interleaved loop.
+//! `--large`): build time and peak memory, compile time, the size of the generated C++, and
+//! the cost per non-zero next to a hand-written C loop compiled by the same compiler with
+//! the same flags, in one interleaved loop.
 //!
 //! Run with `cargo bench --bench sparse [-- --large]`.
 

@@ -637,6 +637,39 @@ fn constants_a_batch_reads_down_their_columns_are_stored_transposed() {
 }
 
 #[test]
+fn transposed_constants_carry_nan_and_infinities_and_padded_reads_keep_their_layout() {
+    // NaN and ±inf in the constant reach the same elements as in the interpreter (the
+    // copy moves values, the sums keep their order).
+    let w = Array2::from_shape_fn((32, 8), |(j, k)| match (j, k) {
+        (3, 2) => f64::NAN,
+        (5, 0) => f64::INFINITY,
+        (9, 7) => f64::NEG_INFINITY,
+        _ => (j as f64 - k as f64) * 0.25,
+    });
+    let wt = Tensor::from_array(&w);
+    let odd = NumericalFunction::new("odd", move |[x]| x.matmul(&wt.transpose()), [Arg::new([12, 8])])
+        .unwrap()
+        .with_lowering(LowerOptions::loops_only());
+    assert!(odd.program().buffers.iter().any(|b| matches!(b.kind, BufferKind::Constant(_)) && b.shape == [8, 32]));
+    let mut r = rng(32);
+    let out = odd.call_dyn(&[random(&mut r, &[12, 8], DType::F64, -1.0, 1.0)]).unwrap();
+    let out = out[0].to_f64().into_dimensionality::<anvil::ndarray::Ix2>().unwrap();
+    assert!(out.column(3).iter().all(|v| v.is_nan()) && out.column(5).iter().any(|v| v.is_infinite()));
+    check_jit(&odd, &[random(&mut r, &[12, 8], DType::F64, -1.0, 1.0)]);
+    // A constant read through padding (some reads fall outside it, masked) is left as it is.
+    let pw = Tensor::from_array(&Array2::from_shape_fn((32, 8), |(j, k)| (j * 8 + k) as f64));
+    let padded = NumericalFunction::new(
+        "padded",
+        move |[x]| x.matmul(&pw.pad(&[(1, 1), (0, 0)]).transpose()),
+        [Arg::new([12, 8])],
+    )
+    .unwrap();
+    let constants = padded.program().buffers.iter().filter(|b| matches!(b.kind, BufferKind::Constant(_))).count();
+    assert_eq!(constants, 1);
+    check_jit(&padded, &[random(&mut r, &[12, 8], DType::F64, -1.0, 1.0)]);
+}
+
+#[test]
 fn a_computed_matrix_read_flattened_is_computed_in_its_own_loop_nest() {
     // Interleaving two vectors: inlined under the flatten, each element would be computed
     // at a division and remainder of the output index (both vectors computed, one chosen).

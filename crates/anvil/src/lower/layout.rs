@@ -91,9 +91,8 @@ fn with_transposed_constants(
                 Some(&id) => id,
                 None => buffers.len() + position_or_push(&mut planned, view),
             };
-            let (rows, columns) = (view.rows as i64, view.columns);
-            let index = IndexExpr::var(own).scale(rows).add(&IndexExpr::var(across));
-            rewritten.exprs[load] = Expr::Load { buffer: copy, index, len: columns * view.rows, dtype: *dtype };
+            let index = IndexExpr::var(own).scale(view.rows as i64).add(&IndexExpr::var(across));
+            rewritten.exprs[load] = Expr::Load { buffer: copy, index, len: view.rows * view.columns, dtype: *dtype };
         }
     }
     if rewritten.exprs == kernel.exprs || accumulation_axis(&rewritten).is_none() {
