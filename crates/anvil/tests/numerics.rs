@@ -172,3 +172,78 @@ fn weak_scalars_that_do_not_fit_the_integer_dtype_are_errors() {
     let HostArray::I64(v) = &out[0] else { panic!("integer result") };
     assert_eq!(v[0], (1 << 60) + 2);
 }
+
+/// How many units in the last place `got` is from `want` (0 for equal values, NaNs, or
+/// infinities alike).
+fn ulps(got: f64, want: f64) -> u64 {
+    if got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()) {
+        return 0;
+    }
+    let key = |x: f64| if x.is_sign_negative() { -((x.to_bits() & !(1 << 63)) as i128) } else { x.to_bits() as i128 };
+    (key(got) - key(want)).unsigned_abs() as u64
+}
+
+/// Arguments spanning what the fast sine and cosine serve: every scale up to 10⁶, the
+/// doubles next to multiples of π/2 (where the reduced argument is smallest), zeros and
+/// subnormals.
+fn near_trig_arguments() -> Vec<f64> {
+    let mut xs = vec![0.0, -0.0, 5e-324, -5e-324, 1e-300, -2.2e-308, 1e-9, -3e-8, 1e6, -1e6];
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    for scale in [0.785, 1.6, 10.0, 1e3, 1e5, 1e6] {
+        for _ in 0..1500 {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            xs.push(scale * ((state >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0));
+        }
+    }
+    for k in [1.0, 2.0, 3.0, 7.0, 100.0, 12345.0, 636619.0] {
+        let x = k * std::f64::consts::FRAC_PI_2;
+        xs.extend([x, f64::from_bits(x.to_bits() + 1), f64::from_bits(x.to_bits() - 1), -x]);
+    }
+    xs
+}
+
+#[test]
+fn vectorised_sines_and_cosines_are_within_one_ulp_of_the_interpreter() {
+    let xs = near_trig_arguments();
+    let f = NumericalFunction::new("trig", |[x]| [x.sin(), x.cos(), (&x * 0.5).sin() * x.cos()], [Arg::new(xs.len())])
+        .unwrap();
+    let source = f.jit_source();
+    assert!(source.contains("anvil_fast_sin(") && source.contains("anvil_fast_cos("), "{source}");
+    let native = f.call_dyn(&[f64s(&xs)]).unwrap();
+    let interpreted = f.eval_dyn(&[f64s(&xs)]).unwrap();
+    for (k, (n, i)) in native.iter().zip(&interpreted).enumerate() {
+        for ((&x, a), b) in xs.iter().zip(n.to_f64_vec()).zip(i.to_f64_vec()) {
+            // A product of two: their errors add, and so does its rounding.
+            let most = if k == 2 { 3 } else { 1 };
+            assert!(ulps(a, b) <= most, "output {k} at x = {x:e}: native {a:e}, interpreter {b:e}");
+            assert_eq!(a.is_sign_negative(), b.is_sign_negative(), "output {k} at x = {x:e}: the sign of {b}");
+        }
+    }
+}
+
+#[test]
+fn a_loop_meeting_a_far_argument_an_infinity_or_nan_reruns_with_the_exact_sine_and_cosine() {
+    // Long enough to stay a loop (short ones are unrolled into scalar code).
+    let len = 256;
+    let f = NumericalFunction::new("far_trig", |[x]| [x.sin(), x.cos()], [Arg::new(len)]).unwrap();
+    assert!(f.jit_source().contains("_exact("), "a rerun is rendered");
+    let near: Vec<f64> = (0..len).map(|i| (i as f64 - 127.5) * 0.37).collect();
+    for far in [1.000001e6, -3.5e7, 1e22, 1.7e308, f64::INFINITY, f64::NEG_INFINITY, f64::NAN] {
+        for at in [0, 13, len - 1] {
+            let mut xs = near.clone();
+            xs[at] = far;
+            let native = f.call_dyn(&[f64s(&xs)]).unwrap();
+            let interpreted = f.eval_dyn(&[f64s(&xs)]).unwrap();
+            for (k, (n, i)) in native.iter().zip(&interpreted).enumerate() {
+                let (n, i) = (n.to_f64_vec(), i.to_f64_vec());
+                // Far from zero, the exact functions: glibc's (within libmvec's 4 ulp in
+                // vectorised loops); NaN where the interpreter has NaN.
+                assert!(ulps(n[at], i[at]) <= 4, "output {k}, x = {far:e}: native {}, interpreter {}", n[at], i[at]);
+                assert_eq!(n[at].is_nan(), i[at].is_nan(), "output {k}, x = {far:e}");
+                for j in (0..len).filter(|&j| j != at) {
+                    assert!(ulps(n[j], i[j]) <= 4, "output {k} at x = {}: {} vs {}", xs[j], n[j], i[j]);
+                }
+            }
+        }
+    }
+}

@@ -43,6 +43,11 @@ pub struct Dialect {
     pub math: &'static str,
     /// The prefix of the sine and cosine that a vectorised loop calls (see the prelude).
     pub loop_math: &'static str,
+    /// The prefix of the sine and cosine of doubles that a vectorised loop computes inline
+    /// when its arguments are near zero (see the prelude's `anvil_fast_sin`).
+    pub fast_math: &'static str,
+    /// The test that an argument is too far from zero for the fast sine and cosine.
+    pub trig_far: &'static str,
     /// NaN of a float type: before and after its suffix.
     pub nan: [&'static str; 2],
     /// Positive infinity of a float type: before and after its suffix.
@@ -74,6 +79,8 @@ pub struct Annotations {
     pub runtime_strides: &'static str,
     /// On a function private to its translation unit.
     pub internal: &'static str,
+    /// On a function rarely called (the exact rerun of a kernel).
+    pub cold: &'static str,
 }
 
 /// How a dialect spells the statements and declarations of a kernel. Each is a template:
@@ -115,6 +122,16 @@ pub struct Statements {
     pub function: &'static str,
     /// A call statement: function, arguments.
     pub call: &'static str,
+    /// A call whose value is used: function, arguments.
+    pub call_value: &'static str,
+    /// Sets a flag if a condition holds: flag, condition.
+    pub raise: &'static str,
+    /// A function returning a flag: attributes, name, parameters, body.
+    pub flag_function: &'static str,
+    /// Returns a value: value.
+    pub return_value: &'static str,
+    /// A statement run only if a condition holds: condition, statement.
+    pub only_if: &'static str,
 }
 
 /// `template` with each `{k}` (one digit) replaced by `args[k]`, in one pass.
@@ -150,6 +167,8 @@ pub const CPP: Dialect = Dialect {
     f32_suffix: "f",
     math: "__builtin_",
     loop_math: "anvil_loop_",
+    fast_math: "anvil_fast_",
+    trig_far: "anvil_trig_far",
     nan: ["__builtin_nan", "(\"\")"],
     inf: ["__builtin_inf", "()"],
     cast: ["static_cast<", ">(", ")"],
@@ -171,6 +190,11 @@ pub const CPP: Dialect = Dialect {
         read_only: "const {0}",
         function: "{0}void {1}({2}) {\n{3}}\n",
         call: "{0}({1});",
+        call_value: "{0}({1})",
+        raise: "{0} |= {1};",
+        flag_function: "{0}bool {1}({2}) {\n{3}}\n",
+        return_value: "return {0};",
+        only_if: "if ({0}) {1}",
     },
     prelude: CPP_PRELUDE,
     annotations: Annotations {
@@ -180,6 +204,7 @@ pub const CPP: Dialect = Dialect {
         narrowing_kernel: "ANVIL_NO_SLP ",
         runtime_strides: "ANVIL_RUNTIME_STRIDES ",
         internal: "static ",
+        cold: "ANVIL_COLD ",
     },
 };
 
@@ -268,6 +293,48 @@ impl Dialect {
     /// A call statement.
     pub fn call(&self, function: &str, args: &[String]) -> String {
         fill(self.statements.call, &[function, &args.join(", ")])
+    }
+
+    /// A call whose value is used.
+    pub fn call_value(&self, function: &str, args: &[String]) -> String {
+        fill(self.statements.call_value, &[function, &args.join(", ")])
+    }
+
+    /// `flag |= condition;`
+    pub fn raise(&self, flag: &str, condition: &str) -> String {
+        fill(self.statements.raise, &[flag, condition])
+    }
+
+    /// A function definition returning a flag.
+    pub fn flag_function(&self, attributes: &str, name: &str, params: &[String], body: &str) -> String {
+        fill(self.statements.flag_function, &[attributes, name, &params.join(", "), body])
+    }
+
+    /// `return value;`
+    pub fn return_value(&self, value: &str) -> String {
+        fill(self.statements.return_value, &[value])
+    }
+
+    /// `statement`, run only if `condition` holds.
+    pub fn only_if(&self, condition: &str, statement: &str) -> String {
+        fill(self.statements.only_if, &[condition, statement])
+    }
+
+    /// The fast sine or cosine of a double `x` in a vectorised loop (`None` for other
+    /// operations and types), valid where [`trig_far`](Self::trig_far) does not hold.
+    pub fn fast_unary(&self, op: UnaryOp, dtype: DType, x: &str) -> Option<String> {
+        let name = match op {
+            UnaryOp::Sin => "sin",
+            UnaryOp::Cos => "cos",
+            _ => return None,
+        };
+        (dtype == DType::F64).then(|| format!("{}{name}({x})", self.fast_math))
+    }
+
+    /// True (in the target language) if `x` is too far from zero for
+    /// [`fast_unary`](Self::fast_unary), or not finite.
+    pub fn trig_far(&self, x: &str) -> String {
+        format!("{}({x})", self.trig_far)
     }
 
     /// The scalar type of `dtype`.
@@ -532,6 +599,92 @@ ANVIL_LOOP_MATH(sin, double)
 ANVIL_LOOP_MATH(cos, double)
 ANVIL_LOOP_MATH(sinf, float)
 ANVIL_LOOP_MATH(cosf, float)
+// Sine and cosine of doubles in loops that vectorise, inlined so that sin(x) and cos(x) share
+// one range reduction: x = n π/2 + r with π/2 in three parts (exact first step, fused
+// multiply-adds), Taylor polynomials of sin and cos on |r| <= π/4 truncated below 1e-19,
+// polynomial and sign picked by bit operations (no branch in the loop). Within 1 ulp of
+// glibc's sin and cos for |x| <= ANVIL_TRIG_NEAR (tests/trig_accuracy). A kernel whose loops
+// meet a larger argument, an infinity or NaN (anvil_trig_far) runs again with the functions
+// above (render_kernel). Without fused multiply-add these are those functions.
+#define ANVIL_TRIG_NEAR 1.0e6
+#if defined(__GNUC__)
+#define ANVIL_INLINE __attribute__((always_inline)) inline
+#define ANVIL_COLD __attribute__((cold))
+#else
+#define ANVIL_INLINE inline
+#define ANVIL_COLD
+#endif
+#if defined(__FMA__) || defined(__ARM_FEATURE_FMA)
+[[maybe_unused]] static ANVIL_INLINE unsigned long long anvil_bits(double x) {
+  unsigned long long u;
+  __builtin_memcpy(&u, &x, sizeof u);
+  return u;
+}
+[[maybe_unused]] static ANVIL_INLINE double anvil_from_bits(unsigned long long u) {
+  double x;
+  __builtin_memcpy(&x, &u, sizeof x);
+  return x;
+}
+// x - n π/2 for the integer n nearest x 2/π; the quadrant n mod 4 is in the low bits of t.
+[[maybe_unused]] static ANVIL_INLINE double anvil_reduce_half_pi(double x, unsigned long long* quadrant) {
+  const double shift = 0x1.8p52;
+  const double t = x * 0x1.45f306dc9c883p-1 + shift;
+  const double n = t - shift;
+  double r = __builtin_fma(-n, 0x1.921fb54442d18p+0, x);
+  r = __builtin_fma(-n, 0x1.1a62633145c07p-54, r);
+  *quadrant = anvil_bits(t);
+  return __builtin_fma(-n, -0x1.f1976b7ed8fbcp-110, r);
+}
+[[maybe_unused]] static ANVIL_INLINE double anvil_sin_taylor(double r) {
+  const double z = r * r;
+  double p = 2.8114572543455206e-15;
+  p = __builtin_fma(p, z, -7.647163731819816e-13);
+  p = __builtin_fma(p, z, 1.6059043836821613e-10);
+  p = __builtin_fma(p, z, -2.505210838544172e-08);
+  p = __builtin_fma(p, z, 2.7557319223985893e-06);
+  p = __builtin_fma(p, z, -0.0001984126984126984);
+  p = __builtin_fma(p, z, 0.008333333333333333);
+  p = __builtin_fma(p, z, -0.16666666666666666);
+  return r + (r * z) * p;
+}
+[[maybe_unused]] static ANVIL_INLINE double anvil_cos_taylor(double r) {
+  const double z = r * r;
+  double p = -1.5619206968586225e-16;
+  p = __builtin_fma(p, z, 4.779477332387385e-14);
+  p = __builtin_fma(p, z, -1.1470745597729725e-11);
+  p = __builtin_fma(p, z, 2.08767569878681e-09);
+  p = __builtin_fma(p, z, -2.755731922398589e-07);
+  p = __builtin_fma(p, z, 2.48015873015873e-05);
+  p = __builtin_fma(p, z, -0.001388888888888889);
+  p = __builtin_fma(p, z, 0.041666666666666664);
+  // 1 - z/2 rounded, plus what its rounding lost.
+  const double half = 0.5 * z;
+  const double w = 1.0 - half;
+  return w + (((1.0 - w) - half) + (z * z) * p);
+}
+// sin of the reduced argument r in quadrant q (cos: quadrant q + 1).
+[[maybe_unused]] static ANVIL_INLINE double anvil_quadrant(double r, unsigned long long q) {
+  const unsigned long long s = anvil_bits(anvil_sin_taylor(r)), c = anvil_bits(anvil_cos_taylor(r));
+  const unsigned long long odd = 0 - (q & 1);
+  return anvil_from_bits(((s & ~odd) | (c & odd)) ^ ((q & 2) << 62));
+}
+[[maybe_unused]] static ANVIL_INLINE double anvil_fast_sin(double x) {
+  unsigned long long q;
+  const double r = anvil_reduce_half_pi(x, &q);
+  // Below 2^-27 sin x rounds to x: this also keeps the sign of -0.0.
+  return __builtin_fabs(x) < 0x1p-27 ? x : anvil_quadrant(r, q);
+}
+[[maybe_unused]] static ANVIL_INLINE double anvil_fast_cos(double x) {
+  unsigned long long q;
+  const double r = anvil_reduce_half_pi(x, &q);
+  return anvil_quadrant(r, q + 1);
+}
+[[maybe_unused]] static ANVIL_INLINE bool anvil_trig_far(double x) { return !(__builtin_fabs(x) <= ANVIL_TRIG_NEAR); }
+#else
+[[maybe_unused]] static ANVIL_INLINE double anvil_fast_sin(double x) { return anvil_loop_sin(x); }
+[[maybe_unused]] static ANVIL_INLINE double anvil_fast_cos(double x) { return anvil_loop_cos(x); }
+[[maybe_unused]] static ANVIL_INLINE bool anvil_trig_far(double) { return false; }
+#endif
 // A batched kernel's loop over items (see render_batched_kernel): vectorised across items
 // when compiled with -fopenmp-simd -DANVIL_OMP_SIMD. Its strides stay run-time values (no
 // interprocedural constant propagation): GCC 12 does not vectorise interleaved accesses
@@ -568,6 +721,11 @@ mod tests {
         );
         assert_eq!(CPP.literal(Literal::Float(f64::NAN), DType::F64), "__builtin_nan(\"\")");
         assert_eq!(CPP.literal(Literal::Float(-0.0), DType::F64), "(-0.0)");
+        // Fast sine and cosine exist for doubles only; floats keep the loop functions.
+        assert_eq!(CPP.fast_unary(UnaryOp::Cos, DType::F64, "x").as_deref(), Some("anvil_fast_cos(x)"));
+        assert_eq!(CPP.fast_unary(UnaryOp::Sin, DType::F32, "x"), None);
+        assert_eq!(CPP.fast_unary(UnaryOp::Tan, DType::F64, "x"), None);
+        assert_eq!(CPP.raise("f", &CPP.trig_far("x")), "f |= anvil_trig_far(x);");
     }
 
     #[test]
@@ -575,6 +733,7 @@ mod tests {
         assert_eq!(CPP.loop_head("i0", "1", "999"), "for (long long i0 = 1; i0 < 999; ++i0)");
         assert_eq!(CPP.pointer_param(DType::F32, false, "b2"), "const float* __restrict b2");
         assert_eq!(CPP.select("c", "a", "b"), "c ? a : b");
+        assert_eq!(CPP.only_if(&CPP.call_value("f", &["a".into()]), &CPP.call("g", &["a".into()])), "if (f(a)) g(a);");
         // Braces in the pieces are text, not slots (a function body is full of them).
         let body = "  { x[0] = 1; } // {0}\n";
         assert_eq!(CPP.function("", "f", &["int* x".into()], body), format!("void f(int* x) {{\n{body}}}\n"));

@@ -13,7 +13,7 @@
 
 use super::dialect::CPP;
 use crate::dtype::DType;
-use crate::graph::{reduce_identity, scalar, BinaryOp, Literal, ReduceOp};
+use crate::graph::{reduce_identity, scalar, BinaryOp, Literal, ReduceOp, UnaryOp};
 use crate::lower::interchange::ACROSS_TILE;
 use crate::lower::{Bound, BufferId, Expr, ExprId, IndexExpr, Kernel};
 use std::fmt::Write;
@@ -21,6 +21,55 @@ use std::fmt::Write;
 /// Renders `kernel` as a C++ function named `name` taking `(output, inputs...)` pointers
 /// in the order of [`Kernel::inputs`]; `dtypes` gives each buffer's element type.
 pub fn render_kernel(kernel: &Kernel, name: &str, dtypes: &[DType]) -> String {
+    with_exact_rerun(name, |name, trig| render_nest(kernel, name, dtypes, trig))
+}
+
+/// How a kernel function computes the sines and cosines of doubles in its vectorised loops.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Trig {
+    /// With the exact functions: the kernel as it is called.
+    Exact,
+    /// With the fast functions: returns whether it met an argument beyond their range.
+    Fast,
+    /// With the exact functions, rarely: the rerun of a fast kernel.
+    Rerun,
+}
+
+/// Renders a kernel with the fast sine and cosine of doubles in its vectorised loops
+/// and, if it uses them, again with the exact ones: the function `name` runs the fast one,
+/// and the exact one when the fast one met an argument beyond their range (see the
+/// prelude's `anvil_fast_sin`). Rerunning is sound: a kernel's outputs never alias its
+/// inputs (its pointers are `restrict`).
+fn with_exact_rerun(name: &str, render: impl Fn(&str, Trig) -> Rendered) -> String {
+    let (fast_name, rerun_name) = (format!("{name}_fast"), format!("{name}_exact"));
+    let fast = render(&fast_name, Trig::Fast);
+    if !fast.uses_fast_trig {
+        return render(name, Trig::Exact).code;
+    }
+    let rerun = render(&rerun_name, Trig::Rerun);
+    let body = CPP.only_if(&CPP.call_value(&fast_name, &fast.args), &CPP.call(&rerun_name, &fast.args));
+    fast.code + &rerun.code + &CPP.function(&fast.attribute, name, &fast.params, &format!("  {body}\n"))
+}
+
+/// A rendered kernel function, and how it is declared and called.
+struct Rendered {
+    /// The function (and the parts it calls).
+    code: String,
+    /// Whether it computes sines or cosines with the fast functions (it then returns
+    /// whether it met an argument beyond their range).
+    uses_fast_trig: bool,
+    params: Vec<String>,
+    args: Vec<String>,
+    /// The kernel's own attributes (without those of its flavour).
+    attribute: String,
+}
+
+/// The flag a kernel rendered with fast sines and cosines raises when an argument is beyond
+/// their range.
+const FAR: &str = "anvil_far";
+
+/// [`render_kernel`] with sines and cosines computed as `trig` says.
+fn render_nest(kernel: &Kernel, name: &str, dtypes: &[DType], trig: Trig) -> Rendered {
     let mut params: Vec<String> =
         kernel.outputs.iter().map(|&b| CPP.pointer_param(dtypes[b], true, &format!("b{b}"))).collect();
     let mut args: Vec<String> = kernel.outputs.iter().map(|&b| format!("b{b}")).collect();
@@ -31,7 +80,8 @@ pub fn render_kernel(kernel: &Kernel, name: &str, dtypes: &[DType]) -> String {
         args.push(format!("b{b}"));
     }
     let attribute = function_attribute(kernel);
-    let mut r = Renderer::new(kernel, name, params.clone(), args, attribute);
+    let mut r = Renderer::new(kernel, name, params.clone(), args.clone(), attribute);
+    r.trig = trig;
     let pragma = kernel.items.then_some(CPP.annotations.items_loop);
     let out_vars: Vec<usize> = (0..kernel.shape.len()).filter(|&d| kernel.shape[d] != 1).collect();
     let mut bound = Vec::new();
@@ -52,8 +102,8 @@ pub fn render_kernel(kernel: &Kernel, name: &str, dtypes: &[DType]) -> String {
             }
         }
     }
-    let parts = r.parts.concat();
-    parts + &CPP.function(attribute, name, &params, &r.code)
+    let body = std::mem::take(&mut r.code);
+    r.finish(attribute.to_string(), params, args, body)
 }
 
 /// What a kernel's function is declared with: kernels that narrow `f64` to `f32` opt out of
@@ -85,12 +135,19 @@ pub fn is_batchable(kernel: &Kernel) -> bool {
 /// If the kernel is not [`is_batchable`] (a bug in the caller).
 pub fn render_batched_kernel(kernel: &Kernel, name: &str, dtypes: &[DType]) -> String {
     assert!(is_batchable(kernel), "only straight-line kernels are batched");
+    with_exact_rerun(name, |name, trig| render_batched_nest(kernel, name, dtypes, trig))
+}
+
+/// [`render_batched_kernel`] with sines and cosines computed as `trig` says.
+fn render_batched_nest(kernel: &Kernel, name: &str, dtypes: &[DType], trig: Trig) -> Rendered {
     let index = CPP.type_name(DType::I64);
     let mut params = vec![format!("{index} count")];
+    let mut args = vec!["count".to_string()];
     let mut pointers = String::new();
     let buffers = kernel.outputs.iter().map(|&b| (b, true)).chain(kernel.inputs().into_iter().map(|b| (b, false)));
     for (b, mutable) in buffers {
         params.push(format!("{}, {index} stride{b}", CPP.pointer_param(dtypes[b], mutable, &format!("items{b}"))));
+        args.push(format!("items{b}, stride{b}"));
         let pointee = CPP.pointee(dtypes[b], mutable);
         let pointer = CPP.pointer_binding(&pointee, &format!("b{b}"), &format!("items{b} + item * stride{b}"));
         let _ = writeln!(pointers, "    {} {pointer}", CPP.maybe_unused);
@@ -98,12 +155,13 @@ pub fn render_batched_kernel(kernel: &Kernel, name: &str, dtypes: &[DType]) -> S
     let attribute = function_attribute(kernel);
     let mut r = Renderer::new(kernel, name, Vec::new(), Vec::new(), attribute);
     r.loop_math = true;
+    r.trig = trig;
     let stores = kernel.stores.iter().map(|s| (s.buffer, s.index.to_string(), s.value)).collect();
     r.loop_nest(&[], &mut Vec::new(), 2, &Body::Stores(stores), None, true);
     let [open, close] = CPP.statements.block;
     let items = CPP.loop_head("item", "0", "count");
     let body = format!("  {}\n  {items} {open}\n{pointers}{}  {close}\n", CPP.annotations.items_loop, r.code);
-    CPP.function(&format!("{attribute}{}", CPP.annotations.runtime_strides), name, &params, &body)
+    r.finish(format!("{attribute}{}", CPP.annotations.runtime_strides), params, args, body)
 }
 
 /// The statement in the innermost loop of a nest.
@@ -167,6 +225,12 @@ struct Renderer<'k> {
     /// Spell sine and cosine for a loop that must vectorise (see `anvil_loop_sin`)
     /// everywhere: the whole body runs in a loop over items the nest does not show.
     loop_math: bool,
+    /// How the sines and cosines of doubles in vectorised loops are computed, and whether
+    /// any was computed with the fast functions.
+    trig: Trig,
+    uses_fast_trig: bool,
+    /// The sines and cosines of each argument.
+    trig_of: std::collections::HashMap<ExprId, Vec<ExprId>>,
     /// The variable of the innermost loop being emitted, if one is open: what depends on
     /// it is computed in a loop the compiler vectorises.
     vector_loop: Option<usize>,
@@ -213,6 +277,9 @@ impl<'k> Renderer<'k> {
             args,
             attribute,
             loop_math: false,
+            trig: Trig::Exact,
+            uses_fast_trig: false,
+            trig_of: trig_by_argument(kernel),
             vector_loop: None,
             arrays: vec![None; n],
             interchanging: false,
@@ -548,13 +615,18 @@ impl<'k> Renderer<'k> {
             params.push(format!("{} t{e}", CPP.pointee(self.kernel.exprs[e].dtype(), false)));
             args.push(format!("t{e}"));
         }
-        self.parts.push(CPP.function(
-            &format!("{}{}", self.attribute, CPP.annotations.internal),
-            &name,
-            &params,
-            &code,
-        ));
-        let _ = writeln!(self.code, "{}{}", "  ".repeat(depth), CPP.call(&name, &args));
+        let attributes = match self.trig {
+            Trig::Exact => format!("{}{}", self.attribute, CPP.annotations.internal),
+            _ => self.flavour_attributes(self.attribute),
+        };
+        let call = if self.trig == Trig::Fast {
+            self.parts.push(CPP.flag_function(&attributes, &name, &params, &flagged(&code)));
+            CPP.raise(FAR, &CPP.call_value(&name, &args))
+        } else {
+            self.parts.push(CPP.function(&attributes, &name, &params, &code));
+            CPP.call(&name, &args)
+        };
+        let _ = writeln!(self.code, "{}{call}", "  ".repeat(depth));
     }
 
     /// The live expressions every one of `segments` of `v`'s range needs, operands first.
@@ -721,12 +793,60 @@ impl<'k> Renderer<'k> {
                 let accumulate = Body::Accumulate { acc: e, op, dtype, value: body };
                 self.loop_nest(&vars, &mut inner, depth, &accumulate, pragma.as_deref(), false);
             }
+            Expr::Unary(op, x, dtype) if self.trig == Trig::Fast && self.in_vector_loop(e) => {
+                let arg = self.name(x);
+                let value = match CPP.fast_unary(op, dtype, &arg) {
+                    Some(fast) => {
+                        self.uses_fast_trig = true;
+                        if !self.argument_checked(e, x) {
+                            let _ = writeln!(self.code, "{pad}{}", CPP.raise(FAR, &CPP.trig_far(&arg)));
+                        }
+                        fast
+                    }
+                    None => CPP.unary(op, dtype, &arg, true),
+                };
+                let _ = writeln!(self.code, "{pad}{}", CPP.binding(CPP.type_name(dtype), &format!("t{e}"), &value));
+            }
             _ => {
-                let in_loop = self.loop_math || self.vector_loop.is_some_and(|v| self.deps[e].contains(&v));
+                let in_loop = self.in_vector_loop(e);
                 let value = self.value(&expr, in_loop);
                 let _ =
                     writeln!(self.code, "{pad}{}", CPP.binding(CPP.type_name(expr.dtype()), &format!("t{e}"), &value));
             }
+        }
+    }
+
+    /// True if another sine or cosine of `x` than `e` is computed in this scope (or one
+    /// enclosing it): its argument was checked there.
+    fn argument_checked(&self, e: ExprId, x: ExprId) -> bool {
+        self.trig_of.get(&x).is_some_and(|ts| ts.iter().any(|&t| t != e && self.emitted[t]))
+    }
+
+    /// True if `e` is computed in a loop the compiler vectorises.
+    fn in_vector_loop(&self, e: ExprId) -> bool {
+        self.loop_math || self.vector_loop.is_some_and(|v| self.deps[e].contains(&v))
+    }
+
+    /// The function of this kernel (named as the renderer is, with `body` and the parts
+    /// rendered before it), declared as its [`Trig`] flavour needs: with fast sines and
+    /// cosines it returns whether an argument was beyond their range.
+    fn finish(self, attribute: String, params: Vec<String>, args: Vec<String>, body: String) -> Rendered {
+        let attributes = self.flavour_attributes(&attribute);
+        let function = if self.trig == Trig::Fast {
+            CPP.flag_function(&attributes, &self.name, &params, &flagged(&body))
+        } else {
+            CPP.function(&attributes, &self.name, &params, &body)
+        };
+        Rendered { code: self.parts.concat() + &function, uses_fast_trig: self.uses_fast_trig, params, args, attribute }
+    }
+
+    /// `attribute` and those of the renderer's [`Trig`] flavour: the fast and rerun
+    /// functions are called only from the kernel's function, the rerun rarely.
+    fn flavour_attributes(&self, attribute: &str) -> String {
+        match self.trig {
+            Trig::Exact => attribute.to_string(),
+            Trig::Fast => format!("{attribute}{}", CPP.annotations.internal),
+            Trig::Rerun => format!("{attribute}{}{}", CPP.annotations.cold, CPP.annotations.internal),
         }
     }
 
@@ -777,6 +897,25 @@ impl<'k> Renderer<'k> {
             Expr::Reduce { .. } => unreachable!("reductions are emitted as loops"),
         }
     }
+}
+
+/// The sines and cosines of `kernel`, by argument.
+fn trig_by_argument(kernel: &Kernel) -> std::collections::HashMap<ExprId, Vec<ExprId>> {
+    let mut by_argument: std::collections::HashMap<ExprId, Vec<ExprId>> = Default::default();
+    for (e, expr) in kernel.exprs.iter().enumerate() {
+        if let Expr::Unary(UnaryOp::Sin | UnaryOp::Cos, x, _) = expr {
+            by_argument.entry(*x).or_default().push(e);
+        }
+    }
+    by_argument
+}
+
+/// A function body `body` that raises the flag [`FAR`] and returns it.
+fn flagged(body: &str) -> String {
+    // As wide as a double: a narrower flag would make GCC vectorise with twice the lanes
+    // (two vectors per double), doubling code and compile time.
+    let flag = CPP.variable(CPP.type_name(DType::I64), FAR, &CPP.literal(Literal::Int(0), DType::I64));
+    format!("  {flag}\n{body}  {}\n", CPP.return_value(FAR))
 }
 
 /// The loop variables each expression depends on (a reduction binds its own).
