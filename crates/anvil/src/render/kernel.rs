@@ -10,6 +10,11 @@
 //! when that does not grow the code much (a concatenation of k pieces becomes k short
 //! segments, each computing one piece), else into a clamp-free interior and its edges
 //! (stencils: the interior vectorises).
+//!
+//! A kernel whose vectorised loops take sines or cosines of doubles is rendered twice: with
+//! the prelude's inline `anvil_fast_sin`/`anvil_fast_cos`, raising a flag when an argument is
+//! beyond their range, and with the exact functions under `<name>_exact`; the kernel's
+//! function runs the second only when the first raised the flag.
 
 use super::dialect::CPP;
 use crate::dtype::DType;
