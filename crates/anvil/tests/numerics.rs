@@ -247,3 +247,19 @@ fn a_loop_meeting_a_far_argument_an_infinity_or_nan_reruns_with_the_exact_sine_a
         }
     }
 }
+
+#[test]
+fn vectorised_tanh_is_within_three_ulp_of_the_interpreter_everywhere() {
+    let mut xs = near_trig_arguments();
+    xs.retain(|x| x.abs() <= 30.0);
+    xs.extend([19.06, -19.07, 20.0, 20.5, 700.0, -1e308, f64::INFINITY, f64::NEG_INFINITY, f64::NAN, 0.55, -0.549]);
+    let f = NumericalFunction::new("squash", |[x]| x.tanh(), [Arg::new(xs.len())]).unwrap();
+    assert!(f.jit_source().contains("anvil_fast_tanh(t"), "tanh in a vectorised loop is inline");
+    let native = f.call_dyn(&[f64s(&xs)]).unwrap().remove(0).to_f64_vec();
+    let interpreted = f.eval_dyn(&[f64s(&xs)]).unwrap().remove(0).to_f64_vec();
+    for ((&x, a), b) in xs.iter().zip(native).zip(interpreted) {
+        assert!(ulps(a, b) <= 3, "x = {x:e}: native {a:e}, interpreter {b:e}");
+        assert_eq!(a.is_sign_negative(), b.is_sign_negative(), "x = {x:e}: the sign of {b}");
+        assert!(a.abs() <= 1.0 || a.is_nan(), "x = {x:e}: {a}");
+    }
+}

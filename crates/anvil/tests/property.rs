@@ -221,7 +221,9 @@ proptest! {
         // Graphs that compute in f32 anywhere agree to f32 precision.
         let nodes: Vec<_> = f.output_tensors().iter().map(|t| t.node().unwrap().clone()).collect();
         let tol = if anvil::graph::toposort(&nodes).iter().any(|n| n.dtype == DType::F32) { 1e-5 } else { 1e-9 };
-        prop_assert!(lhs.is_nan() || (lhs - rhs).abs() <= tol * (1.0 + lhs.abs()), "<u, Jt> = {} vs <J^T u, t> = {}", lhs, rhs);
+        // Where a product overflows, the two sums meet infinities in different orders (inf
+        // on one side can be inf - inf = NaN on the other): only finite sums are compared.
+        prop_assert!(!lhs.is_finite() || (lhs - rhs).abs() <= tol * (1.0 + lhs.abs()), "<u, Jt> = {} vs <J^T u, t> = {}", lhs, rhs);
     }
 
     /// vmap of a random graph equals a loop over the batch.
