@@ -26,7 +26,7 @@ use std::fmt::Write;
 /// Renders `kernel` as a C++ function named `name` taking `(output, inputs...)` pointers
 /// in the order of [`Kernel::inputs`]; `dtypes` gives each buffer's element type.
 pub fn render_kernel(kernel: &Kernel, name: &str, dtypes: &[DType]) -> String {
-    with_exact_rerun(name, |name, trig| render_nest(kernel, name, dtypes, trig))
+    with_exact_rerun(kernel, name, |name, trig| render_nest(kernel, name, dtypes, trig))
 }
 
 /// How a kernel function computes the sines and cosines of doubles in its vectorised loops.
@@ -45,7 +45,14 @@ enum Trig {
 /// and the exact one when the fast one met an argument beyond their range (see the
 /// prelude's `anvil_fast_sin`). Rerunning is sound: a kernel's outputs never alias its
 /// inputs (its pointers are `restrict`).
-fn with_exact_rerun(name: &str, render: impl Fn(&str, Trig) -> Rendered) -> String {
+fn with_exact_rerun(kernel: &Kernel, name: &str, render: impl Fn(&str, Trig) -> Rendered) -> String {
+    let may_use_fast_trig = kernel
+        .exprs
+        .iter()
+        .any(|e| matches!(e, Expr::Unary(op, _, dtype) if CPP.fast_unary(*op, *dtype, "").is_some()));
+    if !may_use_fast_trig {
+        return render(name, Trig::Exact).code;
+    }
     let (fast_name, rerun_name) = (format!("{name}_fast"), format!("{name}_exact"));
     let fast = render(&fast_name, Trig::Fast);
     if !fast.uses_fast_trig {
@@ -140,7 +147,7 @@ pub fn is_batchable(kernel: &Kernel) -> bool {
 /// If the kernel is not [`is_batchable`] (a bug in the caller).
 pub fn render_batched_kernel(kernel: &Kernel, name: &str, dtypes: &[DType]) -> String {
     assert!(is_batchable(kernel), "only straight-line kernels are batched");
-    with_exact_rerun(name, |name, trig| render_batched_nest(kernel, name, dtypes, trig))
+    with_exact_rerun(kernel, name, |name, trig| render_batched_nest(kernel, name, dtypes, trig))
 }
 
 /// [`render_batched_kernel`] with sines and cosines computed as `trig` says.
