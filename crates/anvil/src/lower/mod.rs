@@ -13,6 +13,10 @@
 //! into parts; [`layout`] stores transposed the constants a batch of outputs reads
 //! down their columns; [`interchange`] picks the loop order of reductions; [`workspace`]
 //! plans memory. In debug builds the [`verify`]er checks the program after each stage.
+//!
+//! The renderer then asks [`nest::schedule`] for each kernel's loop nest: the statements,
+//! loops and parts a printer spells, with every scheduling decision taken (checked by
+//! [`nest::verify`] in debug builds).
 
 pub mod batch;
 pub mod fold;
@@ -21,6 +25,7 @@ pub mod index;
 pub mod interchange;
 pub mod kernel;
 pub mod layout;
+pub mod nest;
 pub mod schedule;
 pub mod split;
 pub mod verify;

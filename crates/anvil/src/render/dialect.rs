@@ -331,6 +331,12 @@ impl Dialect {
         (dtype == DType::F64).then(|| format!("{}{name}({x})", self.fast_math))
     }
 
+    /// True if [`fast_unary`](Self::fast_unary) has a form for `op` on `dtype` (what the
+    /// scheduler marks [`Math::Fast`](crate::lower::nest::Math::Fast)).
+    pub fn has_fast_unary(&self, op: UnaryOp, dtype: DType) -> bool {
+        self.fast_unary(op, dtype, "").is_some()
+    }
+
     /// True (in the target language) if `x` is too far from zero for
     /// [`fast_unary`](Self::fast_unary), or not finite.
     pub fn trig_far(&self, x: &str) -> String {

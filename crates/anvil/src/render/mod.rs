@@ -1,5 +1,6 @@
-//! Rendering: kernel IR → C++ source (the AOT module and the JIT translation unit). The
-//! printer ([`kernel`]) spells everything language-specific through a [`dialect`] table.
+//! Rendering: loop nests (kernels scheduled by [`crate::lower::nest`]) → C++ source (the AOT
+//! module and the JIT translation unit). The printer ([`kernel`]) takes no decision of its
+//! own and spells everything language-specific through a [`dialect`] table.
 
 pub mod dialect;
 pub mod kernel;

@@ -1,11 +1,13 @@
 //! Assembles kernels into C++ sources: the AOT module (`.hpp` + `.cpp`) and the JIT
-//! translation unit, from the templates in `templates/`.
+//! translation unit, from the templates in `templates/`. Each kernel is scheduled into its
+//! loop nest ([`crate::lower::nest`]) and printed ([`super::kernel`]).
 
 use super::dialect::CPP;
-use super::kernel::{is_batchable, render_batched_kernel, render_kernel};
+use super::kernel::{render_batched_kernel, render_kernel};
 use crate::array::HostArray;
 use crate::dtype::DType;
 use crate::graph::Literal;
+use crate::lower::nest::{batchable, schedule, Form};
 use crate::lower::{BufferKind, Program};
 use crate::pattern::SparsityPattern;
 use minijinja::{context, Environment};
@@ -138,11 +140,13 @@ fn kernels(program: &Program, batched: bool) -> String {
     let dtypes: Vec<DType> = program.buffers.iter().map(|b| b.dtype).collect();
     let mut out = String::new();
     for (k, kernel) in program.kernels.iter().enumerate() {
-        out += &if batched {
-            render_batched_kernel(kernel, &format!("kernel{k}_batch"), &dtypes)
+        let fast = |op, dtype| CPP.has_fast_unary(op, dtype);
+        let text = if batched {
+            render_batched_kernel(&schedule(kernel, Form::Items, fast), &format!("kernel{k}_batch"), &dtypes)
         } else {
-            render_kernel(kernel, &format!("kernel{k}"), &dtypes)
+            render_kernel(&schedule(kernel, Form::Loops, fast), &format!("kernel{k}"), &dtypes)
         };
+        out += &text;
     }
     out.trim_end().to_string()
 }
@@ -173,8 +177,7 @@ fn calls(program: &Program, flavour: &Flavour) -> Vec<String> {
 /// True if every kernel of `program` is straight-line code passing nothing to the next
 /// through the workspace: the program then runs on a batch of items as one loop per kernel.
 fn runs_batched(program: &Program) -> bool {
-    program.kernels.iter().all(is_batchable)
-        && !program.buffers.iter().any(|b| matches!(b.kind, BufferKind::Intermediate))
+    program.kernels.iter().all(batchable) && !program.buffers.iter().any(|b| matches!(b.kind, BufferKind::Intermediate))
 }
 
 /// The statements of `call_batch` (module flavour): the batched kernels when the program

@@ -1,0 +1,1256 @@
+//! The loop-nest IR: a kernel scheduled into loops and statements. Every scheduling
+//! decision is taken here, so that a renderer only spells the [`Nest`] it is given.
+//!
+//! Input: a [`Kernel`] and the [`Form`] of the function it becomes. Output: a [`Nest`].
+//! The decisions:
+//!
+//! - **Placement (hoisting).** Every expression becomes one [`Stmt::Let`], placed in the
+//!   outermost loop where all the loop variables it uses are bound: loop-invariant code
+//!   is computed before the loops that do not change it.
+//! - **Index-set splitting.** A loop is split where padding conditions change. In each
+//!   segment the conditions it decides are resolved: a `where` on a decided bound is its
+//!   chosen branch (an [`Operand`] naming that branch), and the other branch is not
+//!   computed at all. A loop is split at every breakpoint when that does not grow the
+//!   code much (a concatenation of k pieces becomes k short segments, each computing one
+//!   piece), else into a clamp-free interior and its edges (stencils: the interior
+//!   vectorises). A one-iteration segment is a [`Stmt::Fixed`] block.
+//! - **Clamping.** A load is clamped on the sides where its index can leave its buffer in
+//!   the segment it is computed in (padded reads, masked anyway).
+//! - **Interchange.** A kernel that [accumulates across](Kernel::accumulate_across) its
+//!   innermost output loop gets local arrays and the reduction loops outside (in tiles of
+//!   [`ACROSS_TILE`] elements).
+//! - **Outlining.** The segments of a split loop are grouped into [`Part`]s of at most
+//!   [`PART_STATEMENTS`] statements; when a loop needs more than one, each becomes a
+//!   function of its own (the C++ compiler's time grows faster than linearly with a
+//!   function's length).
+//! - **Vector math.** Each math operation is marked with how it is computed ([`Math`]):
+//!   in scalar code, in a vectorised loop, or (sine and cosine of doubles, where the
+//!   target has them) with the target's fast in-loop functions, whose far arguments
+//!   [`Stmt::CheckFar`] flags.
+//!
+//! In debug builds (and so in every test) [`schedule`] checks its result with [`verify`].
+//!
+//! ```
+//! use anvil::{Tensor, DType, lower::{lower, nest::{schedule, Form, Stmt}}};
+//! let x = Tensor::input(0, 1000, DType::F64);
+//! let program = lower(&[x.pad(&[(1, 1)]).sin().node().unwrap().clone()], &[(DType::F64, vec![1000])]);
+//! let nest = schedule(&program.kernels[0], Form::Loops, |_, _| false);
+//! // The padded loop is split: two edges (one iteration each) and the interior.
+//! assert!(matches!(nest.body[..], [Stmt::Fixed { .. }, Stmt::Loop { .. }, Stmt::Fixed { .. }]));
+//! ```
+
+use super::index::IndexExpr;
+use super::interchange::ACROSS_TILE;
+use super::kernel::{Bound, BufferId, Expr, ExprId, Kernel};
+use crate::dtype::DType;
+use crate::graph::{scalar, BinaryOp, Literal, ReduceOp, UnaryOp};
+use std::collections::{BTreeSet, HashMap};
+
+/// A scheduled kernel: the statements of its function and of the parts it calls.
+#[derive(Clone, Debug)]
+pub struct Nest {
+    /// The function's shape.
+    pub form: Form,
+    /// The buffers written, then those read (the function's pointer parameters, in order).
+    pub outputs: Vec<BufferId>,
+    /// The buffers read.
+    pub inputs: Vec<BufferId>,
+    /// The function's statements.
+    pub body: Vec<Stmt>,
+    /// Outlined parts, each defined before any part that calls it.
+    pub parts: Vec<Part>,
+    /// Whether some statement computes with [`Math::Fast`].
+    pub uses_fast_math: bool,
+    /// Whether the kernel narrows `f64` to `f32` (the target may compile such code with
+    /// other options).
+    pub narrows: bool,
+}
+
+/// The shape of a kernel's function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Form {
+    /// The kernel's loop nest, called once.
+    Loops,
+    /// Straight-line code run for each of a batch of items in a loop the renderer wraps
+    /// around it (see [`super::batch`]): all of its math is in a vectorised loop.
+    Items,
+}
+
+/// One statement of a nest.
+#[derive(Clone, Debug)]
+pub enum Stmt {
+    /// `t<id> = value`: expression `id` of the kernel.
+    Let {
+        /// The expression computed.
+        id: ExprId,
+        /// Its type.
+        dtype: DType,
+        /// Its value, operands resolved.
+        value: Value,
+    },
+    /// Raise the flag of a function with fast math if the argument is beyond the range of
+    /// the fast functions (see [`Math::Fast`]).
+    CheckFar(Operand),
+    /// `t<id> = identity of op`: the accumulator of reduction `id`.
+    Accumulator {
+        /// The reduction.
+        id: ExprId,
+        /// Its combining op.
+        op: ReduceOp,
+        /// Its type.
+        dtype: DType,
+    },
+    /// A local array `t<id>` of `length` elements accumulating reduction `id` along loop
+    /// variable `var`, and a loop over `var` setting each element to the identity.
+    LocalArray {
+        /// The reduction.
+        id: ExprId,
+        /// Its combining op.
+        op: ReduceOp,
+        /// Its type.
+        dtype: DType,
+        /// The number of elements.
+        length: usize,
+        /// The loop variable indexing it.
+        var: usize,
+        /// The values `var` takes.
+        extent: Extent,
+    },
+    /// A loop over `var`.
+    Loop {
+        /// The loop variable.
+        var: usize,
+        /// The values it takes.
+        extent: Extent,
+        /// How the target should vectorise it.
+        hint: Hint,
+        /// Its statements.
+        body: Vec<Stmt>,
+    },
+    /// A block in which loop variable `var` is `value`: a one-iteration segment.
+    Fixed {
+        /// The loop variable.
+        var: usize,
+        /// Its value.
+        value: i64,
+        /// The block's statements.
+        body: Vec<Stmt>,
+    },
+    /// A loop over the tiles of `var`'s `0..extent`, `tile` values each: the loops over
+    /// `var` inside it take [`Extent::Tile`].
+    Tiles {
+        /// The loop variable tiled.
+        var: usize,
+        /// Its number of values.
+        extent: usize,
+        /// The values of one tile.
+        tile: usize,
+        /// The statements run for each tile.
+        body: Vec<Stmt>,
+    },
+    /// `buffer[index] = value` for each store, in order.
+    Stores(Vec<(BufferId, IndexExpr, Operand)>),
+    /// `out[clamp(index)] += value` (a scatter-add kernel).
+    ScatterAdd {
+        /// The buffer added to.
+        out: BufferId,
+        /// The element, clamped into `0..len`.
+        index: Operand,
+        /// The buffer's length.
+        len: usize,
+        /// The value added.
+        value: Operand,
+        /// The buffer's type.
+        dtype: DType,
+    },
+    /// `acc = acc ⊕ value`.
+    Accumulate {
+        /// The accumulator: a reduction's temporary, or its array's element.
+        acc: Operand,
+        /// The combining op.
+        op: ReduceOp,
+        /// The accumulator's type.
+        dtype: DType,
+        /// The value folded in.
+        value: Operand,
+    },
+    /// `buffer[0..len] = 0`.
+    Zero {
+        /// The buffer cleared.
+        buffer: BufferId,
+        /// Its length.
+        len: usize,
+        /// Its type.
+        dtype: DType,
+    },
+    /// A call of [`Nest::parts`]`[part]`.
+    Call(usize),
+}
+
+/// The values a loop variable takes in a loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Extent {
+    /// `lo..hi`.
+    Range(i64, i64),
+    /// The values of the enclosing [`Stmt::Tiles`]' current tile.
+    Tile,
+}
+
+/// How the target should vectorise a loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hint {
+    /// As it sees fit.
+    None,
+    /// Across the independent items of a batched kernel.
+    Items,
+    /// As a reduction of the given accumulator by `op`.
+    Reduction(ReduceOp, ExprId),
+}
+
+/// How a math operation is computed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Math {
+    /// In scalar code.
+    Scalar,
+    /// In a loop the compiler vectorises: with functions that have vector forms.
+    Vector,
+    /// In a vectorised loop, with the target's fast functions, accurate only for the
+    /// arguments [`Stmt::CheckFar`] does not flag (the kernel is then run again with
+    /// [`Math::Vector`]).
+    Fast,
+}
+
+/// A value a statement reads.
+#[derive(Clone, Copy, Debug)]
+pub enum Operand {
+    /// A literal.
+    Literal(Literal, DType),
+    /// The temporary of an expression computed before (in this scope or one enclosing it,
+    /// or passed to the part).
+    Temp(ExprId),
+    /// The element of reduction `array`'s local array at the current value of `var`.
+    Element {
+        /// The reduction.
+        array: ExprId,
+        /// The loop variable indexing it.
+        var: usize,
+    },
+}
+
+/// What a [`Stmt::Let`] computes.
+#[derive(Clone, Debug)]
+pub enum Value {
+    /// `buffer[index]`, with the index clamped into `0..len` on the sides flagged.
+    Load {
+        /// The buffer read.
+        buffer: BufferId,
+        /// The element.
+        index: IndexExpr,
+        /// The buffer's length.
+        len: usize,
+        /// Clamp the index at 0.
+        clamp_below: bool,
+        /// Clamp the index at `len - 1`.
+        clamp_above: bool,
+    },
+    /// `buffer[index]` with a computed index, clamped into `0..len` unless `in_range`.
+    Gather {
+        /// The buffer read.
+        buffer: BufferId,
+        /// The element.
+        index: Operand,
+        /// The buffer's length.
+        len: usize,
+        /// Its type.
+        dtype: DType,
+        /// The index is known to lie in `0..len`.
+        in_range: bool,
+    },
+    /// True where all of these bounds hold (none: true).
+    InBounds(Vec<Bound>),
+    /// Unary math.
+    Unary(UnaryOp, Operand, DType, Math),
+    /// Binary math.
+    Binary(BinaryOp, Operand, Operand, DType),
+    /// `cond ? a : b`.
+    Where(Operand, Operand, Operand),
+    /// A conversion.
+    Cast(Operand, DType, DType),
+}
+
+/// Segments of a split loop outlined into a function of their own.
+#[derive(Clone, Debug)]
+pub struct Part {
+    /// The loop variables bound where it is called (passed to it).
+    pub vars: Vec<usize>,
+    /// The temporaries computed outside it that it reads (passed to it).
+    pub temps: Vec<(ExprId, DType)>,
+    /// Its statements.
+    pub body: Vec<Stmt>,
+}
+
+/// Schedules `kernel` as a function of the given form; `fast(op, dtype)` says whether the
+/// target has fast in-loop functions for that math (see [`Math::Fast`]).
+///
+/// # Panics
+/// With [`Form::Items`], if the kernel is not [`batchable`] (a bug in the caller).
+pub fn schedule(kernel: &Kernel, form: Form, fast: impl Fn(UnaryOp, DType) -> bool) -> Nest {
+    assert!(form == Form::Loops || batchable(kernel), "only straight-line kernels are scheduled for items");
+    let mut s = Scheduler::new(kernel, form, &fast);
+    let out_vars: Vec<usize> = (0..kernel.shape.len()).filter(|&d| kernel.shape[d] != 1).collect();
+    match &kernel.scatter {
+        None => {
+            let stores = kernel.stores.iter().map(|st| (st.buffer, st.index.clone(), st.value)).collect();
+            let hint = if kernel.items { Hint::Items } else { Hint::None };
+            s.loop_nest(&out_vars, &mut Vec::new(), &Body::Stores(stores), hint, true);
+        }
+        Some(scatter) => {
+            let (out, value) = (kernel.stores[0].buffer, kernel.stores[0].value);
+            let dtype = kernel.exprs[value].dtype();
+            s.push(Stmt::Zero { buffer: out, len: scatter.len, dtype });
+            if scatter.len > 0 {
+                let body = Body::ScatterAdd { out, index: scatter.index, len: scatter.len, value, dtype };
+                s.loop_nest(&out_vars, &mut Vec::new(), &body, Hint::None, false);
+            }
+        }
+    }
+    let narrows = kernel.exprs.iter().any(|e| matches!(e, Expr::Cast(_, DType::F64, DType::F32)));
+    let nest = Nest {
+        form,
+        outputs: kernel.outputs.clone(),
+        inputs: kernel.inputs(),
+        body: std::mem::take(&mut s.out),
+        parts: std::mem::take(&mut s.parts),
+        uses_fast_math: s.uses_fast_math,
+        narrows,
+    };
+    if cfg!(debug_assertions) {
+        if let Err(message) = verify(&nest, kernel) {
+            panic!("scheduling produced an invalid nest: {message}");
+        }
+    }
+    nest
+}
+
+/// True if `kernel` can be scheduled as [`Form::Items`]: straight-line code (no loops, not
+/// even a reduction's).
+pub fn batchable(kernel: &Kernel) -> bool {
+    kernel.shape.is_empty()
+        && kernel.scatter.is_none()
+        && !kernel.exprs.iter().any(|e| matches!(e, Expr::Reduce { .. }))
+}
+
+/// The most statements of one part of a split loop before the rest goes into another.
+pub const PART_STATEMENTS: usize = 480;
+
+/// The most segments one loop is split into: beyond that, splitting only multiplies code.
+const MAX_SEGMENTS: usize = 1 << 16;
+
+/// The statement in the innermost loop of a nest.
+enum Body {
+    /// `buffer[index] = value` for each output of the kernel.
+    Stores(Vec<(BufferId, IndexExpr, ExprId)>),
+    /// `out[clamp(index)] += value`.
+    ScatterAdd { out: BufferId, index: ExprId, len: usize, value: ExprId, dtype: DType },
+    /// `acc = acc ⊕ value` (a reduction's loop).
+    Accumulate { acc: ExprId, op: ReduceOp, dtype: DType, value: ExprId },
+}
+
+impl Body {
+    /// The expressions the statement uses.
+    fn roots(&self) -> Vec<ExprId> {
+        match self {
+            Body::Stores(stores) => stores.iter().map(|&(_, _, e)| e).collect(),
+            Body::ScatterAdd { index, value, .. } => vec![*value, *index],
+            Body::Accumulate { value, .. } => vec![*value],
+        }
+    }
+}
+
+/// What an expression amounts to in the code being scheduled: an expression to compute
+/// (itself, or the branch a decided `where` picks), or a literal.
+#[derive(Clone, Copy)]
+enum Resolved {
+    Expr(ExprId),
+    Literal(Literal, DType),
+}
+
+/// Segments scheduled apart from the statements around them (to become a [`Part`] if the
+/// loop needs several): what to restore when the part ends.
+struct OpenPart {
+    enclosing_out: Vec<Stmt>,
+    enclosing_size: usize,
+    enclosing_refs: BTreeSet<ExprId>,
+    enclosing_start: usize,
+}
+
+struct Scheduler<'k> {
+    kernel: &'k Kernel,
+    fast: &'k dyn Fn(UnaryOp, DType) -> bool,
+    deps: Vec<Vec<usize>>,
+    /// Expressions computed in an enclosing scope, and the log to undo a segment's.
+    emitted: Vec<bool>,
+    emit_log: Vec<ExprId>,
+    /// Where in `emit_log` each emitted expression was logged.
+    emit_pos: Vec<usize>,
+    /// The range (inclusive) each loop variable takes in the code being scheduled.
+    ranges: Vec<(i64, i64)>,
+    /// Resolutions under the current ranges, valid while their stamp is `generation`.
+    resolved: Vec<(u64, Resolved)>,
+    generation: u64,
+    /// Marks of one graph walk (`walk` is the current walk's stamp).
+    marks: Vec<u64>,
+    walk: u64,
+    /// The temporaries from outside the current part it refers to, and the `emit_log`
+    /// length when it began (expressions logged before are outside).
+    part_refs: BTreeSet<ExprId>,
+    part_start: usize,
+    /// The statements of the current part (or function), nested ones included.
+    size: usize,
+    parts: Vec<Part>,
+    /// All math runs in a vectorised loop ([`Form::Items`]).
+    all_vector: bool,
+    uses_fast_math: bool,
+    /// The sines and cosines of each argument.
+    trig_of: HashMap<ExprId, Vec<ExprId>>,
+    /// The variable of the innermost loop being scheduled, if one is open: what depends on
+    /// it is computed in a loop the compiler vectorises.
+    vector_loop: Option<usize>,
+    /// The reductions accumulated into local arrays, each with the loop variable indexing
+    /// its array.
+    arrays: Vec<Option<usize>>,
+    /// Set while the loops of an interchanged nest are scheduled (they are not
+    /// interchanged again).
+    interchanging: bool,
+    /// The loop variable being tiled, if any: its loops run over the current tile.
+    tiled: Option<usize>,
+    /// The statements of the scope being scheduled.
+    out: Vec<Stmt>,
+}
+
+impl<'k> Scheduler<'k> {
+    fn new(kernel: &'k Kernel, form: Form, fast: &'k dyn Fn(UnaryOp, DType) -> bool) -> Self {
+        let n = kernel.exprs.len();
+        Scheduler {
+            kernel,
+            fast,
+            deps: dependencies(kernel),
+            emitted: vec![false; n],
+            emit_log: Vec::new(),
+            emit_pos: vec![0; n],
+            ranges: kernel.extents.iter().map(|&n| (0, n as i64 - 1)).collect(),
+            resolved: vec![(0, Resolved::Literal(Literal::Bool(false), DType::Bool)); n],
+            generation: 1,
+            marks: vec![0; n],
+            walk: 0,
+            part_refs: BTreeSet::new(),
+            part_start: 0,
+            size: 0,
+            parts: Vec::new(),
+            all_vector: form == Form::Items,
+            uses_fast_math: false,
+            trig_of: trig_by_argument(kernel),
+            vector_loop: None,
+            arrays: vec![None; n],
+            interchanging: false,
+            tiled: None,
+            out: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, stmt: Stmt) {
+        self.size += 1;
+        self.out.push(stmt);
+    }
+
+    /// Schedules `fill` into a scope of its own, returning its statements.
+    fn scope(&mut self, fill: impl FnOnce(&mut Self)) -> Vec<Stmt> {
+        let enclosing = std::mem::take(&mut self.out);
+        fill(self);
+        std::mem::replace(&mut self.out, enclosing)
+    }
+
+    /// Narrows (or restores) the range of loop variable `v`: resolutions change with it.
+    fn set_range(&mut self, v: usize, range: (i64, i64)) {
+        self.ranges[v] = range;
+        self.generation += 1;
+    }
+
+    /// Whether `bound` always holds (`Some(true)`), never holds, or depends, in the current
+    /// ranges.
+    fn decide(&self, bound: &Bound) -> Option<bool> {
+        let (lo, hi) = bound.expr.bounds_in(&self.ranges);
+        if hi < bound.lo || lo >= bound.hi {
+            Some(false)
+        } else if lo >= bound.lo && hi < bound.hi {
+            Some(true)
+        } else {
+            None
+        }
+    }
+
+    /// What `e` amounts to in the current ranges: a decided bound is a literal, a `where`
+    /// with a decided condition is its chosen branch (followed in a loop along chains).
+    fn resolve(&mut self, e: ExprId) -> Resolved {
+        self.resolve_within(e, 0)
+    }
+
+    /// [`resolve`](Self::resolve), where resolving conditions of conditions stops at a
+    /// fixed depth (beyond it a condition counts as undecided): no recursion on graph depth.
+    fn resolve_within(&mut self, e: ExprId, depth: usize) -> Resolved {
+        const MAX_CONDITION_DEPTH: usize = 32;
+        if self.resolved[e].0 == self.generation {
+            return self.resolved[e].1;
+        }
+        let mut at = e;
+        let result = loop {
+            match &self.kernel.exprs[at] {
+                Expr::Const(v, dtype) => break Resolved::Literal(*v, *dtype),
+                Expr::Zero(dtype) => break Resolved::Literal(scalar::literal(*dtype, 0.0, 0), *dtype),
+                Expr::InBounds(bounds) => {
+                    let decisions: Vec<Option<bool>> = bounds.iter().map(|b| self.decide(b)).collect();
+                    if decisions.contains(&Some(false)) {
+                        break Resolved::Literal(Literal::Bool(false), DType::Bool);
+                    } else if decisions.iter().all(|d| *d == Some(true)) {
+                        break Resolved::Literal(Literal::Bool(true), DType::Bool);
+                    } else {
+                        break Resolved::Expr(at);
+                    }
+                }
+                &Expr::Where(c, a, b, _) if depth < MAX_CONDITION_DEPTH => match self.resolve_within(c, depth + 1) {
+                    Resolved::Literal(Literal::Bool(false), _) => at = b,
+                    Resolved::Literal(..) => at = a,
+                    Resolved::Expr(_) => break Resolved::Expr(at),
+                },
+                _ => break Resolved::Expr(at),
+            }
+        };
+        self.resolved[e] = (self.generation, result);
+        result
+    }
+
+    /// How expression `e` is read here: a literal, the temporary it resolves to, or its
+    /// array's element.
+    fn operand(&mut self, e: ExprId) -> Operand {
+        match self.resolve(e) {
+            Resolved::Literal(v, dtype) => Operand::Literal(v, dtype),
+            Resolved::Expr(x) => {
+                if let Some(var) = self.arrays[x] {
+                    return Operand::Element { array: x, var };
+                }
+                if self.emitted[x] && self.emit_pos[x] < self.part_start {
+                    self.part_refs.insert(x);
+                }
+                Operand::Temp(x)
+            }
+        }
+    }
+
+    /// The expressions the code under `roots` needs in the current ranges (not yet computed
+    /// in an enclosing scope), operands first.
+    fn live(&mut self, roots: &[ExprId]) -> Vec<ExprId> {
+        self.walk += 1;
+        let mut order = Vec::new();
+        let mut stack: Vec<(ExprId, bool)> = roots.iter().rev().map(|&e| (e, false)).collect();
+        while let Some((e, operands_done)) = stack.pop() {
+            let Resolved::Expr(e) = self.resolve(e) else { continue };
+            if operands_done {
+                order.push(e);
+                continue;
+            }
+            if self.emitted[e] || self.marks[e] == self.walk {
+                continue;
+            }
+            self.marks[e] = self.walk;
+            stack.push((e, true));
+            stack.extend(self.kernel.exprs[e].operands().into_iter().rev().map(|c| (c, false)));
+        }
+        order
+    }
+
+    /// Computes every live expression under `roots` whose loop variables are all bound.
+    fn visit(&mut self, roots: &[ExprId], bound: &[usize]) {
+        for e in self.live(roots) {
+            if !self.emitted[e] && self.deps[e].iter().all(|v| bound.contains(v)) {
+                self.emit(e, bound);
+            }
+        }
+    }
+
+    /// Opens one loop per variable in `vars` (splitting it into segments where that
+    /// pays), computing at each level what that level can, and `body` innermost.
+    fn loop_nest(&mut self, vars: &[usize], bound: &mut Vec<usize>, body: &Body, hint: Hint, split: bool) {
+        if let ([v], false, Body::Stores(_)) = (vars, self.interchanging, body) {
+            if self.kernel.accumulate_across == Some(*v) {
+                return self.accumulate_across(*v, bound, body);
+            }
+        }
+        let roots = body.roots();
+        let Some((&v, inner)) = vars.split_first() else {
+            self.visit(&roots, bound);
+            let statement = self.statement(body);
+            self.push(statement);
+            return;
+        };
+        let full = self.ranges[v];
+        let segments = if split { self.segments(v, &roots, inner.is_empty()) } else { vec![full] };
+        // Before the loop, compute what every segment needs (loop-invariant code hoisted);
+        // what only some segments need is computed in them.
+        for e in self.common_to(v, &segments, &roots) {
+            if !self.emitted[e] && self.deps[e].iter().all(|d| bound.contains(d)) {
+                self.emit(e, bound);
+            }
+        }
+        let mut part = (segments.len() > 1).then(|| self.begin_part());
+        let mut outlined = false;
+        for (lo, hi) in segments {
+            self.set_range(v, (lo, hi));
+            let mark = self.emit_log.len();
+            bound.push(v);
+            let enclosing = self.vector_loop;
+            if inner.is_empty() {
+                self.vector_loop = Some(v);
+            }
+            let body = self.scope(|s| s.loop_nest(inner, bound, body, hint, split));
+            self.vector_loop = enclosing;
+            bound.pop();
+            self.push(if lo == hi {
+                Stmt::Fixed { var: v, value: lo, body }
+            } else {
+                let extent = if self.tiled == Some(v) { Extent::Tile } else { Extent::Range(lo, hi + 1) };
+                let hint = if inner.is_empty() { hint } else { Hint::None };
+                Stmt::Loop { var: v, extent, hint, body }
+            });
+            // The next segment computes its own copies of what depends on this variable.
+            for e in self.emit_log.drain(mark..) {
+                self.emitted[e] = false;
+            }
+            if part.is_some() && self.size > PART_STATEMENTS {
+                self.outline(part.take().expect("checked"), bound);
+                outlined = true;
+                part = Some(self.begin_part());
+            }
+        }
+        if let Some(last) = part {
+            if outlined {
+                self.outline(last, bound);
+            } else {
+                self.inline(last);
+            }
+        }
+        self.set_range(v, full);
+    }
+
+    /// The innermost output loop over `v` with the reductions interchanged (see
+    /// [`Kernel::accumulate_across`]): each reduction that depends on `v` accumulates into a
+    /// local array in a nest of its own loops around a loop over `v`; then one loop over `v`
+    /// computes the stores from the arrays.
+    fn accumulate_across(&mut self, v: usize, bound: &mut Vec<usize>, body: &Body) {
+        let roots = body.roots();
+        self.visit(&roots, bound);
+        self.interchanging = true;
+        let extent = self.kernel.extents[v];
+        let mark = self.emit_log.len();
+        let tiled = extent > ACROSS_TILE;
+        if tiled {
+            self.tiled = Some(v);
+        }
+        let statements = self.scope(|s| {
+            let loop_extent = if tiled { Extent::Tile } else { Extent::Range(s.ranges[v].0, s.ranges[v].1 + 1) };
+            let kernel = s.kernel;
+            for e in s.live(&roots) {
+                let Expr::Reduce { op, ref vars, body: value, dtype } = kernel.exprs[e] else { continue };
+                if s.emitted[e] || !s.deps[e].contains(&v) {
+                    continue;
+                }
+                let length = extent.min(ACROSS_TILE);
+                s.push(Stmt::LocalArray { id: e, op, dtype, length, var: v, extent: loop_extent });
+                s.arrays[e] = Some(v);
+                let nest: Vec<usize> = vars.iter().copied().chain([v]).collect();
+                let accumulate = Body::Accumulate { acc: e, op, dtype, value };
+                s.loop_nest(&nest, bound, &accumulate, Hint::None, false);
+                s.mark_emitted(e);
+            }
+            s.loop_nest(&[v], bound, body, Hint::None, false);
+        });
+        self.interchanging = false;
+        if tiled {
+            self.tiled = None;
+            self.push(Stmt::Tiles { var: v, extent, tile: ACROSS_TILE, body: statements });
+            // What the tile's block computed is out of scope after it.
+            for e in self.emit_log.drain(mark..) {
+                self.emitted[e] = false;
+            }
+        } else {
+            self.out.extend(statements); // counted in `size` as they were scheduled
+        }
+    }
+
+    /// Records `e` as computed in the current scope (its temporary can be read).
+    fn mark_emitted(&mut self, e: ExprId) {
+        self.emitted[e] = true;
+        self.emit_pos[e] = self.emit_log.len();
+        self.emit_log.push(e);
+    }
+
+    /// Starts scheduling segments into a part of their own (see [`OpenPart`]).
+    fn begin_part(&mut self) -> OpenPart {
+        OpenPart {
+            enclosing_out: std::mem::take(&mut self.out),
+            enclosing_size: std::mem::replace(&mut self.size, 0),
+            enclosing_refs: std::mem::take(&mut self.part_refs),
+            enclosing_start: std::mem::replace(&mut self.part_start, self.emit_log.len()),
+        }
+    }
+
+    /// Ends a part, returning its statements and the outer temporaries it reads (recorded
+    /// as read by the enclosing part too, when they come from outside that one as well).
+    fn end_part(&mut self, part: OpenPart) -> (Vec<Stmt>, usize, BTreeSet<ExprId>) {
+        let statements = std::mem::replace(&mut self.out, part.enclosing_out);
+        let size = std::mem::replace(&mut self.size, part.enclosing_size);
+        let refs = std::mem::replace(&mut self.part_refs, part.enclosing_refs);
+        self.part_start = part.enclosing_start;
+        for &e in &refs {
+            if self.emit_pos[e] < self.part_start {
+                self.part_refs.insert(e);
+            }
+        }
+        (statements, size, refs)
+    }
+
+    /// Ends a part by splicing its statements in here.
+    fn inline(&mut self, part: OpenPart) {
+        let (statements, size, _) = self.end_part(part);
+        self.out.extend(statements);
+        self.size += size;
+    }
+
+    /// Ends a part by making it a [`Part`], called here.
+    fn outline(&mut self, part: OpenPart, bound: &[usize]) {
+        let (body, _, refs) = self.end_part(part);
+        let temps = refs.into_iter().map(|e| (e, self.kernel.exprs[e].dtype())).collect();
+        self.parts.push(Part { vars: bound.to_vec(), temps, body });
+        self.push(Stmt::Call(self.parts.len() - 1));
+    }
+
+    /// The live expressions every one of `segments` of `v`'s range needs, operands first.
+    fn common_to(&mut self, v: usize, segments: &[(i64, i64)], roots: &[ExprId]) -> Vec<ExprId> {
+        let full = self.ranges[v];
+        let mut order = self.live(roots);
+        if segments.len() > 1 {
+            let mut count: HashMap<ExprId, usize> = HashMap::new();
+            for &piece in segments {
+                self.set_range(v, piece);
+                for e in self.live(roots) {
+                    *count.entry(e).or_default() += 1;
+                }
+            }
+            self.set_range(v, full);
+            order.retain(|e| count.get(e) == Some(&segments.len()));
+        }
+        order
+    }
+
+    /// The innermost statement, with its operands resolved.
+    fn statement(&mut self, body: &Body) -> Stmt {
+        match body {
+            Body::Stores(stores) => {
+                Stmt::Stores(stores.iter().map(|(b, index, e)| (*b, index.clone(), self.operand(*e))).collect())
+            }
+            &Body::ScatterAdd { out, index, len, value, dtype } => {
+                Stmt::ScatterAdd { out, index: self.operand(index), len, value: self.operand(value), dtype }
+            }
+            &Body::Accumulate { acc, op, dtype, value } => {
+                Stmt::Accumulate { acc: self.operand(acc), op, dtype, value: self.operand(value) }
+            }
+        }
+    }
+
+    /// How to split the loop over `v`: at every breakpoint of the live conditions when the
+    /// segments' code stays within twice the unsplit code, else (innermost loops) into a
+    /// clamp-free interior and its edges, else not at all.
+    fn segments(&mut self, v: usize, roots: &[ExprId], innermost: bool) -> Vec<(i64, i64)> {
+        let full = self.ranges[v];
+        let live = self.live(roots);
+        let conditions = self.conditions(&live);
+        let mut cuts: Vec<i64> = Vec::new();
+        for (expr, lo, hi) in &conditions {
+            if let Some((a, b)) = self.holds_for(v, expr, *lo, *hi) {
+                cuts.extend([a, b + 1]);
+            }
+        }
+        cuts.retain(|&c| c > full.0 && c <= full.1);
+        cuts.sort_unstable();
+        cuts.dedup();
+        if !cuts.is_empty() && cuts.len() < MAX_SEGMENTS {
+            let mut bounds = vec![full.0];
+            bounds.extend(&cuts);
+            bounds.push(full.1 + 1);
+            let pieces: Vec<(i64, i64)> = bounds.windows(2).map(|w| (w[0], w[1] - 1)).collect();
+            if self.splitting_pays(v, &pieces, roots, live.len()) {
+                return pieces;
+            }
+        }
+        if innermost {
+            if let Some((a, b)) = self.interior(v, &conditions) {
+                return [(full.0, a - 1), (a, b), (b + 1, full.1)].into_iter().filter(|(l, h)| l <= h).collect();
+            }
+        }
+        vec![full]
+    }
+
+    /// True if computing each of `pieces` of `v`'s range takes at most about twice the
+    /// code of the unsplit loop (`unsplit` live expressions).
+    fn splitting_pays(&mut self, v: usize, pieces: &[(i64, i64)], roots: &[ExprId], unsplit: usize) -> bool {
+        let full = self.ranges[v];
+        let budget = 2 * unsplit + 8;
+        let mut total = 0;
+        for &piece in pieces {
+            self.set_range(v, piece);
+            total += self.live(roots).len().max(1);
+            if total > budget {
+                break;
+            }
+        }
+        self.set_range(v, full);
+        total <= budget
+    }
+
+    /// Every `lo <= expr < hi` the live code tests, or needs for a load to stay in bounds.
+    fn conditions(&self, live: &[ExprId]) -> Vec<(IndexExpr, i64, i64)> {
+        let mut out = Vec::new();
+        for &e in live {
+            match &self.kernel.exprs[e] {
+                Expr::InBounds(bounds) => out.extend(bounds.iter().map(|b| (b.expr.clone(), b.lo, b.hi))),
+                Expr::Load { index, len, .. } => out.push((index.clone(), 0, *len as i64)),
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// The values of `v` for which `lo <= expr < hi` holds, if `expr` is `c·v + r` with `r`
+    /// fixed by the other variables' current ranges.
+    fn holds_for(&self, v: usize, expr: &IndexExpr, lo: i64, hi: i64) -> Option<(i64, i64)> {
+        let (c, rest) = expr.split_var(v)?;
+        let (rlo, rhi) = rest.bounds_in(&self.ranges);
+        if c == 0 || rlo != rhi {
+            return None;
+        }
+        let (l, h) = (lo - rlo, hi - 1 - rlo);
+        Some(if c > 0 { (ceil_div(l, c), floor_div(h, c)) } else { (ceil_div(h, c), floor_div(l, c)) })
+    }
+
+    /// The values of variable `v` for which every condition that depends on `v` linearly
+    /// holds (whatever the other variables), if that is a proper, non-empty part of its
+    /// range.
+    fn interior(&self, v: usize, conditions: &[(IndexExpr, i64, i64)]) -> Option<(i64, i64)> {
+        let (mut a, mut b) = self.ranges[v];
+        let full = (a, b);
+        for (expr, lo, hi) in conditions {
+            let (elo, ehi) = expr.bounds_in(&self.ranges);
+            if elo >= *lo && ehi < *hi {
+                continue; // always holds
+            }
+            let Some((c, rest)) = expr.split_var(v) else { continue };
+            if c == 0 {
+                continue;
+            }
+            let (rlo, rhi) = rest.bounds_in(&self.ranges);
+            // lo <= c·v + r < hi for every r in [rlo, rhi]  ⇔  c·v ∈ [lo - rlo, hi - 1 - rhi]
+            let (l, h) = (lo - rlo, hi - 1 - rhi);
+            let (vmin, vmax) =
+                if c > 0 { (ceil_div(l, c), floor_div(h, c)) } else { (ceil_div(h, c), floor_div(l, c)) };
+            a = a.max(vmin);
+            b = b.min(vmax);
+        }
+        (a <= b && (a, b) != full).then_some((a, b))
+    }
+
+    /// Computes expression `e` here.
+    fn emit(&mut self, e: ExprId, bound: &[usize]) {
+        self.mark_emitted(e);
+        let kernel = self.kernel;
+        let value = match kernel.exprs[e] {
+            Expr::Const(..) | Expr::Zero(_) => return, // literals are read inline
+            Expr::Reduce { op, ref vars, body, dtype } => {
+                self.push(Stmt::Accumulator { id: e, op, dtype });
+                let hint = match op {
+                    ReduceOp::Sum | ReduceOp::Prod if !self.contains_reduce(body) => Hint::Reduction(op, e),
+                    _ => Hint::None,
+                };
+                let mut inner = bound.to_vec();
+                let accumulate = Body::Accumulate { acc: e, op, dtype, value: body };
+                return self.loop_nest(vars, &mut inner, &accumulate, hint, false);
+            }
+            Expr::Unary(op, x, dtype) => {
+                let math = match self.in_vector_loop(e) {
+                    false => Math::Scalar,
+                    true if (self.fast)(op, dtype) => Math::Fast,
+                    true => Math::Vector,
+                };
+                let arg = self.operand(x);
+                if math == Math::Fast {
+                    self.uses_fast_math = true;
+                    if !self.argument_checked(e, x) {
+                        self.push(Stmt::CheckFar(arg));
+                    }
+                }
+                Value::Unary(op, arg, dtype, math)
+            }
+            Expr::Load { buffer, ref index, len, .. } => {
+                let (lo, hi) = index.bounds_in(&self.ranges);
+                Value::Load { buffer, index: index.clone(), len, clamp_below: lo < 0, clamp_above: hi >= len as i64 }
+            }
+            Expr::Gather { buffer, index, len, dtype, in_range } => {
+                Value::Gather { buffer, index: self.operand(index), len, dtype, in_range }
+            }
+            Expr::InBounds(ref bounds) => {
+                Value::InBounds(bounds.iter().filter(|b| self.decide(b).is_none()).cloned().collect())
+            }
+            Expr::Binary(op, a, b, dtype) => Value::Binary(op, self.operand(a), self.operand(b), dtype),
+            Expr::Where(c, a, b, _) => Value::Where(self.operand(c), self.operand(a), self.operand(b)),
+            Expr::Cast(x, from, to) => Value::Cast(self.operand(x), from, to),
+        };
+        let dtype = kernel.exprs[e].dtype();
+        self.push(Stmt::Let { id: e, dtype, value });
+    }
+
+    /// True if another sine or cosine of `x` than `e` is computed in this scope (or one
+    /// enclosing it): its argument was checked there.
+    fn argument_checked(&self, e: ExprId, x: ExprId) -> bool {
+        self.trig_of.get(&x).is_some_and(|ts| ts.iter().any(|&t| t != e && self.emitted[t]))
+    }
+
+    /// True if `e` is computed in a loop the compiler vectorises.
+    fn in_vector_loop(&self, e: ExprId) -> bool {
+        self.all_vector || self.vector_loop.is_some_and(|v| self.deps[e].contains(&v))
+    }
+
+    /// True if a reduction is nested under `e` (a reduction's vectorised loop must stay
+    /// innermost).
+    fn contains_reduce(&self, e: ExprId) -> bool {
+        self.kernel.cone(e).into_iter().any(|x| matches!(self.kernel.exprs[x], Expr::Reduce { .. }))
+    }
+}
+
+/// The sines and cosines of `kernel`, by argument.
+fn trig_by_argument(kernel: &Kernel) -> HashMap<ExprId, Vec<ExprId>> {
+    let mut by_argument: HashMap<ExprId, Vec<ExprId>> = HashMap::new();
+    for (e, expr) in kernel.exprs.iter().enumerate() {
+        if let Expr::Unary(UnaryOp::Sin | UnaryOp::Cos, x, _) = expr {
+            by_argument.entry(*x).or_default().push(e);
+        }
+    }
+    by_argument
+}
+
+/// The loop variables each expression depends on (a reduction binds its own).
+fn dependencies(kernel: &Kernel) -> Vec<Vec<usize>> {
+    let mut deps: Vec<Vec<usize>> = Vec::with_capacity(kernel.exprs.len());
+    for expr in &kernel.exprs {
+        let mut d = Vec::new();
+        match expr {
+            Expr::Load { index, .. } => index.vars(&mut d),
+            Expr::InBounds(bounds) => bounds.iter().for_each(|b| b.expr.vars(&mut d)),
+            Expr::Reduce { vars, body, .. } => d.extend(deps[*body].iter().filter(|v| !vars.contains(v))),
+            _ => expr.operands().into_iter().for_each(|x| d.extend(&deps[x])),
+        }
+        d.sort_unstable();
+        d.dedup();
+        deps.push(d);
+    }
+    deps
+}
+
+fn floor_div(a: i64, b: i64) -> i64 {
+    let q = a / b;
+    if (a % b != 0) && ((a < 0) != (b < 0)) {
+        q - 1
+    } else {
+        q
+    }
+}
+
+fn ceil_div(a: i64, b: i64) -> i64 {
+    -floor_div(-a, b)
+}
+
+/// Checks the invariants a renderer relies on: every temporary, array element and loop
+/// variable is read only where it is defined (in the statement's scope, an enclosing one,
+/// or passed to its part), no temporary is defined twice in one scope path, every loop
+/// stays within its variable's extent, and every load not clamped stays inside its buffer.
+///
+/// ```
+/// use anvil::{Tensor, DType, lower::{lower, nest::{schedule, verify, Form}}};
+/// let x = Tensor::input(0, [64, 48], DType::F64);
+/// let program = lower(&[x.sum_axes(1, false).node().unwrap().clone()], &[(DType::F64, vec![64, 48])]);
+/// let kernel = &program.kernels[0];
+/// assert_eq!(verify(&schedule(kernel, Form::Loops, |_, _| false), kernel), Ok(()));
+/// ```
+pub fn verify(nest: &Nest, kernel: &Kernel) -> Result<(), String> {
+    let mut checker = Checker { nest, kernel, scope: Scope::new(kernel), tile: None };
+    checker.block(&nest.body)?;
+    Ok(())
+}
+
+/// What is defined at a point of a nest.
+#[derive(Clone)]
+struct Scope {
+    temps: Vec<bool>,
+    arrays: Vec<Option<usize>>,
+    /// The range (inclusive) of each bound loop variable.
+    ranges: Vec<Option<(i64, i64)>>,
+}
+
+impl Scope {
+    fn new(kernel: &Kernel) -> Self {
+        let n = kernel.exprs.len();
+        Scope { temps: vec![false; n], arrays: vec![None; n], ranges: vec![None; kernel.extents.len()] }
+    }
+}
+
+struct Checker<'a> {
+    nest: &'a Nest,
+    kernel: &'a Kernel,
+    scope: Scope,
+    /// The variable being tiled, and its tile's range.
+    tile: Option<(usize, (i64, i64))>,
+}
+
+impl Checker<'_> {
+    /// Checks `statements` in a scope of their own.
+    fn block(&mut self, statements: &[Stmt]) -> Result<(), String> {
+        let enclosing = self.scope.clone();
+        let result = statements.iter().try_for_each(|s| self.statement(s));
+        self.scope = enclosing;
+        result
+    }
+
+    /// Checks `statements` run with loop variable `var` in `range`.
+    fn with_var(&mut self, var: usize, range: (i64, i64), statements: &[Stmt]) -> Result<(), String> {
+        let extent = *self.kernel.extents.get(var).ok_or(format!("loop over unknown variable i{var}"))? as i64;
+        if self.scope.ranges[var].is_some() {
+            return Err(format!("loop variable i{var} bound twice"));
+        }
+        // An empty range is a loop over a zero extent.
+        if range.0 <= range.1 && (range.0 < 0 || range.1 >= extent) {
+            return Err(format!("i{var} takes {}..={} outside its extent {extent}", range.0, range.1));
+        }
+        self.scope.ranges[var] = Some(range);
+        let result = self.block(statements);
+        self.scope.ranges[var] = None;
+        result
+    }
+
+    fn range_of(&self, var: usize, extent: Extent) -> Result<(i64, i64), String> {
+        match (extent, self.tile) {
+            (Extent::Range(lo, hi), _) => Ok((lo, hi - 1)),
+            (Extent::Tile, Some((v, range))) if v == var => Ok(range),
+            (Extent::Tile, _) => Err(format!("a loop over i{var}'s tile outside its tiles")),
+        }
+    }
+
+    fn define(&mut self, id: ExprId) -> Result<(), String> {
+        match self.scope.temps.get_mut(id) {
+            Some(defined) if !*defined => {
+                *defined = true;
+                Ok(())
+            }
+            Some(_) => Err(format!("t{id} defined twice")),
+            None => Err(format!("t{id} is not an expression of the kernel")),
+        }
+    }
+
+    fn read(&self, operand: &Operand) -> Result<(), String> {
+        match *operand {
+            Operand::Literal(..) => Ok(()),
+            Operand::Temp(id) if self.scope.temps.get(id) == Some(&true) => Ok(()),
+            Operand::Temp(id) => Err(format!("t{id} read where it is not defined")),
+            Operand::Element { array, var } => match self.scope.arrays.get(array) {
+                Some(Some(v)) if *v == var && self.scope.ranges[var].is_some() => Ok(()),
+                _ => Err(format!("element of t{array} read outside its array's loop over i{var}")),
+            },
+        }
+    }
+
+    /// The ranges of the variables, unbound ones at their full extent (only bound ones are
+    /// read by well-formed indices; the others are reported by [`Self::index_bound`]).
+    fn ranges(&self) -> Vec<(i64, i64)> {
+        self.scope.ranges.iter().zip(&self.kernel.extents).map(|(r, &n)| r.unwrap_or((0, n as i64 - 1))).collect()
+    }
+
+    fn index_bound(&self, index: &IndexExpr) -> Result<(i64, i64), String> {
+        let mut vars = Vec::new();
+        index.vars(&mut vars);
+        match vars.iter().find(|&&v| !matches!(self.scope.ranges.get(v), Some(Some(_)))) {
+            Some(v) => Err(format!("index {index} reads i{v} outside its loop")),
+            None => Ok(index.bounds_in(&self.ranges())),
+        }
+    }
+
+    fn value(&self, value: &Value) -> Result<(), String> {
+        match value {
+            Value::Load { buffer, index, len, clamp_below, clamp_above } => {
+                let (lo, hi) = self.index_bound(index)?;
+                if (lo < 0 && !clamp_below) || (hi >= *len as i64 && !clamp_above) {
+                    return Err(format!("load of b{buffer}[{index}] leaves 0..{len} unclamped"));
+                }
+                Ok(())
+            }
+            Value::Gather { index, .. } => self.read(index),
+            Value::InBounds(bounds) => bounds.iter().try_for_each(|b| self.index_bound(&b.expr).map(|_| ())),
+            Value::Unary(_, x, _, _) | Value::Cast(x, _, _) => self.read(x),
+            Value::Binary(_, a, b, _) => [a, b].into_iter().try_for_each(|x| self.read(x)),
+            Value::Where(c, a, b) => [c, a, b].into_iter().try_for_each(|x| self.read(x)),
+        }
+    }
+
+    fn statement(&mut self, statement: &Stmt) -> Result<(), String> {
+        match statement {
+            Stmt::Let { id, value, .. } => {
+                self.value(value)?;
+                self.define(*id)
+            }
+            Stmt::CheckFar(x) => self.read(x),
+            Stmt::Accumulator { id, .. } => self.define(*id),
+            &Stmt::LocalArray { id, var, extent, .. } => {
+                self.range_of(var, extent)?;
+                if self.scope.arrays[id].replace(var).is_some() {
+                    return Err(format!("array t{id} declared twice"));
+                }
+                Ok(())
+            }
+            &Stmt::Loop { var, extent, ref body, .. } => {
+                let range = self.range_of(var, extent)?;
+                self.with_var(var, range, body)
+            }
+            &Stmt::Fixed { var, value, ref body } => self.with_var(var, (value, value), body),
+            &Stmt::Tiles { var, extent, tile, ref body } => {
+                if tile == 0 || extent != self.kernel.extents[var] {
+                    return Err(format!("tiles of i{var} do not cover its extent"));
+                }
+                let enclosing = self.tile.replace((var, (0, extent as i64 - 1)));
+                let result = self.block(body);
+                self.tile = enclosing;
+                result
+            }
+            Stmt::Stores(stores) => stores.iter().try_for_each(|(_, index, value)| {
+                self.index_bound(index)?;
+                self.read(value)
+            }),
+            Stmt::ScatterAdd { index, value, .. } => [index, value].into_iter().try_for_each(|x| self.read(x)),
+            Stmt::Accumulate { acc, value, .. } => {
+                if matches!(acc, Operand::Literal(..)) {
+                    return Err("an accumulator that is a literal".into());
+                }
+                [acc, value].into_iter().try_for_each(|x| self.read(x))
+            }
+            Stmt::Zero { .. } => Ok(()),
+            Stmt::Call(p) => self.call(*p),
+        }
+    }
+
+    /// Checks a call of part `p`: what it is passed is defined here, and its body is well
+    /// formed with exactly that defined.
+    fn call(&mut self, p: usize) -> Result<(), String> {
+        let part = self.nest.parts.get(p).ok_or(format!("call of missing part {p}"))?;
+        for &(id, _) in &part.temps {
+            self.read(&Operand::Temp(id)).map_err(|m| format!("part {p}: {m}"))?;
+        }
+        if let Some(v) = part.vars.iter().find(|&&v| self.scope.ranges[v].is_none()) {
+            return Err(format!("part {p} is passed i{v} outside its loop"));
+        }
+        let enclosing = std::mem::replace(&mut self.scope, Scope::new(self.kernel));
+        for &(id, _) in &part.temps {
+            self.scope.temps[id] = true;
+        }
+        for &v in &part.vars {
+            self.scope.ranges[v] = enclosing.ranges[v];
+        }
+        let result = self.block(&part.body).map_err(|m| format!("part {p}: {m}"));
+        self.scope = enclosing;
+        result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lower::lower;
+    use crate::{DType, Tensor};
+
+    /// The nest of the one kernel of `x ↦ sin(pad(x))` over 1000 elements: two edges and an
+    /// interior loop reading `x` unclamped.
+    fn padded_sine() -> (Kernel, Nest) {
+        let x = Tensor::input(0, 1000, DType::F64);
+        let y = x.pad(&[(1, 1)]).sin();
+        let program = lower(&[y.node().unwrap().clone()], &[(DType::F64, vec![1000])]);
+        let kernel = program.kernels[0].clone();
+        let nest = schedule(&kernel, Form::Loops, |_, _| false);
+        (kernel, nest)
+    }
+
+    fn interior(nest: &mut Nest) -> &mut Vec<Stmt> {
+        match &mut nest.body[1] {
+            Stmt::Loop { body, .. } => body,
+            other => panic!("expected the interior loop, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_interior_of_a_padded_loop_reads_unclamped_and_the_edges_read_nothing() {
+        let (kernel, mut nest) = padded_sine();
+        assert_eq!(verify(&nest, &kernel), Ok(()));
+        let loads =
+            |body: &[Stmt]| body.iter().filter(|s| matches!(s, Stmt::Let { value: Value::Load { .. }, .. })).count();
+        let edges: Vec<&Vec<Stmt>> = [&nest.body[0], &nest.body[2]]
+            .into_iter()
+            .map(|s| match s {
+                Stmt::Fixed { body, .. } => body,
+                other => panic!("expected an edge, got {other:?}"),
+            })
+            .collect();
+        assert!(edges.iter().all(|body| loads(body) == 0), "the padding is sin(0): no read");
+        let body = interior(&mut nest);
+        assert_eq!(loads(body), 1);
+        assert!(body.iter().all(|s| !matches!(s, Stmt::Let { value: Value::Load { clamp_below: true, .. }, .. })));
+    }
+
+    #[test]
+    fn the_verifier_rejects_an_unclamped_load_outside_its_buffer() {
+        let (kernel, mut nest) = padded_sine();
+        if let Stmt::Loop { extent, .. } = &mut nest.body[1] {
+            *extent = Extent::Range(0, 1001); // the interior widened over the first edge
+        }
+        let error = verify(&nest, &kernel).unwrap_err();
+        assert!(error.contains("unclamped"), "{error}");
+    }
+
+    #[test]
+    fn the_verifier_rejects_a_temporary_read_before_it_is_defined() {
+        let (kernel, mut nest) = padded_sine();
+        let body = interior(&mut nest);
+        let first = body.iter().position(|s| matches!(s, Stmt::Let { .. })).unwrap();
+        body.remove(first);
+        let error = verify(&nest, &kernel).unwrap_err();
+        assert!(error.contains("read where it is not defined"), "{error}");
+    }
+
+    #[test]
+    fn the_verifier_rejects_loops_beyond_their_extent_and_rebinding() {
+        let (kernel, nest) = padded_sine();
+        let mut beyond = nest.clone();
+        if let Stmt::Fixed { value, .. } = &mut beyond.body[2] {
+            *value = 1002;
+        }
+        assert!(verify(&beyond, &kernel).unwrap_err().contains("outside its extent"));
+        let mut nested = nest.clone();
+        let inner = nested.body[0].clone();
+        interior(&mut nested).push(inner);
+        assert!(verify(&nested, &kernel).unwrap_err().contains("bound twice"));
+        let mut missing_part = nest;
+        missing_part.body.push(Stmt::Call(0));
+        assert!(verify(&missing_part, &kernel).unwrap_err().contains("missing part"));
+    }
+}
