@@ -1,5 +1,5 @@
-//! Property tests: random graphs over random shapes (elementwise chains, movement chains,
-//! reductions, broadcasting) lower to native code that agrees with the interpreter, both
+//! Property tests: random graphs over random shapes (elementwise chains, long ones included,
+//! movement chains, reductions with elementwise tails, broadcasting, stacks of scalars) lower to native code that agrees with the interpreter, both
 //! as straight-line code and as loops, whole or with their bodies split into parts.
 
 mod common;
@@ -18,7 +18,7 @@ fn apply(pool: &[Tensor], (op, a, b): Step) -> Tensor {
     let y = &pool[b as usize % pool.len()];
     let rank = x.ndim();
     let axis = if rank == 0 { 0 } else { b as usize % rank };
-    match op % 24 {
+    match op % 27 {
         0 => x.sin(),
         1 => x.tanh().exp(),
         2 => x.abs().sqrt() - 0.5,
@@ -86,6 +86,26 @@ fn apply(pool: &[Tensor], (op, a, b): Step) -> Tensor {
             let index = Tensor::from_array(&anvil::ndarray::Array1::from(slots)).reshape(x.shape());
             Tensor::scatter_add(&x.exp(), &index, 4)
         }
+        24 if x.numel() > 0 && y.numel() > 0 => {
+            // A stack of scalars picked from two tensors (a robot model's state vector).
+            let (fx, fy) = (x.reshape(x.numel()), y.reshape(y.numel()));
+            let middle = (x.numel() / 2) as isize;
+            Tensor::stack(&[fx.get(0) * fy.get(-1), fx.get(middle).sin(), fy.get(0) + 1.0, fx.get(-1)], 0)
+        }
+        25 => {
+            // A long elementwise chain (one fused body of about a hundred operations).
+            let mut t = x.clone();
+            for k in 0..32 {
+                t = (t * 0.75 + 0.01 * k as f64).sin();
+            }
+            t
+        }
+        26 if rank > 0 => {
+            // A reduction followed by an elementwise tail (a layer: sum, bias, activation, its
+            // derivative).
+            let t = (x.sum_axes(axis as isize, false) + 0.5).tanh();
+            t.clone() * (1.0 - t.clone() * t)
+        }
         _ => x.atan(),
     }
 }
@@ -134,17 +154,10 @@ proptest! {
 #[test]
 fn a_batched_region_split_into_one_item_segments_compiles() {
     let shapes = [vec![], vec![1]];
-    let steps = [
-        (70, 0, 0),
-        (0, 115, 0),
-        (105, 13, 1),
-        (13, 24, 0),
-        (0, 0, 0),
-        (0, 0, 0),
-        (252, 92, 0),
-        (0, 33, 0),
-        (86, 162, 0),
-    ];
+    // Op codes as the generator reads them (`op % 27`): gather, sin, pad, slice, sin, sin,
+    // broadcast, sin, matmul.
+    let steps =
+        [(22, 0, 0), (0, 115, 0), (9, 13, 1), (13, 24, 0), (0, 0, 0), (0, 0, 0), (12, 92, 0), (0, 33, 0), (14, 162, 0)];
     let inputs = host_inputs(&shapes, 0);
     // Straight-line code would build it whole (its gather reads captured positions).
     let f = build(&shapes, &steps).with_lowering(LowerOptions { straight_line_max_work: 0, ..LowerOptions::default() });
