@@ -10,7 +10,7 @@
 # confirm. Function-like macros are added too (they break `NAME(`).
 #
 # Usage: scripts/find_reserved_names.sh        (about 7 minutes on two cores)
-# then copy $OUTDIR/reserved_strict.txt to crates/anvil/src/function/reserved_names.txt.
+# then copy $OUTDIR/reserved_strict.txt to crates/anvil/src/render/reserved_names.txt.
 # Re-run when a generated module includes another header, or for another libc/compiler.
 #
 # Outputs in $OUTDIR (default: a new temporary directory, printed at the end):

@@ -1,118 +1,18 @@
-//! Names that end up as C++ identifiers.
+//! Names that end up as C++ identifiers (the keywords and library names they must avoid
+//! are the dialect's, [`CPP`]).
 
 use crate::error::{Error, Result};
+use crate::render::dialect::CPP;
 use std::collections::HashSet;
 use std::sync::OnceLock;
-
-const CPP_KEYWORDS: &[&str] = &[
-    "alignas",
-    "alignof",
-    "and",
-    "and_eq",
-    "asm",
-    "auto",
-    "bitand",
-    "bitor",
-    "bool",
-    "break",
-    "case",
-    "catch",
-    "char",
-    "char16_t",
-    "char32_t",
-    "char8_t",
-    "class",
-    "compl",
-    "concept",
-    "const",
-    "consteval",
-    "constexpr",
-    "constinit",
-    "const_cast",
-    "continue",
-    "co_await",
-    "co_return",
-    "co_yield",
-    "decltype",
-    "default",
-    "delete",
-    "do",
-    "double",
-    "dynamic_cast",
-    "else",
-    "enum",
-    "explicit",
-    "export",
-    "extern",
-    "false",
-    "float",
-    "for",
-    "friend",
-    "goto",
-    "if",
-    "inline",
-    "int",
-    "long",
-    "mutable",
-    "namespace",
-    "new",
-    "noexcept",
-    "not",
-    "not_eq",
-    "nullptr",
-    "operator",
-    "or",
-    "or_eq",
-    "private",
-    "protected",
-    "public",
-    "register",
-    "reinterpret_cast",
-    "requires",
-    "return",
-    "short",
-    "signed",
-    "sizeof",
-    "static",
-    "static_assert",
-    "static_cast",
-    "struct",
-    "switch",
-    "template",
-    "this",
-    "thread_local",
-    "throw",
-    "true",
-    "try",
-    "typedef",
-    "typeid",
-    "typename",
-    "union",
-    "unsigned",
-    "using",
-    "virtual",
-    "void",
-    "volatile",
-    "wchar_t",
-    "while",
-    "xor",
-    "xor_eq",
-    "Buffer",
-    "std",
-];
 
 /// The longest name accepted: names become file names (the JIT cache adds about 70
 /// characters, and file systems allow 255).
 pub const MAX_NAME_LEN: usize = 128;
 
-/// Names the standard headers of a generated module declare at global scope, or define as
-/// macros, with g++ and clang++ on glibc (one per line; `scripts/find_reserved_names.sh`
-/// derives the list by compiling every candidate).
-const LIBRARY_NAMES: &str = include_str!("reserved_names.txt");
-
 fn is_library_name(name: &str) -> bool {
     static NAMES: OnceLock<HashSet<&'static str>> = OnceLock::new();
-    NAMES.get_or_init(|| LIBRARY_NAMES.lines().map(str::trim).filter(|l| !l.is_empty()).collect()).contains(name)
+    NAMES.get_or_init(|| CPP.library_names.lines().map(str::trim).filter(|l| !l.is_empty()).collect()).contains(name)
 }
 
 /// Checks that `name` can be a C++ identifier of ours: `[A-Za-z][A-Za-z0-9_]*`, at most
@@ -151,7 +51,7 @@ pub fn check_identifier(name: &str, what: &str) -> Result<()> {
     if name.contains("__") {
         return invalid("names containing `__` are reserved for the C++ implementation".into());
     }
-    if CPP_KEYWORDS.contains(&name) {
+    if CPP.keywords.contains(&name) {
         return invalid(format!("`{name}` is a C++ keyword or a name anvil's generated code uses"));
     }
     if name.starts_with("ANVIL_") {

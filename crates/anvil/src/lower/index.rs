@@ -298,37 +298,79 @@ impl Atom {
     }
 }
 
-/// Renders as C++ with loop variables named `i<v>`.
-impl fmt::Display for IndexExpr {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (n, (atom, k)) in self.terms.iter().enumerate() {
-            let sign = match (n, *k < 0) {
-                (0, false) => "",
-                (0, true) => "-",
-                (_, false) => " + ",
-                (_, true) => " - ",
+/// How a target writes index arithmetic (a renderer spells it with its dialect, see
+/// [`IndexExpr::spell`]); the expression's [`Display`](fmt::Display) is the C-like form.
+pub trait IndexSpelling {
+    /// Loop variable `v`.
+    fn var(&self, v: usize) -> String;
+    /// `x` times `k` (`k` > 1).
+    fn product(&self, x: &str, k: u64) -> String;
+    /// `x` divided by `d`, truncating.
+    fn quotient(&self, x: &str, d: i64) -> String;
+    /// The remainder of `x` divided by `d`.
+    fn remainder(&self, x: &str, d: i64) -> String;
+    /// `x + y`, or with `negative`, `x - y`.
+    fn sum(&self, x: &str, y: &str, negative: bool) -> String;
+    /// `-x`.
+    fn negative(&self, x: &str) -> String;
+}
+
+impl IndexExpr {
+    /// The expression written as `spelling` says.
+    pub fn spell(&self, spelling: &impl IndexSpelling) -> String {
+        let mut out: Option<String> = None;
+        for (atom, k) in &self.terms {
+            let atom = match atom {
+                Atom::Var(v) => spelling.var(*v),
+                Atom::Div(e, d) => spelling.quotient(&e.spell(spelling), *d),
+                Atom::Mod(e, d) => spelling.remainder(&e.spell(spelling), *d),
             };
-            match k.unsigned_abs() {
-                1 => write!(f, "{sign}{atom}")?,
-                m => write!(f, "{sign}{atom}*{m}")?,
-            }
+            let term = match k.unsigned_abs() {
+                1 => atom,
+                m => spelling.product(&atom, m),
+            };
+            out = Some(match out {
+                None if *k < 0 => spelling.negative(&term),
+                None => term,
+                Some(sum) => spelling.sum(&sum, &term, *k < 0),
+            });
         }
-        match (self.terms.is_empty(), self.constant) {
-            (true, c) => write!(f, "{c}"),
-            (false, 0) => Ok(()),
-            (false, c) if c < 0 => write!(f, " - {}", c.unsigned_abs()),
-            (false, c) => write!(f, " + {c}"),
+        match (out, self.constant) {
+            (None, c) => c.to_string(),
+            (Some(sum), 0) => sum,
+            (Some(sum), c) => spelling.sum(&sum, &c.unsigned_abs().to_string(), c < 0),
         }
     }
 }
 
-impl fmt::Display for Atom {
+/// The C-like form of index expressions, loop variables named `i<v>`.
+struct CLike;
+
+impl IndexSpelling for CLike {
+    fn var(&self, v: usize) -> String {
+        format!("i{v}")
+    }
+    fn product(&self, x: &str, k: u64) -> String {
+        format!("{x}*{k}")
+    }
+    fn quotient(&self, x: &str, d: i64) -> String {
+        format!("({x})/{d}")
+    }
+    fn remainder(&self, x: &str, d: i64) -> String {
+        format!("({x})%{d}")
+    }
+    fn sum(&self, x: &str, y: &str, negative: bool) -> String {
+        format!("{x} {} {y}", if negative { '-' } else { '+' })
+    }
+    fn negative(&self, x: &str) -> String {
+        format!("-{x}")
+    }
+}
+
+/// The C-like form, loop variables named `i<v>` (as in messages and the generated C++).
+impl fmt::Display for IndexExpr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Atom::Var(v) => write!(f, "i{v}"),
-            Atom::Div(e, d) => write!(f, "({e})/{d}"),
-            Atom::Mod(e, d) => write!(f, "({e})%{d}"),
-        }
+        f.write_str(&self.spell(&CLike))
     }
 }
 

@@ -1,10 +1,11 @@
 //! The target language's spellings, in one table.
 //!
-//! The kernel printer ([`super::kernel`]) decides what code to write: which temporaries,
-//! loops and stores. How each thing is spelled comes from a [`Dialect`]: types, literals,
-//! math functions, conversions, qualifiers, statements (loops, blocks, bindings, stores,
-//! calls, function definitions; see [`Statements`]), annotations for the compiler
-//! ([`Annotations`]) and the prelude that defines them. The methods below spell the scalar
+//! The loop nest ([`crate::lower::nest`]) says what code to write: which temporaries, loops
+//! and stores; the kernel printer ([`super::kernel`]) writes it. How each thing is spelled
+//! comes from a [`Dialect`]: types, literals, math functions, conversions, qualifiers, index
+//! arithmetic, statements (loops, blocks, bindings, stores, calls, function definitions;
+//! see [`Statements`]), annotations for the compiler ([`Annotations`]) and the prelude that
+//! defines them, and the keywords and library names our identifiers must avoid. The methods below spell the scalar
 //! operations from the table, with the reference interpreter's semantics wherever the
 //! language leaves a case undefined: integer arithmetic wraps, integer division by zero gives 0, a float converted
 //! to an integer saturates (NaN gives 0), and `max`/`min` propagate NaN.
@@ -21,12 +22,121 @@
 
 use crate::dtype::DType;
 use crate::graph::{scalar, BinaryOp, Literal, ReduceOp, UnaryOp};
+use crate::lower::index::IndexSpelling;
+
+/// C++'s keywords and the names anvil's generated code uses.
+const CPP_KEYWORDS: &[&str] = &[
+    "alignas",
+    "alignof",
+    "and",
+    "and_eq",
+    "asm",
+    "auto",
+    "bitand",
+    "bitor",
+    "bool",
+    "break",
+    "case",
+    "catch",
+    "char",
+    "char16_t",
+    "char32_t",
+    "char8_t",
+    "class",
+    "compl",
+    "concept",
+    "const",
+    "consteval",
+    "constexpr",
+    "constinit",
+    "const_cast",
+    "continue",
+    "co_await",
+    "co_return",
+    "co_yield",
+    "decltype",
+    "default",
+    "delete",
+    "do",
+    "double",
+    "dynamic_cast",
+    "else",
+    "enum",
+    "explicit",
+    "export",
+    "extern",
+    "false",
+    "float",
+    "for",
+    "friend",
+    "goto",
+    "if",
+    "inline",
+    "int",
+    "long",
+    "mutable",
+    "namespace",
+    "new",
+    "noexcept",
+    "not",
+    "not_eq",
+    "nullptr",
+    "operator",
+    "or",
+    "or_eq",
+    "private",
+    "protected",
+    "public",
+    "register",
+    "reinterpret_cast",
+    "requires",
+    "return",
+    "short",
+    "signed",
+    "sizeof",
+    "static",
+    "static_assert",
+    "static_cast",
+    "struct",
+    "switch",
+    "template",
+    "this",
+    "thread_local",
+    "throw",
+    "true",
+    "try",
+    "typedef",
+    "typeid",
+    "typename",
+    "union",
+    "unsigned",
+    "using",
+    "virtual",
+    "void",
+    "volatile",
+    "wchar_t",
+    "while",
+    "xor",
+    "xor_eq",
+    "Buffer",
+    "std",
+];
+
+/// Names the standard headers of a generated module declare at global scope, or define as
+/// macros, with g++ and clang++ on glibc (one per line; `scripts/find_reserved_names.sh`
+/// derives the list by compiling every candidate).
+const CPP_LIBRARY_NAMES: &str = include_str!("reserved_names.txt");
 
 /// Every spelling of a target language that the kernel printer uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Dialect {
     /// The scalar type of `bool`, `i32`, `i64`, `f32` and `f64`, in that order.
     pub types: [&'static str; 5],
+    /// The language's keywords (and names the generated code uses): not names of ours.
+    pub keywords: &'static [&'static str],
+    /// Names the headers of a generated module declare at global scope or define as
+    /// macros, one per line: not names of ours either.
+    pub library_names: &'static str,
     /// The unsigned types that `i32` and `i64` arithmetic wraps in.
     pub unsigned: [&'static str; 2],
     /// The qualifier of a pointer no other pointer aliases.
@@ -132,6 +242,14 @@ pub struct Statements {
     pub return_value: &'static str,
     /// A statement run only if a condition holds: condition, statement.
     pub only_if: &'static str,
+    /// A parameter: type, name.
+    pub parameter: &'static str,
+    /// The name of a loop variable: its number.
+    pub loop_var: &'static str,
+    /// Index arithmetic: a product (expression, constant), a truncating quotient and a
+    /// remainder (expression, positive constant), a sum and a difference (two expressions),
+    /// a negation (expression), in that order.
+    pub index_arithmetic: [&'static str; 6],
 }
 
 /// `template` with each `{k}` (one digit) replaced by `args[k]`, in one pass.
@@ -159,6 +277,8 @@ fn fill(template: &str, args: &[&str]) -> String {
 /// translation unit includes no header).
 pub const CPP: Dialect = Dialect {
     types: ["bool", "int", "long long", "float", "double"],
+    keywords: CPP_KEYWORDS,
+    library_names: CPP_LIBRARY_NAMES,
     unsigned: ["unsigned int", "unsigned long long"],
     restrict: "__restrict",
     maybe_unused: "[[maybe_unused]]",
@@ -195,6 +315,9 @@ pub const CPP: Dialect = Dialect {
         flag_function: "{0}bool {1}({2}) {\n{3}}\n",
         return_value: "return {0};",
         only_if: "if ({0}) {1}",
+        parameter: "{0} {1}",
+        loop_var: "i{0}",
+        index_arithmetic: ["{0}*{1}", "({0})/{1}", "({0})%{1}", "{0} + {1}", "{0} - {1}", "-{0}"],
     },
     prelude: CPP_PRELUDE,
     annotations: Annotations {
@@ -208,7 +331,34 @@ pub const CPP: Dialect = Dialect {
     },
 };
 
+/// Index expressions in the dialect's arithmetic, loop variables named by its `loop_var`.
+impl IndexSpelling for Dialect {
+    fn var(&self, v: usize) -> String {
+        fill(self.statements.loop_var, &[&v.to_string()])
+    }
+    fn product(&self, x: &str, k: u64) -> String {
+        fill(self.statements.index_arithmetic[0], &[x, &k.to_string()])
+    }
+    fn quotient(&self, x: &str, d: i64) -> String {
+        fill(self.statements.index_arithmetic[1], &[x, &d.to_string()])
+    }
+    fn remainder(&self, x: &str, d: i64) -> String {
+        fill(self.statements.index_arithmetic[2], &[x, &d.to_string()])
+    }
+    fn sum(&self, x: &str, y: &str, negative: bool) -> String {
+        fill(self.statements.index_arithmetic[if negative { 4 } else { 3 }], &[x, y])
+    }
+    fn negative(&self, x: &str) -> String {
+        fill(self.statements.index_arithmetic[5], &[x])
+    }
+}
+
 impl Dialect {
+    /// A parameter of the given type.
+    pub fn parameter(&self, type_name: &str, name: &str) -> String {
+        fill(self.statements.parameter, &[type_name, name])
+    }
+
     /// A counted loop's head (`for` variable `var` from `first` while below `end`).
     pub fn loop_head(&self, var: &str, first: &str, end: &str) -> String {
         fill(self.statements.loop_head, &[var, first, end])
@@ -747,6 +897,31 @@ ANVIL_LOOP_MATH(cosf, float)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn index_arithmetic_is_spelled_by_the_table() {
+        use crate::lower::IndexExpr;
+        let ext = [7, 5, 100];
+        let (i0, i1, i2) = (IndexExpr::var(0), IndexExpr::var(1), IndexExpr::var(2));
+        let quotient = i2.div(3, &ext);
+        let remainder = i2.modulo(3, &ext);
+        let e = quotient.scale(-4).add(&remainder).add(&i0.scale(5)).add(&i1.scale(-1)).add_const(-2);
+        // C++ reads it as the IR writes it.
+        assert_eq!(e.spell(&CPP), e.to_string());
+        for part in ["i0*5", "- i1", "(i2)/3", "(i2)%3", "- 2"] {
+            assert!(e.spell(&CPP).contains(part), "{part} in {}", e.spell(&CPP));
+        }
+        assert_eq!(i1.scale(-1).spell(&CPP), "-i1");
+        assert_eq!(IndexExpr::constant(-3).spell(&CPP), "-3");
+        // Another language's table, another spelling.
+        let statements = Statements {
+            loop_var: "idx[{0}]",
+            index_arithmetic: ["mul({0}, {1})", "div({0}, {1})", "rem({0}, {1})", "{0} + {1}", "{0} - {1}", "neg({0})"],
+            ..CPP.statements
+        };
+        let other = Dialect { statements, ..CPP };
+        assert_eq!(i0.scale(-2).add(&i2.modulo(3, &ext)).spell(&other), "neg(mul(idx[0], 2)) + rem(idx[2], 3)");
+    }
 
     #[test]
     fn another_table_is_another_language() {

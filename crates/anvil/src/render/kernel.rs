@@ -14,6 +14,7 @@
 use super::dialect::CPP;
 use crate::dtype::DType;
 use crate::graph::{reduce_identity, BinaryOp, Literal};
+use crate::lower::index::IndexSpelling;
 use crate::lower::nest::{Extent, Form, Hint, Math, Nest, Operand, Stmt, Value};
 use crate::lower::BufferId;
 use std::fmt::Write;
@@ -46,12 +47,13 @@ pub fn render_kernel(nest: &Nest, name: &str, dtypes: &[DType]) -> String {
 pub fn render_batched_kernel(nest: &Nest, name: &str, dtypes: &[DType]) -> String {
     assert_eq!(nest.form, Form::Items, "only straight-line kernels are batched");
     let index = CPP.type_name(DType::I64);
-    let mut params = vec![format!("{index} count")];
+    let mut params = vec![CPP.parameter(index, "count")];
     let mut args = vec!["count".to_string()];
     let mut pointers = String::new();
     let buffers = nest.outputs.iter().map(|&b| (b, true)).chain(nest.inputs.iter().map(|&b| (b, false)));
     for (b, mutable) in buffers {
-        params.push(format!("{}, {index} stride{b}", CPP.pointer_param(dtypes[b], mutable, &format!("items{b}"))));
+        let stride = CPP.parameter(index, &format!("stride{b}"));
+        params.push(format!("{}, {stride}", CPP.pointer_param(dtypes[b], mutable, &format!("items{b}"))));
         args.push(format!("items{b}, stride{b}"));
         let pointee = CPP.pointee(dtypes[b], mutable);
         let pointer = CPP.pointer_binding(&pointee, &format!("b{b}"), &format!("items{b} + item * stride{b}"));
@@ -170,10 +172,10 @@ impl Printer<'_> {
                 .map(|p| if p.starts_with(CPP.maybe_unused) { p.clone() } else { format!("{} {p}", CPP.maybe_unused) })
                 .collect();
             for &v in &part.vars {
-                params.push(format!("{} {} i{v}", CPP.maybe_unused, CPP.type_name(DType::I64)));
+                params.push(format!("{} {}", CPP.maybe_unused, CPP.parameter(CPP.type_name(DType::I64), &CPP.var(v))));
             }
             for &(e, dtype) in &part.temps {
-                params.push(format!("{} t{e}", CPP.pointee(dtype, false)));
+                params.push(CPP.parameter(&CPP.pointee(dtype, false), &format!("t{e}")));
             }
             self.block(&part.body, 1);
             let code = std::mem::take(&mut self.code);
@@ -220,7 +222,7 @@ impl Printer<'_> {
                 let array = format!("t{id}");
                 self.line(depth, &CPP.local_array(CPP.type_name(dtype), &array, &length.to_string()));
                 let (first, end) = self.loop_bounds(extent);
-                let head = CPP.loop_head(&format!("i{var}"), &first, &end);
+                let head = CPP.loop_head(&CPP.var(var), &first, &end);
                 let slot = CPP.element(&array, &self.array_index(var));
                 let init = CPP.assign(&slot, &CPP.literal(reduce_identity(op, dtype), dtype));
                 self.line(depth, &format!("{head} {open} {init} {close}"));
@@ -238,19 +240,19 @@ impl Printer<'_> {
                     }
                 }
                 let (first, end) = self.loop_bounds(extent);
-                self.line(depth, &format!("{} {open}", CPP.loop_head(&format!("i{var}"), &first, &end)));
+                self.line(depth, &format!("{} {open}", CPP.loop_head(&CPP.var(var), &first, &end)));
                 self.block(body, depth + 1);
                 self.line(depth, close);
             }
             Stmt::Fixed { var, value, body } => {
                 // One iteration: a block (cheaper for the C++ compiler than a one-trip loop).
                 self.line(depth, open);
-                self.line(depth + 1, &CPP.fixed_index(&format!("i{var}"), &value.to_string()));
+                self.line(depth + 1, &CPP.fixed_index(&CPP.var(*var), &value.to_string()));
                 self.block(body, depth + 1);
                 self.line(depth, close);
             }
             &Stmt::Tiles { var, extent, tile, ref body } => {
-                let start = format!("i{var}_tile");
+                let start = format!("{}_tile", CPP.var(var));
                 let (step, extent) = (tile.to_string(), extent.to_string());
                 self.line(depth, &format!("{} {open}", CPP.tile_head(&start, "0", &extent, &step)));
                 let end = CPP.binary(BinaryOp::Min, DType::I64, &format!("{start} + {step}"), &extent);
@@ -263,7 +265,7 @@ impl Printer<'_> {
                 let assignments: Vec<String> = stores
                     .iter()
                     .map(|(b, index, value)| {
-                        CPP.assign(&CPP.element(&format!("b{b}"), &index.to_string()), &self.operand(value))
+                        CPP.assign(&CPP.element(&format!("b{b}"), &index.spell(&CPP)), &self.operand(value))
                     })
                     .collect();
                 self.line(depth, &assignments.join(" "));
@@ -285,7 +287,7 @@ impl Printer<'_> {
             &Stmt::Call(p) => {
                 let part = &self.nest.parts[p];
                 let mut args = self.signature.args.clone();
-                args.extend(part.vars.iter().map(|v| format!("i{v}")));
+                args.extend(part.vars.iter().map(|&v| CPP.var(v)));
                 args.extend(part.temps.iter().map(|(e, _)| format!("t{e}")));
                 let name = self.part_name(p);
                 let call = if self.trig == Trig::Fast {
@@ -310,9 +312,8 @@ impl Printer<'_> {
     /// The element of a local array at the current point of loop `var`.
     fn array_index(&self, var: usize) -> String {
         match &self.tile {
-            // Spelled like the index expressions (`lower::IndexExpr`'s display).
-            Some((v, start, _)) if *v == var => format!("i{var} - {start}"),
-            _ => format!("i{var}"),
+            Some((v, start, _)) if *v == var => CPP.sum(&CPP.var(var), start, true),
+            _ => CPP.var(var),
         }
     }
 
@@ -327,7 +328,7 @@ impl Printer<'_> {
     fn value(&self, value: &Value) -> String {
         match value {
             Value::Load { buffer, index, len, clamp_below, clamp_above } => {
-                load(*buffer, &index.to_string(), *clamp_below, *clamp_above, *len)
+                load(*buffer, &index.spell(&CPP), *clamp_below, *clamp_above, *len)
             }
             Value::Gather { buffer, index, len, dtype, in_range } => {
                 if *len == 0 {
@@ -342,7 +343,7 @@ impl Printer<'_> {
             Value::InBounds(bounds) => {
                 let tests: Vec<String> = bounds
                     .iter()
-                    .map(|b| CPP.in_range(&b.expr.to_string(), &b.lo.to_string(), &b.hi.to_string()))
+                    .map(|b| CPP.in_range(&b.expr.spell(&CPP), &b.lo.to_string(), &b.hi.to_string()))
                     .collect();
                 format!("({})", tests.join(CPP.statements.and))
             }
