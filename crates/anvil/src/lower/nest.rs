@@ -25,8 +25,8 @@
 //!   function's length).
 //! - **Vector math.** Each math operation is marked with how it is computed ([`Math`]):
 //!   in scalar code, in a vectorised loop, or (sine and cosine of doubles, where the
-//!   target has them) with the target's fast in-loop functions, whose far arguments
-//!   [`Stmt::CheckFar`] flags.
+//!   target has them, in loops of at least [`FAST_MATH_MIN_TRIPS`] iterations) with the
+//!   target's fast in-loop functions, whose far arguments [`Stmt::CheckFar`] flags.
 //!
 //! In debug builds (and so in every test) [`schedule`] checks its result with [`verify`].
 //!
@@ -342,6 +342,13 @@ pub fn batchable(kernel: &Kernel) -> bool {
 
 /// The most statements of one part of a split loop before the rest goes into another.
 pub const PART_STATEMENTS: usize = 480;
+
+/// The fewest iterations of a vectorised loop for which its math is [`Math::Fast`]: the
+/// fast functions save a fraction of a nanosecond per element, but their kernel is compiled
+/// twice (with the exact functions for the rerun) and inline, so in short loops (a
+/// 90k-node rollout over 8 lanes: 14.2 s of compilation instead of 1.5) they cost more than
+/// they save.
+pub const FAST_MATH_MIN_TRIPS: i64 = 64;
 
 /// The most segments one loop is split into: beyond that, splitting only multiplies code.
 const MAX_SEGMENTS: usize = 1 << 16;
@@ -886,7 +893,7 @@ impl<'k> Scheduler<'k> {
             Expr::Unary(op, x, dtype) => {
                 let math = match self.in_vector_loop(e) {
                     false => Math::Scalar,
-                    true if (self.fast)(op, dtype) => Math::Fast,
+                    true if (self.fast)(op, dtype) && self.vector_trips() >= FAST_MATH_MIN_TRIPS => Math::Fast,
                     true => Math::Vector,
                 };
                 let arg = self.operand(x);
@@ -920,6 +927,16 @@ impl<'k> Scheduler<'k> {
     /// enclosing it): its argument was checked there.
     fn argument_checked(&self, e: ExprId, x: ExprId) -> bool {
         self.trig_of.get(&x).is_some_and(|ts| ts.iter().any(|&t| t != e && self.emitted[t]))
+    }
+
+    /// How many times the vectorised loop being scheduled runs (unbounded for
+    /// [`Form::Items`], whose items are counted at run time).
+    fn vector_trips(&self) -> i64 {
+        match self.vector_loop {
+            _ if self.all_vector => i64::MAX,
+            Some(v) => self.ranges[v].1 - self.ranges[v].0 + 1,
+            None => 0,
+        }
     }
 
     /// True if `e` is computed in a loop the compiler vectorises.
@@ -1215,6 +1232,36 @@ mod tests {
         let body = interior(&mut nest);
         assert_eq!(loads(body), 1);
         assert!(body.iter().all(|s| !matches!(s, Stmt::Let { value: Value::Load { clamp_below: true, .. }, .. })));
+    }
+
+    #[test]
+    fn sines_are_fast_only_in_loops_long_enough_to_pay_for_their_code() {
+        let fast = |op: UnaryOp, dtype: DType| matches!(op, UnaryOp::Sin) && dtype == DType::F64;
+        let sine_nest = |n: usize| {
+            let x = Tensor::input(0, n, DType::F64);
+            let y = x.sin() * 2.0;
+            let options = crate::lower::LowerOptions::loops_only();
+            let program = crate::lower::lower_with(&[y.node().unwrap().clone()], &[(DType::F64, vec![n])], &options);
+            schedule(&program.kernels[0], Form::Loops, fast)
+        };
+        let math = |nest: &Nest| match &nest.body[..] {
+            [Stmt::Loop { body, .. }] => body.iter().find_map(|s| match s {
+                Stmt::Let { value: Value::Unary(UnaryOp::Sin, _, _, math), .. } => Some(*math),
+                _ => None,
+            }),
+            other => panic!("expected one loop, got {other:?}"),
+        };
+        let long = sine_nest(FAST_MATH_MIN_TRIPS as usize);
+        assert!(long.uses_fast_math);
+        assert_eq!(math(&long), Some(Math::Fast));
+        let short = sine_nest(FAST_MATH_MIN_TRIPS as usize - 1);
+        assert!(!short.uses_fast_math);
+        assert_eq!(math(&short), Some(Math::Vector));
+        // Straight-line code run over a batch of items: as long as the batch.
+        let x = Tensor::input(0, 3, DType::F64);
+        let program = lower(&[x.sin().node().unwrap().clone()], &[(DType::F64, vec![3])]);
+        assert!(schedule(&program.kernels[0], Form::Items, fast).uses_fast_math);
+        assert!(!schedule(&program.kernels[0], Form::Loops, fast).uses_fast_math);
     }
 
     #[test]
