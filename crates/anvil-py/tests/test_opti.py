@@ -320,8 +320,16 @@ def test_include_dirs_name_piqp_and_eigen():
 
 def test_example_runs(tmp_path):
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    # The example writes its module into a fresh temporary directory: under tmp_path here.
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
     out = subprocess.run(
-        [sys.executable, os.path.join(root, "examples", "sqp.py")], capture_output=True, text=True, cwd=tmp_path
+        [sys.executable, os.path.join(root, "examples", "sqp.py")],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
     )
     assert out.returncode == 0, out.stderr
     assert "status SOLVED" in out.stdout and "p = 26: f = 17.5" in out.stdout
+    written = [d for d in os.listdir(tmp_path) if d.startswith("anvil_sqp_")]
+    assert len(written) == 1 and os.path.isfile(os.path.join(tmp_path, written[0], "hs071.hpp"))
