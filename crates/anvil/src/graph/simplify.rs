@@ -15,7 +15,8 @@ use crate::dtype::DType;
 
 type Rule = fn(&Op, DType, &[usize], &[NodeRef]) -> Option<NodeRef>;
 
-const RULES: &[Rule] = &[drop_identity_ops, fold_constants, merge_movement, algebraic_identities, special_powers];
+const RULES: &[Rule] =
+    &[drop_identity_ops, fold_constants, merge_movement, algebraic_identities, absorb_negations, special_powers];
 
 /// The simplest equivalent of `op(srcs)`, if a rule applies.
 pub fn simplify(op: &Op, dtype: DType, shape: &[usize], srcs: &[NodeRef]) -> Option<NodeRef> {
@@ -146,6 +147,31 @@ fn algebraic_identities(op: &Op, dtype: DType, shape: &[usize], srcs: &[NodeRef]
     }
 }
 
+/// Negations absorbed by the operation that reads them: `a + (-b) = a - b`,
+/// `(-a) + b = b - a`, `a - (-b) = a + b`, `(-a)(-b) = ab` and `(-a)c = a(-c)` for a constant
+/// `c`. Each is exact: IEEE arithmetic rounds symmetrically (and defines `a - b` as
+/// `a + (-b)`), and wrapping integer arithmetic is a ring. Derivatives are full of such
+/// negations (the Rosenbrock Hessian's diagonal: 17 operations, 15 with them absorbed).
+fn absorb_negations(op: &Op, dtype: DType, shape: &[usize], srcs: &[NodeRef]) -> Option<NodeRef> {
+    let Op::Binary(binary) = op else { return None };
+    let negated = |n: &NodeRef| matches!(n.op, Op::Unary(UnaryOp::Neg)).then(|| n.srcs[0].clone());
+    let negative = |c: &NodeRef| {
+        let value = scalar::unary_literal(UnaryOp::Neg, c.dtype, literal_of(c)?);
+        Some(constant(value, c.dtype, &c.shape))
+    };
+    let make = |op: BinaryOp, a: NodeRef, b: NodeRef| Some(intern_simplified(Op::Binary(op), dtype, shape, vec![a, b]));
+    let (x, y) = (&srcs[0], &srcs[1]);
+    match (binary, negated(x), negated(y)) {
+        (BinaryOp::Add, _, Some(b)) => make(BinaryOp::Sub, x.clone(), b),
+        (BinaryOp::Add, Some(a), None) => make(BinaryOp::Sub, y.clone(), a),
+        (BinaryOp::Sub, _, Some(b)) => make(BinaryOp::Add, x.clone(), b),
+        (BinaryOp::Mul, Some(a), Some(b)) => make(BinaryOp::Mul, a, b),
+        (BinaryOp::Mul, Some(a), None) => make(BinaryOp::Mul, a, negative(y)?),
+        (BinaryOp::Mul, None, Some(b)) => make(BinaryOp::Mul, negative(x)?, b),
+        _ => None,
+    }
+}
+
 /// `pow(x, c)` for the constant exponents whose power has an exact, cheaper form. Besides
 /// the speed, `pow(x, 0.5)` must not stay a `pow`: GCC vectorises it as `sqrt` (which
 /// differs at `-inf` and `-0`) but calls `pow` in scalar loop tails, so one program would
@@ -172,5 +198,81 @@ fn special_powers(op: &Op, dtype: DType, shape: &[usize], srcs: &[NodeRef]) -> O
         Some(make(Op::Where, dtype, vec![minus_inf, float(f64::INFINITY), positive_root]))
     } else {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Tensor;
+
+    /// Equal values: the same bits, or both NaN.
+    fn same(x: Literal, y: Literal) -> bool {
+        match (x, y) {
+            (Literal::Float(a), Literal::Float(b)) => a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()),
+            (Literal::Int(a), Literal::Int(b)) => a == b,
+            _ => false,
+        }
+    }
+
+    #[test]
+    fn absorbed_negations_are_exact_for_every_dtype_and_special_value() {
+        let floats = [
+            0.0,
+            -0.0,
+            1.0,
+            -1.5,
+            0.1,
+            3.0,
+            1e-310,
+            -3e-320,
+            1e308,
+            -1.7e308,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+        ];
+        let ints = [0, 1, -1, 7, i32::MIN as i64, i32::MAX as i64, i64::MIN, i64::MAX];
+        for dtype in [DType::F64, DType::F32, DType::I32, DType::I64] {
+            let values: Vec<Literal> = if dtype.is_float() {
+                floats.iter().map(|&v| scalar::cast(dtype, Literal::Float(v))).collect()
+            } else {
+                ints.iter().map(|&v| scalar::cast(dtype, Literal::Int(v))).collect()
+            };
+            let neg = |v| scalar::unary_literal(UnaryOp::Neg, dtype, v);
+            let op = |op, a, b| scalar::binary_literal(op, dtype, a, b);
+            for &a in &values {
+                for &b in &values {
+                    let cases = [
+                        (op(BinaryOp::Add, a, neg(b)), op(BinaryOp::Sub, a, b)),
+                        (op(BinaryOp::Add, neg(a), b), op(BinaryOp::Sub, b, a)),
+                        (op(BinaryOp::Sub, a, neg(b)), op(BinaryOp::Add, a, b)),
+                        (op(BinaryOp::Mul, neg(a), neg(b)), op(BinaryOp::Mul, a, b)),
+                        (op(BinaryOp::Mul, neg(a), b), op(BinaryOp::Mul, a, neg(b))),
+                    ];
+                    for (k, (before, after)) in cases.into_iter().enumerate() {
+                        assert!(same(before, after), "{dtype:?} rule {k}: {a:?}, {b:?}: {before:?} != {after:?}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn negations_are_absorbed_when_nodes_are_built() {
+        let (x, y) = (Tensor::input(0, 3, DType::F64), Tensor::input(1, 3, DType::F64));
+        let op = |t: Tensor| t.node().unwrap().op.clone();
+        assert_eq!(op(&x + &(-&y)), Op::Binary(BinaryOp::Sub));
+        assert_eq!(op(&(-&x) + &y), Op::Binary(BinaryOp::Sub));
+        assert_eq!(op(&x - &(-&y)), Op::Binary(BinaryOp::Add));
+        let product = (-&x) * 3.0;
+        let node = product.node().unwrap();
+        assert_eq!(node.op, Op::Binary(BinaryOp::Mul));
+        assert!(node.srcs.iter().any(|s| literal_of(s).is_some_and(|v| v.is(-3.0))), "{node:?}");
+        let both = (-&x) * (-&y);
+        assert!(both.node().unwrap().srcs.iter().all(|s| !matches!(s.op, Op::Unary(UnaryOp::Neg))));
+        // A negation read by anything else stays.
+        assert_eq!(op((-&x).sin()), Op::Unary(UnaryOp::Sin));
+        assert!(matches!((-&x).node().unwrap().op, Op::Unary(UnaryOp::Neg)));
     }
 }
