@@ -9,8 +9,10 @@ driver in one interleaved loop (median per call; the ratio column is anvil / pee
 
 - the 4×16 Jacobian of the MLP 16-64-64-4 (tanh, captured weights);
 - the cart-pole RK4 step (tests/multistage_problems.py) and its 4×5 Jacobian;
-- the extended Rosenbrock sparse Hessian (upper triangle, n = 1000) and the tridiagonal
-  residual's sparse Jacobian (n = 1000), CSC values.
+- the extended Rosenbrock sparse Hessian (upper triangle, n = 1000), the tridiagonal
+  residual's sparse Jacobian (n = 1000) and the banded Jacobian of sin(x₁) cos(x₀) + cos(x₁)
+  over neighbours (n = 1000, sines and cosines of one argument in each column's code), CSC
+  values.
 
 Every value is checked first: anvil against CasADi (dense, 1e-12 relative) and the driver's
 three results against each other. anvil is compiled with its JIT's flags, CasADi's C and the
@@ -105,6 +107,14 @@ H2 = 1.0 / (N_SPARSE + 1) ** 2
 def residual_anvil(x: Any) -> Any:
     p = x.pad(((1, 1),))
     return p[:N_SPARSE] - x * 2.0 + p[2:] + x.exp() * H2
+
+
+def band_trig_anvil(x: Any) -> Any:
+    return x[1:].sin() * x[:-1].cos() + x[1:].cos()
+
+
+def band_trig_casadi(ca: Any, x: Any) -> Any:
+    return ca.sin(x[1:]) * ca.cos(x[:-1]) + ca.cos(x[1:])
 
 
 def residual_casadi(ca: Any, x: Any) -> Any:
@@ -247,12 +257,15 @@ def native_cases(ca: Any) -> list[Case]:
     xsn = ca.SX.sym("x", N_SPARSE)
     rosen_ca = ca.Function("ca_rosen_hess", [xsn], [ca.triu(ca.hessian(rosenbrock(xsn, ca.sum1), xsn)[0])])
     resid_ca = ca.Function("ca_resid_jac", [xsn], [ca.jacobian(residual_casadi(ca, xsn), xsn)])
+    band = av.NumericalFunction("band_trig", band_trig_anvil, (av.Arg(N_SPARSE),))
+    band_ca = ca.Function("ca_band_jac", [xsn], [ca.jacobian(band_trig_casadi(ca, xsn), xsn)])
     return [
         Case("MLP 16-64-64-4 Jacobian (4x16)", av.ad.jacobian(mlp, name="mlp_jac"), mlp_jac_ca, "hand_mlp_jac", x16),
         Case("cart-pole RK4 step", step, step_ca, None, z0),
         Case("cart-pole RK4 step Jacobian (4x5)", av.ad.jacobian(step, name="cp_step_jac"), step_jac_ca, None, z0),
         Case("Rosenbrock sparse Hessian, n=1000", av.ad.sphessian(rosen, name="rosen_hess"), rosen_ca, "hand_rosen_hess", xn),
         Case("tridiagonal sparse Jacobian, n=1000", av.ad.spjacobian(resid, name="resid_jac"), resid_ca, "hand_resid_jac", xn),
+        Case("banded sin/cos sparse Jacobian, n=1000", av.ad.spjacobian(band, name="band_jac"), band_ca, None, xn),
     ]
 
 

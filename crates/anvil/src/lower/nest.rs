@@ -24,7 +24,8 @@
 //!   function of its own (the C++ compiler's time grows faster than linearly with a
 //!   function's length).
 //! - **Vector math.** Each math operation is marked with how it is computed ([`Math`]):
-//!   in scalar code, in a vectorised loop, or (sine and cosine of doubles, where the
+//!   in scalar code, in a vectorised loop (the innermost loop, or the loop around it when
+//!   the innermost is unrolled into one-iteration blocks), or (sine and cosine of doubles, where the
 //!   target has them, in loops of at least [`FAST_MATH_MIN_TRIPS`] iterations) with the
 //!   target's fast in-loop functions, whose far arguments [`Stmt::CheckFar`] flags.
 //!
@@ -423,6 +424,9 @@ struct Scheduler<'k> {
     /// The variable of the innermost loop being scheduled, if one is open: what depends on
     /// it is computed in a loop the compiler vectorises.
     vector_loop: Option<usize>,
+    /// The variable of the innermost open [`Stmt::Loop`] (one-iteration blocks are not
+    /// loops).
+    open_loop: Option<usize>,
     /// The reductions accumulated into local arrays, each with the loop variable indexing
     /// its array.
     arrays: Vec<Option<usize>>,
@@ -458,6 +462,7 @@ impl<'k> Scheduler<'k> {
             uses_fast_math: false,
             trig_of: trig_by_argument(kernel),
             vector_loop: None,
+            open_loop: None,
             arrays: vec![None; n],
             interchanging: false,
             tiled: None,
@@ -601,6 +606,15 @@ impl<'k> Scheduler<'k> {
         };
         let full = self.ranges[v];
         let segments = if split { self.segments(v, &roots, inner.is_empty()) } else { vec![full] };
+        // An innermost loop split into one-iteration blocks is unrolled: its blocks are
+        // straight-line code in the body of the loop around them, which is the loop the
+        // compiler vectorises.
+        let unrolled = inner.is_empty() && segments.iter().all(|(lo, hi)| lo == hi);
+        let enclosing_vector_loop = self.vector_loop;
+        if unrolled && self.open_loop.is_some() {
+            self.vector_loop = self.open_loop;
+        }
+        let body_vector_loop = self.vector_loop;
         // Before the loop, compute what every segment needs (loop-invariant code hoisted);
         // what only some segments need is computed in them.
         for e in self.common_to(v, &segments, &roots) {
@@ -614,12 +628,16 @@ impl<'k> Scheduler<'k> {
             self.set_range(v, (lo, hi));
             let mark = self.emit_log.len();
             bound.push(v);
-            let enclosing = self.vector_loop;
-            if inner.is_empty() {
+            let enclosing_open_loop = self.open_loop;
+            if lo != hi {
+                self.open_loop = Some(v);
+            }
+            if inner.is_empty() && !(unrolled && self.open_loop.is_some()) {
                 self.vector_loop = Some(v);
             }
             let body = self.scope(|s| s.loop_nest(inner, bound, body, hint, split));
-            self.vector_loop = enclosing;
+            self.vector_loop = body_vector_loop;
+            self.open_loop = enclosing_open_loop;
             bound.pop();
             self.push(if lo == hi {
                 Stmt::Fixed { var: v, value: lo, body }
@@ -645,6 +663,7 @@ impl<'k> Scheduler<'k> {
                 self.inline(last);
             }
         }
+        self.vector_loop = enclosing_vector_loop;
         self.set_range(v, full);
     }
 
@@ -1262,6 +1281,44 @@ mod tests {
         let program = lower(&[x.sin().node().unwrap().clone()], &[(DType::F64, vec![3])]);
         assert!(schedule(&program.kernels[0], Form::Items, fast).uses_fast_math);
         assert!(!schedule(&program.kernels[0], Form::Loops, fast).uses_fast_math);
+    }
+
+    /// Every unary math statement of `statements` (nested ones included), with its math.
+    fn unary_math(statements: &[Stmt], out: &mut Vec<(UnaryOp, Math)>) {
+        for s in statements {
+            match s {
+                Stmt::Let { value: Value::Unary(op, _, _, math), .. } => out.push((*op, *math)),
+                Stmt::Loop { body, .. } | Stmt::Fixed { body, .. } | Stmt::Tiles { body, .. } => unary_math(body, out),
+                _ => {}
+            }
+        }
+    }
+
+    #[test]
+    fn an_unrolled_innermost_loop_computes_in_the_vector_loop_around_it() {
+        // A banded sparse Jacobian: the loop over each column's two non-zeros is split into
+        // two one-iteration blocks, straight-line code in the body of the loop over the
+        // columns, which vectorises. Spelled as scalar code there, GCC merged the sine and
+        // cosine of one argument into a scalar sincos and kept that loop scalar (7.6x slower).
+        let f = crate::NumericalFunction::new(
+            "band",
+            |[x]| {
+                let (head, tail) = (x.shrink(&[(0, 499)]), x.shrink(&[(1, 500)]));
+                tail.sin() * head.cos() + tail.cos()
+            },
+            [crate::Arg::new(500)],
+        )
+        .unwrap();
+        let jacobian = crate::function::ad::spjacobian(&f).unwrap();
+        let kernel =
+            jacobian.program().kernels.iter().find(|k| k.shape.iter().any(|&n| n > 100)).expect("a loop over the band");
+        let nest = schedule(kernel, Form::Loops, |_, _| false);
+        let Stmt::Loop { body, .. } = &nest.body[0] else { panic!("expected the loop over x: {:?}", nest.body) };
+        assert!(body.iter().any(|s| matches!(s, Stmt::Fixed { .. })), "{body:?}");
+        let mut math = Vec::new();
+        unary_math(&nest.body, &mut math);
+        assert!(math.iter().any(|(op, _)| *op == UnaryOp::Sin) && math.iter().any(|(op, _)| *op == UnaryOp::Cos));
+        assert!(math.iter().all(|(_, m)| *m == Math::Vector), "{math:?}");
     }
 
     #[test]
