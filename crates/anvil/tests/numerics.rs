@@ -249,6 +249,39 @@ fn a_loop_meeting_a_far_argument_an_infinity_or_nan_reruns_with_the_exact_sine_a
 }
 
 #[test]
+fn a_banded_jacobian_whose_unrolled_columns_meet_far_arguments_reruns_exactly() {
+    // Each column's two non-zeros are one-iteration blocks in the loop over the columns,
+    // which vectorises with the fast sine and cosine: far arguments, infinities and NaN
+    // anywhere in x still give the interpreter's values.
+    let len = 300;
+    let f = NumericalFunction::new(
+        "band",
+        |[x]| {
+            let (head, tail) = (x.shrink(&[(0, len - 1)]), x.shrink(&[(1, len)]));
+            tail.sin() * head.cos() + tail.cos()
+        },
+        [Arg::new(len)],
+    )
+    .unwrap();
+    let jacobian = anvil::ad::spjacobian(&f).unwrap();
+    let source = jacobian.jit_source();
+    assert!(source.contains("anvil_fast_sin(") && source.contains("_exact("), "the band is vector math");
+    let near: Vec<f64> = (0..len).map(|i| (i as f64 - 150.5) * 0.41).collect();
+    for far in [2.5e6, -3e9, 1.7e308, f64::INFINITY, f64::NEG_INFINITY, f64::NAN] {
+        for at in [0, 77, len - 1] {
+            let mut xs = near.clone();
+            xs[at] = far;
+            let native = jacobian.call_dyn(&[f64s(&xs)]).unwrap().remove(0).to_f64_vec();
+            let interpreted = jacobian.eval_dyn(&[f64s(&xs)]).unwrap().remove(0).to_f64_vec();
+            assert_eq!(native.len(), interpreted.len());
+            for (k, (n, i)) in native.iter().zip(&interpreted).enumerate() {
+                assert!(ulps(*n, *i) <= 4, "x[{at}] = {far:e}, value {k}: native {n}, interpreter {i}");
+            }
+        }
+    }
+}
+
+#[test]
 fn vectorised_tanh_is_within_three_ulp_of_the_interpreter_everywhere() {
     let mut xs = near_trig_arguments();
     xs.retain(|x| x.abs() <= 30.0);

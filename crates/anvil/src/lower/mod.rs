@@ -124,9 +124,10 @@ pub fn lower_with(outputs: &[NodeRef], inputs: &[(DType, Vec<usize>)], options: 
     program
 }
 
-/// In debug builds (and so in every test), runs the [`verify`]er after a stage: an invalid
-/// program there is a bug in anvil, caught before it becomes wrong native code.
-fn debug_verify(stage: &str, check: impl FnOnce() -> Result<(), String>) {
+/// In debug builds (and so in every test), runs a verifier after a stage (the [`verify`]er,
+/// or [`nest::verify`] after scheduling): an invalid program there is a bug in anvil,
+/// caught before it becomes wrong native code.
+pub(crate) fn debug_verify(stage: &str, check: impl FnOnce() -> Result<(), String>) {
     if cfg!(debug_assertions) {
         if let Err(message) = check() {
             panic!("anvil bug: {stage} produced an invalid program: {message}");

@@ -325,11 +325,7 @@ pub fn schedule(kernel: &Kernel, form: Form, fast: impl Fn(UnaryOp, DType) -> bo
         uses_fast_math: s.uses_fast_math,
         narrows,
     };
-    if cfg!(debug_assertions) {
-        if let Err(message) = verify(&nest, kernel) {
-            panic!("scheduling produced an invalid nest: {message}");
-        }
-    }
+    super::debug_verify("scheduling", || verify(&nest, kernel));
     nest
 }
 

@@ -139,14 +139,13 @@ fn constant_arrays(program: &Program) -> String {
 fn kernels(program: &Program, batched: bool) -> String {
     let dtypes: Vec<DType> = program.buffers.iter().map(|b| b.dtype).collect();
     let mut out = String::new();
+    let fast = |op, dtype| CPP.has_fast_unary(op, dtype);
     for (k, kernel) in program.kernels.iter().enumerate() {
-        let fast = |op, dtype| CPP.has_fast_unary(op, dtype);
-        let text = if batched {
+        out += &if batched {
             render_batched_kernel(&schedule(kernel, Form::Items, fast), &format!("kernel{k}_batch"), &dtypes)
         } else {
             render_kernel(&schedule(kernel, Form::Loops, fast), &format!("kernel{k}"), &dtypes)
         };
-        out += &text;
     }
     out.trim_end().to_string()
 }
