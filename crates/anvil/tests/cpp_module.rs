@@ -415,3 +415,48 @@ fn batched_entry_points_agree_with_the_oracle_item_by_item() {
         std::fs::remove_dir_all(dir).unwrap();
     }
 }
+
+/// Captured tables reach the workspace intact whatever the compiler makes of the copy: g++
+/// 12 targeting AVX-512 (`-march=native` on such a host) folds a `memcpy` of a constant
+/// table into vector constants and builds some wrongly (GCC PR target/108599: a 32- or
+/// 64-byte chunk of repeated values followed by zeros, as in Jacobian seed tables). The
+/// module copies its tables element by element through a volatile view instead.
+#[test]
+fn captured_tables_arrive_intact_when_compiled_for_the_host_cpu() {
+    // Tables of under 1 kB (GCC expands longer copies as calls to memcpy) that the kernels
+    // gather from (so they are workspace buffers, not literals): the report's 0/1 seed
+    // table of 60 doubles (entries 58 and 59 arrived as 1), and one whose every 32-byte
+    // chunk is {v, v, 0, 0}.
+    let n = 60;
+    let seeds: Vec<f64> = (0..n).map(|i| if i % 7 == 0 || i == 57 { 1.0 } else { 0.0 }).collect();
+    let chunks: Vec<f64> = (0..n).map(|i| if i % 4 < 2 { 2.5 } else { 0.0 }).collect();
+    let (seeds, chunks) = (
+        Tensor::from_array(&anvil::ndarray::Array1::from(seeds)),
+        Tensor::from_array(&anvil::ndarray::Array1::from(chunks)),
+    );
+    let f = NumericalFunction::new("tables", |[i]| (seeds.take(&i), chunks.take(&i)), [Arg::with_dtype(n, DType::I64)])
+        .unwrap();
+    assert_eq!(f.program().constants().count(), 2, "both tables are in the workspace");
+    let inputs = vec![vec![HostArray::I64(anvil::ndarray::Array1::from_iter(0..n as i64).into_dyn())]];
+    let dir = std::env::temp_dir().join(format!("anvil_cpp_tables_{}", std::process::id()));
+    let fns = [f];
+    let refs: Vec<&dyn ModuleItem> = fns.iter().map(|f| f as &dyn ModuleItem).collect();
+    generate_module_with_constants("tablemod", &refs, &[], &dir).unwrap();
+    std::fs::write(dir.join("main.cpp"), harness("tablemod", &fns, &inputs)).unwrap();
+    // Without sanitizers: AddressSanitizer intercepts memcpy, so GCC leaves it a call.
+    for opt in ["-O2", "-O3"] {
+        let exe = dir.join(format!("tables{opt}"));
+        let out = Command::new("g++")
+            .args(["-std=c++17", opt, "-march=native", "-Wall", "-Wextra", "-Werror"])
+            .args([dir.join("main.cpp"), dir.join("tablemod.cpp")])
+            .arg("-o")
+            .arg(&exe)
+            .output()
+            .expect("run g++");
+        assert!(out.status.success(), "g++ rejected the module:\n{}", String::from_utf8_lossy(&out.stderr));
+        let run = Command::new(&exe).output().expect("run the harness");
+        assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+        check_output(&String::from_utf8(run.stdout).unwrap(), &fns, &inputs);
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}

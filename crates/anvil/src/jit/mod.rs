@@ -180,7 +180,7 @@ pub fn build_static_library(library: &StaticLibrary, options: &CompilerOptions) 
     let header_flags =
         Unit { include_dirs: library.include_dirs.clone(), defines: library.defines.clone(), ..Unit::default() }
             .header_flags();
-    let mut flags = options.flags.clone();
+    let mut flags = toolchain::correct_flags(&compiler, options, &dir);
     flags.extend(header_flags);
     let mut contents = Vec::new();
     for source in &library.sources {

@@ -83,13 +83,19 @@ impl Toolchain for CppToolchain {
     }
 }
 
+/// The GCC flag that turns off the expansion of constant copies GCC 12 gets wrong with
+/// AVX-512 (PR target/108599): vector constants are then built through memory.
+pub(crate) const CONSTANT_COPY_WORKAROUND: &str = "-mtune-ctrl=^inter_unit_moves_to_vec";
+
 /// The flags and libraries `options` amount to with this compiler on this system.
 fn effective_flags(compiler: &Compiler, options: &CompilerOptions, dir: &Path) -> (Vec<String>, Vec<String>) {
-    let mut flags = options.flags.clone();
+    let mut flags = correct_flags(compiler, options, dir);
     let mut libs = Vec::new();
     if options.vector_math {
         flags.extend(["-fopenmp-simd", "-DANVIL_OMP_SIMD"].map(String::from));
-        if libmvec_works(compiler, &flags, options, dir) {
+        if probed("libmvec", compiler, &flags, dir, || Some(probe_libmvec(compiler, &flags, options, dir)))
+            == Some(true)
+        {
             flags.push("-DANVIL_LIBMVEC".into());
             libs.push("-lmvec".into());
         }
@@ -97,27 +103,90 @@ fn effective_flags(compiler: &Compiler, options: &CompilerOptions, dir: &Path) -
     (flags, libs)
 }
 
-/// Whether code using libmvec compiles and links here: probed once per compiler and flags,
-/// and the answer kept in the cache directory for later processes.
-fn libmvec_works(compiler: &Compiler, flags: &[String], options: &CompilerOptions, dir: &Path) -> bool {
+/// `options.flags`, and what this compiler needs with them to compile correctly: the
+/// workaround for GCC 12's wrong constant copies where the probe finds them.
+pub(crate) fn correct_flags(compiler: &Compiler, options: &CompilerOptions, dir: &Path) -> Vec<String> {
+    let mut flags = options.flags.clone();
+    if !probed("copies", compiler, &flags, dir, || constant_copies_are_right(compiler, &flags, options, dir))
+        .unwrap_or(true)
+    {
+        flags.push(CONSTANT_COPY_WORKAROUND.into());
+    }
+    flags
+}
+
+/// The answer of the probe `what` with this compiler and flags: asked once, and kept in the
+/// cache directory `dir` for later processes; `None` (the probe could not tell) is asked
+/// again next time.
+fn probed(
+    what: &str,
+    compiler: &Compiler,
+    flags: &[String],
+    dir: &Path,
+    probe: impl FnOnce() -> Option<bool>,
+) -> Option<bool> {
     static CHECKED: OnceLock<Mutex<HashMap<String, bool>>> = OnceLock::new();
-    let key = digest(&[&compiler.command_line(), &compiler.version, &flags.join(" "), &host_cpu()]);
+    let key = digest(&[what, &compiler.command_line(), &compiler.version, &flags.join(" "), &host_cpu()]);
     let checked = CHECKED.get_or_init(Default::default);
     if let Some(&ok) = checked.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
-        return ok;
+        return Some(ok);
     }
-    let answer = dir.join(format!("probe-libmvec-{key}"));
+    let answer = dir.join(format!("probe-{what}-{key}"));
     let ok = match std::fs::read_to_string(&answer).map(|s| s.trim().to_string()) {
         Ok(known) if known == "yes" || known == "no" => known == "yes",
         _ => {
-            let ok = probe_libmvec(compiler, flags, options, dir);
+            let ok = probe()?;
             let _ = write_atomically(&answer, if ok { "yes" } else { "no" });
             ok
         }
     };
     checked.lock().unwrap_or_else(|e| e.into_inner()).insert(key, ok);
-    ok
+    Some(ok)
 }
+
+/// Whether this compiler with these flags copies constant tables correctly: GCC 12 targeting
+/// AVX-512 (`-march=native` on such a host, `-march=x86-64-v4`) folds a `memcpy` of a
+/// constant table into vector constants and builds some wrongly (GCC PR target/108599).
+/// The probe is built and run here; `None` if it cannot be built or loaded (the compile of
+/// real code will report the problem; the probe is asked again next time).
+fn constant_copies_are_right(
+    compiler: &Compiler,
+    flags: &[String],
+    options: &CompilerOptions,
+    dir: &Path,
+) -> Option<bool> {
+    let stem = format!("probe-{}-{}", std::process::id(), unique_suffix());
+    let files = TemporaryFiles(vec![dir.join(format!("{stem}.cpp")), dir.join(format!("lib{stem}.so"))]);
+    let (source, library) = (&files.0[0], &files.0[1]);
+    std::fs::write(source, CONSTANT_COPY_PROBE).ok()?;
+    compiler.compile_shared(source, library, flags, &[], options.timeout).ok()?;
+    let loaded = super::Library::load(library).ok()?;
+    // SAFETY: the probe defines `anvil_probe_copies` as `int()`; the library outlives the call.
+    let run = unsafe { loaded.symbol::<unsafe extern "C" fn() -> i32>("anvil_probe_copies") }.ok()?;
+    Some(unsafe { run() } == 0)
+}
+
+/// Copies constant tables whose 32- and 64-byte chunks GCC 12 expands wrongly (repeated
+/// values followed by zeros); returns how many entries arrived wrong.
+const CONSTANT_COPY_PROBE: &str = r#"static constexpr double probe_a[5] = {1, 1, 0, 0, 0};
+static constexpr double probe_b[13] = {1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0};
+static void probe_copy(double* a, double* b) {
+  __builtin_memcpy(a, probe_a, sizeof probe_a);
+  __builtin_memcpy(b, probe_b, sizeof probe_b);
+}
+// Called through a volatile pointer: the copy is compiled on its own, as in a real init_ws.
+static void (*volatile probe_fn)(double*, double*) = probe_copy;
+extern "C" int anvil_probe_copies() {
+  double a[5], b[13];
+  probe_fn(a, b);
+  const volatile double* ea = probe_a;
+  const volatile double* eb = probe_b;
+  int wrong = 0;
+  for (int i = 0; i < 5; ++i) wrong += a[i] != ea[i];
+  for (int i = 0; i < 13; ++i) wrong += b[i] != eb[i];
+  return wrong;
+}
+"#;
 
 fn probe_libmvec(compiler: &Compiler, flags: &[String], options: &CompilerOptions, dir: &Path) -> bool {
     let stem = format!("probe-{}-{}", std::process::id(), unique_suffix());
@@ -146,3 +215,23 @@ extern "C" void anvil_probe(double* __restrict o, const double* __restrict x, fl
   }
 }
 "#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_flags_of_a_toolchain_copy_constant_tables_correctly() {
+        let options = CompilerOptions::default();
+        let dir = std::env::temp_dir().join(format!("anvil_probe_test_{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let compiler = Compiler::find(&options).unwrap();
+        let flags = correct_flags(&compiler, &options, &dir);
+        assert_eq!(constant_copies_are_right(&compiler, &flags, &options, &dir), Some(true), "{flags:?}");
+        // On an affected host (g++ 12 with AVX-512, -march=native) the plain flags copy
+        // wrongly, and the workaround is what makes them right.
+        let plain_right = constant_copies_are_right(&compiler, &options.flags, &options, &dir).unwrap();
+        assert_eq!(flags.iter().any(|f| f == CONSTANT_COPY_WORKAROUND), !plain_right, "{flags:?}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}
