@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
 # Installs what anvil's build, demo and tests need. Idempotent: installs only what is
 # missing. Needs Debian/Ubuntu's apt-get for system packages (as root, or with sudo).
+#
+#   scripts/setup.sh          everything the tests need
+#   scripts/setup.sh --demo   only what the demo runs (no clang, which only tests use)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+for_tests=1
+[ "${1:-}" = "--demo" ] && for_tests=0
+step() { echo "setup: $*" >&2; }
 
 apt_install() {
   local sudo=""
@@ -11,6 +17,7 @@ apt_install() {
     echo "setup: please install $* with your system's package manager" >&2
     return 1
   fi
+  step "installing $* (apt-get)..."
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "$@"
 }
@@ -30,7 +37,7 @@ clang_ready() {
   command -v clang++ >/dev/null &&
     echo 'int main() { return 0; }' | clang++ -fsanitize=address,undefined -x c++ - -o /dev/null 2>/dev/null
 }
-if ! clang_ready; then
+if [ "$for_tests" = 1 ] && ! clang_ready; then
   apt_install clang libclang-rt-dev || echo "setup: clang++ not installed; generated code is checked with g++ only" >&2
 fi
 
@@ -42,6 +49,7 @@ fi
 if [ ! -f /usr/include/eigen3/Eigen/Core ] && [ ! -f /usr/local/include/eigen3/Eigen/Core ]; then
   apt_install libeigen3-dev
 fi
+step "PIQP's sources (pinned, digest checked)..."
 python3 scripts/fetch_piqp.py >/dev/null
 python3 scripts/fetch_piqp.py --into crates/anvil-py/python/anvil/_vendor/piqp >/dev/null
 
@@ -53,6 +61,7 @@ done
 
 # Python: a virtual environment (.venv) with the build and test tools. The anvil package
 # itself is built into it by scripts/test.sh and scripts/demo.sh (maturin develop).
+step "Python tools in .venv..."
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi

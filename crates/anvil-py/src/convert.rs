@@ -33,7 +33,11 @@ pub fn host_from_py(obj: &Bound<'_, PyAny>) -> PyResult<HostArray> {
         ("f", _) => HostArray::F64(cast("float64")?.extract::<PyReadonlyArrayDyn<f64>>()?.as_array().to_owned()),
         ("i", 4) => HostArray::I32(arr.extract::<PyReadonlyArrayDyn<i32>>()?.as_array().to_owned()),
         ("i" | "u", _) => HostArray::I64(cast("int64")?.extract::<PyReadonlyArrayDyn<i64>>()?.as_array().to_owned()),
-        ("b", _) => HostArray::Bool(arr.extract::<PyReadonlyArrayDyn<bool>>()?.as_array().to_owned()),
+        // Read as bytes: numpy lets a bool array hold any byte (a view of other data), which
+        // as a Rust `bool` would be undefined behaviour; any non-zero byte is true.
+        ("b", _) => HostArray::Bool(
+            arr.call_method1("view", ("uint8",))?.extract::<PyReadonlyArrayDyn<u8>>()?.as_array().mapv(|b| b != 0),
+        ),
         _ => {
             return Err(pyo3::exceptions::PyTypeError::new_err(format!(
                 "cannot make a tensor from data of numpy dtype {}",

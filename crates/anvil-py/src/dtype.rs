@@ -69,6 +69,12 @@ pub fn dtype_from(obj: &Bound<'_, PyAny>) -> PyResult<DType> {
     if let Ok(d) = obj.extract::<PyDType>() {
         return Ok(d.0);
     }
+    if obj.is_none() {
+        // numpy reads None as float64; a dtype left None is more likely a mistake.
+        return Err(pyo3::exceptions::PyTypeError::new_err(
+            "dtype is None: give one of anvil.dtypes.float64, float32, int64, int32, bool (or leave it out: float64)",
+        ));
+    }
     let name: String = match obj.extract::<String>() {
         Ok(name) => name,
         // numpy dtypes and scalar types (`np.float32`, `np.dtype("i4")`), Python's `float`...
@@ -78,10 +84,17 @@ pub fn dtype_from(obj: &Bound<'_, PyAny>) -> PyResult<DType> {
         },
     };
     match name.as_str() {
-        "float64" | "double" | "f64" | "float" => Ok(DType::F64),
+        "float64" | "double" | "f64" => Ok(DType::F64),
         "float32" | "f32" | "single" => Ok(DType::F32),
         "int64" | "i64" | "long" => Ok(DType::I64),
-        "int32" | "i32" | "int" => Ok(DType::I32),
+        "int32" | "i32" => Ok(DType::I32),
+        // numpy reads these names as float64 and int64, tinygrad's `dtypes.float` and
+        // `dtypes.int` (anvil.dtypes too) are float32 and int32: neither reading is safe.
+        "float" | "int" => Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "dtype {name:?} is ambiguous: numpy reads it as {}64, anvil.dtypes.{name} (tinygrad's naming) is {}32; \
+             write \"{}64\" or \"{}32\"",
+            name, name, name, name
+        ))),
         "bool" | "bool_" => Ok(DType::Bool),
         other => Err(pyo3::exceptions::PyTypeError::new_err(format!(
             "unsupported dtype {other:?}: use anvil.dtypes.float64, float32, int64, int32 or bool"

@@ -143,7 +143,7 @@ fn fitted_array<'py>(
         DType::Bool => fits::<bool>(&a, &arg.shape),
     };
     if ready {
-        return Ok(a);
+        return if arg.dtype == DType::Bool { canonical_bools(py, a) } else { Ok(a) };
     }
     if a.is_none() {
         return Err(PyTypeError::new_err(format!(
@@ -179,7 +179,22 @@ fn fitted_array<'py>(
             py_shape(&shape)
         )));
     }
+    if arg.dtype == DType::Bool {
+        return canonical_bools(py, arr);
+    }
     Ok(arr)
+}
+
+/// A bool array whose bytes are all 0 or 1. numpy lets a bool array hold any byte (a view of
+/// other data); native code reads a `bool` as its byte, so each non-zero byte becomes 1, as
+/// the interpreter reads it.
+fn canonical_bools<'py>(py: Python<'py>, a: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let bytes = a.call_method1("view", ("uint8",))?;
+    let np = py.import("numpy")?;
+    if np.call_method1("any", (bytes.call_method1("__gt__", (1u8,))?,))?.extract::<bool>()? {
+        return bytes.call_method1("astype", ("bool",));
+    }
+    Ok(a)
 }
 
 /// Integers going into a narrower (or signed) integer type must be in its range.

@@ -27,20 +27,32 @@ fn named(f: PyFunction, name: Option<&str>) -> PyResult<PyFunction> {
     }
 }
 
+/// `then` applied to `f` itself, or to the function computing only its output `output`.
+fn of_output<T>(
+    f: &PyFunction,
+    output: Option<usize>,
+    then: impl FnOnce(&anvil::NumericalFunction) -> anvil::Result<T>,
+) -> PyResult<T> {
+    match output {
+        None => then(dense(f)).py(),
+        Some(k) => then(&dense(f).output(k).py()?).py(),
+    }
+}
+
 macro_rules! transform {
     ($name:ident, $rust:path, $doc:literal) => {
         #[doc = $doc]
         #[pyfunction]
-        #[pyo3(signature = (f, argnum = 0, name = None))]
-        fn $name(f: &PyFunction, argnum: usize, name: Option<&str>) -> PyResult<PyFunction> {
-            named(PyFunction::dense($rust(dense(f), argnum).py()?), name)
+        #[pyo3(signature = (f, argnum = 0, output = None, name = None))]
+        fn $name(f: &PyFunction, argnum: usize, output: Option<usize>, name: Option<&str>) -> PyResult<PyFunction> {
+            named(PyFunction::dense(of_output(f, output, |g| $rust(g, argnum))?), name)
         }
     };
 }
 
-transform!(gradient, ad::gradient_wrt, "Gradient of the scalar first output with respect to input `argnum`.");
-transform!(jacobian, ad::jacobian_wrt, "Dense Jacobian of the first output with respect to input `argnum`.");
-transform!(hessian, ad::hessian_wrt, "Dense Hessian of the scalar first output with respect to input `argnum`.");
+transform!(gradient, ad::gradient_wrt, "Gradient of the scalar output (`output`) with respect to input `argnum`.");
+transform!(jacobian, ad::jacobian_wrt, "Dense Jacobian of the output (`output`) with respect to input `argnum`.");
+transform!(hessian, ad::hessian_wrt, "Dense Hessian of the scalar output (`output`) with respect to input `argnum`.");
 
 /// Forward mode: `(x..., t...) -> (y..., ydot...)`.
 #[pyfunction]
@@ -59,18 +71,29 @@ fn vjp(f: &PyFunction, name: Option<&str>) -> PyResult<PyFunction> {
 /// Sparse Jacobian (CSC non-zeros): column (or row) colouring, or star colouring for a
 /// Jacobian known to be `symmetric`.
 #[pyfunction]
-#[pyo3(signature = (f, argnum = 0, symmetric = false, name = None))]
-fn spjacobian(f: &PyFunction, argnum: usize, symmetric: bool, name: Option<&str>) -> PyResult<PyFunction> {
-    let sparse =
-        if symmetric { ad::spjacobian_symmetric_wrt(dense(f), argnum) } else { ad::spjacobian_wrt(dense(f), argnum) };
-    named(PyFunction::sparse(sparse.py()?), name)
+#[pyo3(signature = (f, argnum = 0, symmetric = false, output = None, name = None))]
+fn spjacobian(
+    f: &PyFunction,
+    argnum: usize,
+    symmetric: bool,
+    output: Option<usize>,
+    name: Option<&str>,
+) -> PyResult<PyFunction> {
+    let sparse = of_output(f, output, |g| {
+        if symmetric {
+            ad::spjacobian_symmetric_wrt(g, argnum)
+        } else {
+            ad::spjacobian_wrt(g, argnum)
+        }
+    })?;
+    named(PyFunction::sparse(sparse), name)
 }
 
 /// Sparse Hessian (upper triangle, CSC non-zeros) by star colouring.
 #[pyfunction]
-#[pyo3(signature = (f, argnum = 0, name = None))]
-fn sphessian(f: &PyFunction, argnum: usize, name: Option<&str>) -> PyResult<PyFunction> {
-    named(PyFunction::sparse(ad::sphessian_wrt(dense(f), argnum).py()?), name)
+#[pyo3(signature = (f, argnum = 0, output = None, name = None))]
+fn sphessian(f: &PyFunction, argnum: usize, output: Option<usize>, name: Option<&str>) -> PyResult<PyFunction> {
+    named(PyFunction::sparse(of_output(f, output, |g| ad::sphessian_wrt(g, argnum))?), name)
 }
 
 /// Adds a batch axis (`in_axes[i]`: where input `i` is batched, `None`: shared; every

@@ -50,39 +50,43 @@ fn bound(value: &Bound<'_, PyAny>) -> PyResult<BoundValues> {
     Ok(BoundValues::Vector(value.extract::<Vec<f64>>()?))
 }
 
-/// `SqpSettings` from a dict of the Python dataclass's fields.
+/// `SqpSettings` from a dict of the Python dataclass's fields; an error names the field.
 fn settings_from(d: &Bound<'_, PyDict>) -> PyResult<SqpSettings> {
     let mut s = SqpSettings::default();
     for (key, value) in d.iter() {
         let key: String = key.extract()?;
-        let count = |v: &Bound<'_, PyAny>| -> PyResult<usize> {
-            v.extract::<usize>()
-                .map_err(|_| PyValueError::new_err(format!("SQPSettings.{key} must be a non-negative integer")))
-        };
+        let wrong = |must: &str| PyValueError::new_err(format!("SQPSettings.{key} must be {must}, got {value}"));
+        let count = || value.extract::<usize>().map_err(|_| wrong("a non-negative integer below 2**31"));
+        let number = || value.extract::<f64>().map_err(|_| wrong("a number"));
+        let flag = || value.extract::<bool>().map_err(|_| wrong("a bool"));
         match key.as_str() {
-            "max_iter" => s.max_iter = count(&value)?,
-            "tol_stat" => s.tol_stat = value.extract()?,
-            "tol_eq" => s.tol_eq = value.extract()?,
-            "tol_ineq" => s.tol_ineq = value.extract()?,
-            "tol_comp" => s.tol_comp = value.extract()?,
+            "max_iter" => s.max_iter = count()?,
+            "tol_stat" => s.tol_stat = number()?,
+            "tol_eq" => s.tol_eq = number()?,
+            "tol_ineq" => s.tol_ineq = number()?,
+            "tol_comp" => s.tol_comp = number()?,
             "hessian_approximation" => {
-                s.hessian_approximation = match value.extract::<String>()?.as_str() {
+                s.hessian_approximation = match value.extract::<String>().map_err(|_| wrong("a str"))?.as_str() {
                     "EXACT" => HessianApproximation::Exact,
                     "GAUSS_NEWTON" => HessianApproximation::GaussNewton,
-                    other => return Err(PyValueError::new_err(format!("unknown Hessian approximation {other}"))),
+                    _ => return Err(wrong("EXACT or GAUSS_NEWTON")),
                 }
             }
-            "hessian_regularization" => s.hessian_regularization = value.extract()?,
-            "line_search" => s.line_search = value.extract()?,
-            "armijo" => s.armijo = value.extract()?,
-            "backtrack" => s.backtrack = value.extract()?,
-            "max_line_search_steps" => s.max_line_search_steps = count(&value)?,
-            "merit_memory" => s.merit_memory = count(&value)?,
-            "qp_eps_abs" => s.qp_eps_abs = value.extract()?,
-            "qp_eps_rel" => s.qp_eps_rel = value.extract()?,
-            "qp_max_iter" => s.qp_max_iter = count(&value)?,
-            "verbose" => s.verbose = value.extract()?,
-            "final_stationarity" => s.final_stationarity = value.extract()?,
+            "hessian_regularization" => s.hessian_regularization = number()?,
+            "line_search" => s.line_search = flag()?,
+            "armijo" => s.armijo = number()?,
+            "backtrack" => s.backtrack = number()?,
+            "max_line_search_steps" => s.max_line_search_steps = count()?,
+            "merit_memory" => s.merit_memory = count()?,
+            "qp_eps_abs" => s.qp_eps_abs = number()?,
+            "qp_eps_rel" => s.qp_eps_rel = number()?,
+            "qp_max_iter" => s.qp_max_iter = count()?,
+            "verbose" => {
+                s.verbose = value
+                    .extract::<u32>()
+                    .map_err(|_| wrong("a non-negative integer below 2**31 (0: silent, 1: a line per iteration)"))?
+            }
+            "final_stationarity" => s.final_stationarity = flag()?,
             other => return Err(PyTypeError::new_err(format!("SQPSettings has no field `{other}`"))),
         }
     }
@@ -333,7 +337,7 @@ type Arrays<'py> = (
     Bound<'py, PyAny>,
     Bound<'py, PyAny>,
     Bound<'py, PyAny>,
-    (i32, usize, usize, f64, f64, f64, f64, f64, f64),
+    (i32, usize, usize, f64, f64, f64, f64, f64, f64, Option<&'static str>),
 );
 
 #[pymethods]
@@ -400,7 +404,7 @@ impl PySqpSolver {
 
     /// Solves; arrays are flat float64 (lengths checked natively), `None` multipliers are
     /// zeros. Returns `(x, lam_eq, lam_ineq, lam_box, (status, iterations, qp_iterations,
-    /// objective, stat_res, eq_res, ineq_res, comp_res, solve_time))`.
+    /// objective, stat_res, eq_res, ineq_res, comp_res, solve_time, invalid_input))`.
     #[pyo3(signature = (x0, p, lam_eq0=None, lam_ineq0=None, lam_box0=None))]
     fn solve<'py>(
         &self,
@@ -442,6 +446,7 @@ impl PySqpSolver {
                 i.ineq_res,
                 i.comp_res,
                 i.solve_time,
+                i.invalid_input,
             ),
         ))
     }

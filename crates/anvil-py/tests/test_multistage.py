@@ -65,7 +65,7 @@ def cartpole():
 
 @pytest.fixture(scope="module")
 def cartpole_solution(cartpole):
-    return solved(cartpole(np.zeros(cartpole.nx)))
+    return solved(cartpole(np.zeros(cartpole.nx), p=np.zeros(4)))
 
 
 def test_cartpole_from_dynamics_reaches_the_known_optimum(cartpole, cartpole_solution):
@@ -92,7 +92,7 @@ def test_cartpole_from_dynamics_reaches_the_known_optimum(cartpole, cartpole_sol
 def test_z_form_by_hand_equals_from_dynamics(cartpole_solution):
     problem = cp.cartpole_z_form()
     assert (problem.N, problem.nz, problem.nvars, problem.neq, problem.param_size) == (50, 5, 255, 204, 4)
-    res = solved(SparseSQPFunction(name="ms_cartpole_z", problem=problem, settings=SETTINGS)(np.zeros(255)))
+    res = solved(SparseSQPFunction(name="ms_cartpole_z", problem=problem, settings=SETTINGS)(np.zeros(255), p=np.zeros(4)))
     assert abs(res.objective - cp.J_STAR) < 1e-6
     close(res.x, cartpole_solution.x, 1e-8, "x")
     close(res.lam_eq, cartpole_solution.lam_eq, 1e-6, "lam_eq")
@@ -119,7 +119,7 @@ def test_cartpole_multipliers_agree_with_ipopt(cartpole_solution):
 def test_gauss_newton_converges_to_the_optimum():
     settings = SQPSettings(max_iter=300, hessian_approximation=HessianApproximation.GAUSS_NEWTON)
     solver = SparseSQPFunction(name="ms_cartpole_gn", problem=cp.cartpole_from_dynamics(name="cpgn"), settings=settings)
-    res = solved(solver(np.zeros(255)))
+    res = solved(solver(np.zeros(255), p=np.zeros(4)))
     assert abs(res.objective - cp.J_STAR) < 1e-6, res.objective
 
 

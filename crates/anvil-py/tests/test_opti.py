@@ -100,8 +100,9 @@ def test_parameters_reach_the_callbacks(proj_solver):
             x = np.array([0.2, 0.8])
         np.testing.assert_allclose(res.x, x, atol=1e-9)
         assert res.status == SQPStatus.SOLVED
-    # None: zeros.
-    np.testing.assert_allclose(proj_solver([0.0, 0.0]).x, [0.2, 0.8], atol=1e-9)
+    # A problem with a parameter needs it: a missing p is an error, not zeros.
+    with pytest.raises(TypeError, match=r"give the parameter p, of shape \(2,\)"):
+        proj_solver([0.0, 0.0])
 
 
 def test_multiplier_signs_follow_casadi(proj_solver):
@@ -217,7 +218,7 @@ def test_qp_iteration_limit_is_a_qp_failure():
 
 
 def test_result_and_settings_types(proj_solver):
-    res = proj_solver([0.0, 0.0])
+    res = proj_solver([0.0, 0.0], p=[0.0, 0.0])
     assert isinstance(res, SQPResult) and isinstance(res.status, SQPStatus)
     assert res.x.dtype == np.float64 and res.lam_box.shape == (2,) and res.lam_ineq.shape == (0,)
     assert (proj_solver.nx, proj_solver.neq, proj_solver.nineq) == (2, 1, 0)
@@ -247,11 +248,17 @@ def test_bad_call_arguments_are_clear_errors(proj_solver):
     with pytest.raises(TypeError, match="x0 must be real numbers"):
         proj_solver(["a", "b"])
     with pytest.raises(ValueError, match=r"lam_eq0 must have shape \(1,\)"):
-        proj_solver([0.0, 0.0], lam_eq0=[1.0, 2.0])
-    # Non-finite input is the solver's INVALID_INPUT, with the guess echoed.
-    res = proj_solver([np.nan, 0.0])
+        proj_solver([0.0, 0.0], p=[0.0, 0.0], lam_eq0=[1.0, 2.0])
+    # Non-finite input is the solver's INVALID_INPUT, with the guess echoed and the
+    # argument at fault named.
+    res = proj_solver([np.nan, 0.0], p=[0.0, 0.0])
     assert res.status == SQPStatus.INVALID_INPUT and res.iterations == 0
-    assert proj_solver([0.0, 0.0], p=[np.inf, 0.0]).status == SQPStatus.INVALID_INPUT
+    assert res.invalid_input == "x0"
+    res = proj_solver([0.0, 0.0], p=[np.inf, 0.0])
+    assert (res.status, res.invalid_input) == (SQPStatus.INVALID_INPUT, "p")
+    res = proj_solver([0.0, 0.0], p=[0.0, 0.0], lam_eq0=[np.nan])
+    assert (res.status, res.invalid_input) == (SQPStatus.INVALID_INPUT, "lam_eq0")
+    assert proj_solver([0.0, 0.0], p=[0.0, 0.0]).invalid_input is None
 
 
 def test_bad_problems_are_clear_errors():

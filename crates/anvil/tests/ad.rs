@@ -309,10 +309,26 @@ fn misuse_is_an_error() {
         [Arg::new(3), Arg::with_dtype(2, DType::I32)],
     )
     .unwrap();
-    let err = ad::gradient(&f).unwrap_err();
+    // Two outputs: a derivative names the one it differentiates, never picks output 0.
+    for err in [ad::gradient(&f), ad::jacobian(&f), ad::hessian(&f)].map(Result::unwrap_err) {
+        assert!(err.to_string().contains("2 outputs") && err.to_string().contains("f.output(k)"), "{err}");
+    }
+    for err in [ad::spjacobian(&f).map(|_| ()), ad::sphessian(&f).map(|_| ())].map(Result::unwrap_err) {
+        assert!(err.to_string().contains("2 outputs"), "{err}");
+    }
+    assert!(f.output(2).unwrap_err().to_string().contains("no output 2"));
+    let err = ad::gradient(&f.output(0).unwrap()).unwrap_err();
     assert!(err.to_string().contains("scalar"), "{err}");
+    // The selected output's Jacobian is that output's (here: cos x on the diagonal).
+    let jac = ad::jacobian(&f.output(0).unwrap()).unwrap();
+    let x = ndarray::array![0.1, 0.2, 0.3].into_dyn();
+    let k = anvil::HostArray::I32(ndarray::array![1, 2].into_dyn());
+    let got = jac.eval_dyn(&[anvil::HostArray::F64(x.clone()), k]).unwrap().remove(0);
+    let want = ndarray::Array2::from_diag(&x.mapv(f64::cos).into_dimensionality::<ndarray::Ix1>().unwrap());
+    assert_eq!(got, anvil::HostArray::F64(want.into_dyn()));
     assert!(ad::jacobian_wrt(&f, 1).unwrap_err().to_string().contains("float input"));
     assert!(ad::jacobian_wrt(&f, 2).unwrap_err().to_string().contains("no input 2"));
+    assert!(ad::jacobian_wrt(&f.output(1).unwrap(), 1).unwrap_err().to_string().contains("float input"));
     assert!(anvil::vmap(&f, 4, &[Some(2), None]).unwrap_err().to_string().contains("out of range"));
     assert!(anvil::vmap(&f, 4, &[Some(0)]).unwrap_err().to_string().contains("in_axes"));
 }

@@ -454,6 +454,59 @@ fn non_finite_stage_values_and_inputs_are_reported() {
     nan_guess[4] = f64::NAN;
     let bad = solver.solve(&nan_guess, &[1.0, 0.0], &WarmStart::default()).unwrap();
     assert_eq!(bad.info.status, Status::InvalidInput);
+    // The result names the argument at fault.
+    assert_eq!((bad.info.invalid_input, nan_state.info.invalid_input), (Some("x0"), Some("p")));
+    assert_eq!(good.info.invalid_input, None);
+    let nan_multiplier = vec![f64::NAN; solver.nx()];
+    let warm = WarmStart { lam_box: Some(&nan_multiplier), ..WarmStart::default() };
+    let bad = solver.solve(&vec![0.5; 3 * (n + 1)], &[1.0, 0.0], &warm).unwrap();
+    assert_eq!((bad.info.status, bad.info.invalid_input), (Status::InvalidInput, Some("lam_box0")));
+}
+
+/// With N = 1 the path constraints hold at the one step (they were dropped), and their
+/// per-row bounds are checked against the constraint's rows.
+#[test]
+fn one_step_problems_keep_their_path_constraints() {
+    let xup = || [Arg::new(2), Arg::new(1), Arg::new(0)];
+    let f = NumericalFunction::new("one_f", |[x, u, _p]| double_integrator_dynamics(&x, &u), xup()).unwrap();
+    let l = NumericalFunction::new("one_l", |[x, u, _p]| x.square().sum() + u.square().sum(), xup()).unwrap();
+    // u_0 >= 0.5 and x_0[0] + u_0 <= 3 as two rows.
+    let h = NumericalFunction::new(
+        "one_h",
+        |[x, u, _p]| Tensor::cat(&[u.clone(), x.slice(anvil::ndarray::s![0..1]) + &u], 0),
+        xup(),
+    )
+    .unwrap();
+    let ocp = ControlProblem::new(1, 2, 1, 0, &f)
+        .unwrap()
+        .stage_cost(&l)
+        .unwrap()
+        .path_constraints(&h, vec![0.5, f64::NEG_INFINITY], vec![f64::INFINITY, 3.0])
+        .unwrap();
+    let problem = MultistageProblem::from_dynamics(&ocp).unwrap();
+    assert_eq!(problem.nineq(), 2, "the path constraints act on step 0");
+    let solver = SqpFunction::multistage("one_step", &problem, SqpSettings::default(), QpBackend::Riccati).unwrap();
+    let solution = solver.solve(&[0.0; 6], &[1.0, 0.0], &WarmStart::default()).unwrap();
+    assert_eq!(solution.info.status, Status::Solved, "{:?}", solution.info);
+    assert!((solution.x[2] - 0.5).abs() < 1e-8, "u_0 sits on its path bound: {:?}", solution.x);
+    // Bounds of the wrong length name the rows they must match.
+    let wrong = ControlProblem::new(1, 2, 1, 0, &f).unwrap().path_constraints(&h, vec![0.0; 3], 1.0).unwrap();
+    let e = MultistageProblem::from_dynamics(&wrong).unwrap_err().to_string();
+    assert!(e.contains("has 3 entries, expected 2"), "{e}");
+}
+
+/// Sizes are checked before anything proportional to them is built: a horizon of a
+/// billion stages is an error naming the memory it needs, not an abort.
+#[test]
+fn huge_horizons_are_refused_before_they_are_built() {
+    let cost =
+        NumericalFunction::new("h_c", |[z, _g, _p]| z.square().sum(), [Arg::new(2), Arg::new(0), Arg::new(0)]).unwrap();
+    let problem = MultistageProblem::new(1_000_000_000 - 1, 2, 0, 0).unwrap().cost_stage(&cost).unwrap();
+    for backend in [QpBackend::Riccati, QpBackend::PiqpSparse] {
+        let e = SqpFunction::multistage("h_solver", &problem, SqpSettings::default(), backend).unwrap_err();
+        assert!(matches!(e, Error::OutOfMemory { .. }), "{e}");
+        assert!(e.to_string().contains("N = 999999999"), "{e}");
+    }
 }
 
 #[test]
@@ -480,7 +533,7 @@ fn generated_multistage_module_compiles_cleanly_runs_under_sanitizers_and_never_
     let header = std::fs::read_to_string(hpp).unwrap();
     let source = std::fs::read_to_string(cpp).unwrap();
     assert!(header.contains("N_CARTPOLE = 20"), "the horizon is declared");
-    assert!(source.contains("kStages = N_CARTPOLE + 1"), "the stage loops use the constant");
+    assert!(source.contains("kStages = ::N_CARTPOLE + 1"), "the stage loops use the constant");
     assert!(!source.contains("piqp"), "the Riccati backend needs no PIQP");
     // Each run twice (sanitised, allocation-counted), in both builds.
     let parameters = runs.iter().flat_map(|r| [r.2, r.2]).cycle();

@@ -136,3 +136,49 @@ fn the_cpp_of_constant_expressions_evaluates_to_their_values() {
     assert!(matches!(err, Error::Constant { kind: anvil::ConstantError::Conflict, .. }), "{err}");
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// Names the generated code or the program around it declares are rejected where they are
+/// defined; a legal name gives legal derived names; the solver's own names (`NX`, `NZ`,
+/// `Settings`, ...) cannot shadow a user's constant or function, which the solver's code
+/// spells by its global name.
+#[test]
+fn module_names_are_rejected_and_user_names_cannot_be_shadowed() {
+    for name in ["main", "piqp", "anvil_opti", "Eigen", "EIGEN_DONT_VECTORIZE", "PIQP_INF"] {
+        let e = NumericalFunction::new(name, |[x]| x * 2.0, [Arg::new(2)]).unwrap_err();
+        assert!(matches!(e, Error::InvalidName { .. }), "{name}: {e}");
+        assert!(CodegenIntConstant::new(name, 3).is_err(), "{name}");
+    }
+    // `step_` is legal, and so are the names derived from it.
+    let step = NumericalFunction::new("step_", |[x, u, _p]| &x + &u, [Arg::new(1), Arg::new(1), Arg::new(0)]).unwrap();
+    assert_eq!(anvil::ad::jacobian(&step).unwrap().name(), "step_jac");
+    let cost = NumericalFunction::new(
+        "Settings",
+        |[x, u, _p]| x.square().sum() + u.square().sum(),
+        [Arg::new(1), Arg::new(1), Arg::new(0)],
+    )
+    .unwrap();
+    // A horizon named like the solver's own constant, stage functions named like its types.
+    let horizon = CodegenIntConstant::new("NX", 4).unwrap();
+    let ocp = anvil::opti::ControlProblem::with_horizon(&horizon, 1, 1, 0, &step).unwrap().stage_cost(&cost).unwrap();
+    let problem = anvil::opti::MultistageProblem::from_dynamics(&ocp).unwrap();
+    let solver = anvil::opti::SqpFunction::multistage(
+        "NZ_solver",
+        &problem,
+        anvil::opti::SqpSettings::default(),
+        anvil::opti::QpBackend::Riccati,
+    )
+    .unwrap();
+    let solution = solver.solve(&[1.0; 10], &[1.0], &anvil::opti::WarmStart::default()).unwrap();
+    assert_eq!(solution.info.status, anvil::opti::Status::Solved, "{:?}", solution.info);
+    let dir = std::env::temp_dir().join(format!("anvil_shadow_{}", std::process::id()));
+    let (_, cpp) = anvil::generate_module("shadowmod", &[&solver as &dyn ModuleItem], &dir).unwrap();
+    for compiler in compilers() {
+        let out = Command::new(compiler)
+            .args(["-std=c++17", "-fsyntax-only", "-Wall", "-Wextra", "-Werror"])
+            .arg(&cpp)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{compiler}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -4,6 +4,9 @@ NumericalFunction (call it, differentiate it again, or generate C++ from it).
 Every transform takes ``argnum`` (the input to differentiate with respect to; ``wrt`` is an
 alias) and an optional ``name`` for the result (default: ``f_grad``, ``f_jac``, ...), so that
 ``jacobian(f, argnum=0)`` and ``jacobian(f, argnum=1, name="f_dp")`` fit in one module.
+``gradient``, ``jacobian``, ``hessian``, ``spjacobian`` and ``sphessian`` differentiate one
+output: of a function with several, name it with ``output=k`` (they raise otherwise, rather
+than pick one silently).
 
 Conventions at kinks: ``abs``, ``sign``, ``floor``, ``ceil`` have derivative 0 where they
 jump; ``relu'(0) = 0``; ``maximum``/``minimum``/``clip`` split ties evenly; ``max``/``min``
@@ -13,6 +16,8 @@ reductions share the derivative among tied extrema.
 from __future__ import annotations
 
 from typing import Any
+
+import numpy as np
 
 from . import NumericalFunction, SparseNumericalFunction, _anvil
 
@@ -26,6 +31,12 @@ def _argnum(argnum: int, wrt: int | None) -> int:
     if isinstance(chosen, bool) or not isinstance(chosen, int):
         raise TypeError(f"argnum must be an int, got {chosen!r}")
     return chosen
+
+
+def _output(output: int | None) -> int | None:
+    if output is not None and (isinstance(output, bool) or not isinstance(output, int) or output < 0):
+        raise TypeError(f"output must be a non-negative int (which output to differentiate), got {output!r}")
+    return output
 
 
 def _function(fn: Any, what: str) -> Any:
@@ -44,21 +55,51 @@ def vjp(fn: NumericalFunction[Any, Any], *, name: str | None = None) -> Numerica
     return NumericalFunction._from_native(_anvil.vjp(_function(fn, "vjp"), name))
 
 
-def gradient(fn: NumericalFunction[Any, Any], argnum: int = 0, *, wrt: int | None = None, name: str | None = None) -> NumericalFunction[Any, Any]:
-    """Gradient of the (scalar) first output with respect to input ``argnum`` (a VJP with
-    cotangent 1); named ``f"{fn.name}_grad"`` unless ``name`` is given."""
-    return NumericalFunction._from_native(_anvil.gradient(_function(fn, "gradient"), _argnum(argnum, wrt), name))
+def gradient(
+    fn: NumericalFunction[Any, Any],
+    argnum: int = 0,
+    *,
+    wrt: int | None = None,
+    output: int | None = None,
+    name: str | None = None,
+) -> NumericalFunction[Any, Any]:
+    """Gradient of the (scalar) output with respect to input ``argnum`` (a VJP with
+    cotangent 1); named ``f"{fn.name}_grad"`` unless ``name`` is given. ``output``: which
+    output, for a function with several."""
+    return NumericalFunction._from_native(_anvil.gradient(_function(fn, "gradient"), _argnum(argnum, wrt), _output(output), name))
 
 
-def jacobian(fn: NumericalFunction[Any, Any], argnum: int = 0, *, wrt: int | None = None, name: str | None = None) -> NumericalFunction[Any, Any]:
-    """Dense Jacobian of the first output with respect to input ``argnum``, ``(m, n)`` over
-    the flattened output and input."""
-    return NumericalFunction._from_native(_anvil.jacobian(_function(fn, "jacobian"), _argnum(argnum, wrt), name))
+def jacobian(
+    fn: NumericalFunction[Any, Any],
+    argnum: int = 0,
+    *,
+    wrt: int | None = None,
+    output: int | None = None,
+    name: str | None = None,
+) -> NumericalFunction[Any, Any]:
+    """Dense Jacobian of the output with respect to input ``argnum``, ``(m, n)`` over the
+    flattened output and input. ``output``: which output, for a function with several.
+
+    >>> import anvil as av
+    >>> f = av.NumericalFunction("f", lambda x: (x.sin(), x * x), (av.Arg(2),))
+    >>> jacobian(f, output=1)(np.array([1.0, 2.0]))
+    array([[2., 0.],
+           [0., 4.]])
+    """
+    return NumericalFunction._from_native(_anvil.jacobian(_function(fn, "jacobian"), _argnum(argnum, wrt), _output(output), name))
 
 
-def hessian(fn: NumericalFunction[Any, Any], argnum: int = 0, *, wrt: int | None = None, name: str | None = None) -> NumericalFunction[Any, Any]:
-    """Dense Hessian of the (scalar) first output (forward over reverse)."""
-    return NumericalFunction._from_native(_anvil.hessian(_function(fn, "hessian"), _argnum(argnum, wrt), name))
+def hessian(
+    fn: NumericalFunction[Any, Any],
+    argnum: int = 0,
+    *,
+    wrt: int | None = None,
+    output: int | None = None,
+    name: str | None = None,
+) -> NumericalFunction[Any, Any]:
+    """Dense Hessian of the (scalar) output (forward over reverse); ``output``: which output,
+    for a function with several."""
+    return NumericalFunction._from_native(_anvil.hessian(_function(fn, "hessian"), _argnum(argnum, wrt), _output(output), name))
 
 
 def spjacobian(
@@ -69,10 +110,12 @@ def spjacobian(
     symmetric: bool = False,
     *,
     wrt: int | None = None,
+    output: int | None = None,
     name: str | None = None,
 ) -> SparseNumericalFunction:
     """Sparse Jacobian: structural sparsity, a colouring, one batched directional derivative
-    per colour. Calling it returns a ``scipy.sparse.csc_array``.
+    per colour. Calling it returns a ``scipy.sparse.csc_array``. ``output``: which output,
+    for a function with several.
 
     ``symmetric=True`` (for Jacobians known to be symmetric, such as a gradient's) uses star
     colouring, which needs fewer colours, and returns both triangles. ``unroll`` and
@@ -82,10 +125,19 @@ def spjacobian(
     for flag, value in (("unroll", unroll), ("sep_uncompression", sep_uncompression), ("symmetric", symmetric)):
         if not isinstance(value, (bool, int)):
             raise TypeError(f"{flag} must be a bool, got {value!r}")
-    native = _anvil.spjacobian(_function(fn, "spjacobian"), _argnum(argnum, wrt), bool(symmetric), name)
+    native = _anvil.spjacobian(_function(fn, "spjacobian"), _argnum(argnum, wrt), bool(symmetric), _output(output), name)
     return SparseNumericalFunction._from_native(native)
 
 
-def sphessian(fn: NumericalFunction[Any, Any], argnum: int = 0, *, wrt: int | None = None, name: str | None = None) -> SparseNumericalFunction:
-    """Sparse Hessian, upper triangle (star colouring)."""
-    return SparseNumericalFunction._from_native(_anvil.sphessian(_function(fn, "sphessian"), _argnum(argnum, wrt), name))
+def sphessian(
+    fn: NumericalFunction[Any, Any],
+    argnum: int = 0,
+    *,
+    wrt: int | None = None,
+    output: int | None = None,
+    name: str | None = None,
+) -> SparseNumericalFunction:
+    """Sparse Hessian, upper triangle (star colouring); ``output``: which output, for a
+    function with several."""
+    native = _anvil.sphessian(_function(fn, "sphessian"), _argnum(argnum, wrt), _output(output), name)
+    return SparseNumericalFunction._from_native(native)

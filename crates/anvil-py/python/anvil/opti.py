@@ -213,6 +213,9 @@ class SQPResult:
     X: Optional[np.ndarray] = None
     #: Controls ``(N, nu)`` of a problem from ``MultistageProblem.from_dynamics`` (else None).
     U: Optional[np.ndarray] = None
+    #: With ``SQPStatus.INVALID_INPUT``: the argument at fault (``"x0"``, ``"p"``,
+    #: ``"lam_eq0"``, ``"lam_ineq0"``, ``"lam_box0"``, ``"settings"``); None otherwise.
+    invalid_input: Optional[str] = None
 
     @property
     def success(self) -> bool:
@@ -708,8 +711,8 @@ class _SQPFunction:
         *,
         warm_start: Optional[SQPResult] = None,
     ) -> SQPResult:
-        """Solves from ``x0`` (projected onto the bounds) with parameter ``p`` (None: zeros)
-        and initial multipliers (None: zeros). No state carries over from earlier calls.
+        """Solves from ``x0`` (projected onto the bounds) with parameter ``p`` (required when
+        the problem has parameters) and initial multipliers (None: zeros). No state carries over from earlier calls.
 
         ``warm_start``: an earlier SQPResult whose ``x`` and multipliers start this solve
         (``x0`` and ``lam_*0`` given explicitly take precedence); in an MPC loop, the last
@@ -732,7 +735,9 @@ class _SQPFunction:
         x = _vector(x0, nx, "x0", name, x_layout)
         shape = tuple(self._native.param_shape)
         if p is None:
-            params = np.zeros(math.prod(shape), dtype=np.float64)
+            if math.prod(shape) > 0:
+                raise TypeError(f"{name}: give the parameter p, of shape {shape}{p_layout}")
+            params = np.zeros(0, dtype=np.float64)
         else:
             arr = np.asarray(p)
             if arr.dtype.kind not in "biuf":
@@ -745,7 +750,7 @@ class _SQPFunction:
             for v, n, what in ((lam_eq0, neq, "lam_eq0"), (lam_ineq0, nineq, "lam_ineq0"), (lam_box0, nx, "lam_box0"))
         ]
         xs, le, li, lb, info = self._native.solve(x, params, *warm)
-        status, iterations, qp_iterations, objective, stat, eq, ineq, comp, seconds = info
+        status, iterations, qp_iterations, objective, stat, eq, ineq, comp, seconds, invalid_input = info
         states = controls = None
         if isinstance(self.problem, MultistageProblem):
             states, controls = self.problem._split(xs)
@@ -765,6 +770,7 @@ class _SQPFunction:
             solve_time=seconds,
             X=states,
             U=controls,
+            invalid_input=invalid_input,
         )
 
     def _layouts(self) -> tuple[str, str]:

@@ -16,12 +16,17 @@
 //! # Ok(()) }
 //! ```
 //!
+//! `gradient`, `jacobian`, `hessian` and their sparse versions differentiate a function's
+//! one output; of a function with several, pick one with [`NumericalFunction::output`]
+//! (a derivative never picks one silently).
+//!
 //! Conventions at non-smooth points: `abs`, `sign`, `floor`, `ceil` and comparisons have
 //! derivative 0 where they jump; `relu` (`where(x > 0, x, 0)`) has derivative 0 at 0;
 //! `maximum`/`minimum` (and so `clip`) split the derivative evenly between tied operands;
 //! `max`/`min` reductions share it evenly among tied extrema.
 
 use super::arg::Arg;
+use super::names::derived_name;
 use super::numerical::NumericalFunction;
 use crate::error::{Error, Result};
 use crate::graph::NodeRef;
@@ -53,17 +58,28 @@ fn check_wrt(transform: &'static str, f: &NumericalFunction, wrt: usize) -> Resu
     }
 }
 
-/// The first output of `f` and its input `wrt`, for a derivative called `transform`.
+/// The output of `f` (it must have one: a derivative never picks one silently) and its
+/// input `wrt`, for a derivative called `transform`.
 fn output_and_input(transform: &'static str, f: &NumericalFunction, wrt: usize) -> Result<(Tensor, Tensor)> {
     check_wrt(transform, f, wrt)?;
-    Ok((f.output_tensors()[0].clone(), f.input_tensor(wrt)))
+    let outputs = f.output_tensors();
+    if outputs.len() != 1 {
+        let message = format!(
+            "it has {} outputs; differentiate one of them: `{transform}` of `f.output(k)` in Rust, \
+             `{transform}(f, output=k)` in Python",
+            outputs.len()
+        );
+        return Err(transform_error(transform, f, message));
+    }
+    Ok((outputs[0].clone(), f.input_tensor(wrt)))
 }
 
-/// The first output of `f`, which must be a scalar, and its input `wrt`.
+/// The output of `f`, which must be a scalar, and its input `wrt`.
 fn scalar_output_and_input(transform: &'static str, f: &NumericalFunction, wrt: usize) -> Result<(Tensor, Tensor)> {
     let (y, x) = output_and_input(transform, f, wrt)?;
     if y.numel() != 1 {
-        let message = format!("output 0 has shape {:?}; {transform} needs a scalar output (use `jacobian`)", y.shape());
+        let message =
+            format!("its output has shape {:?}; {transform} needs a scalar output (use `jacobian`)", y.shape());
         return Err(transform_error(transform, f, message));
     }
     Ok((y, x))
@@ -71,7 +87,7 @@ fn scalar_output_and_input(transform: &'static str, f: &NumericalFunction, wrt: 
 
 /// A function of `f`'s inputs computing `output`, named `<f>_<suffix>`.
 fn derived(f: &NumericalFunction, suffix: &str, output: Tensor) -> Result<NumericalFunction> {
-    NumericalFunction::from_tensors(&format!("{}_{suffix}", f.name()), f.inputs().to_vec(), &[output])
+    NumericalFunction::from_tensors(&derived_name(f.name(), suffix), f.inputs().to_vec(), &[output])
 }
 
 /// A sparse function of `f`'s inputs, named `<f>_<suffix>`.
@@ -99,7 +115,7 @@ pub fn jvp(f: &NumericalFunction) -> Result<NumericalFunction> {
     }
     let mut args = f.inputs().to_vec();
     args.extend(f.inputs().iter().cloned());
-    NumericalFunction::from_tensors(&format!("{}_jvp", f.name()), args, &results)
+    NumericalFunction::from_tensors(&derived_name(f.name(), "jvp"), args, &results)
 }
 
 /// Reverse mode: a function of `(x1…xk, ȳ1…ȳm)` (one cotangent per output) returning
@@ -120,21 +136,21 @@ pub fn vjp(f: &NumericalFunction) -> Result<NumericalFunction> {
         bars.into_iter().zip(f.inputs()).map(|(b, a)| b.unwrap_or_else(|| zeros(&a.shape, a.dtype))).collect();
     let mut args = f.inputs().to_vec();
     args.extend(cotangent_args);
-    NumericalFunction::from_tensors(&format!("{}_vjp", f.name()), args, &results)
+    NumericalFunction::from_tensors(&derived_name(f.name(), "vjp"), args, &results)
 }
 
-/// The gradient of `f`'s first output (a scalar) with respect to its first input.
+/// The gradient of `f`'s output (a scalar) with respect to its first input.
 pub fn gradient(f: &NumericalFunction) -> Result<NumericalFunction> {
     gradient_wrt(f, 0)
 }
 
-/// The gradient of `f`'s first output (a scalar) with respect to input `wrt`.
+/// The gradient of `f`'s output (a scalar) with respect to input `wrt`.
 pub fn gradient_wrt(f: &NumericalFunction, wrt: usize) -> Result<NumericalFunction> {
     let (y, x) = scalar_output_and_input("gradient", f, wrt)?;
     derived(f, "grad", derivatives::gradient(&y, &x)?)
 }
 
-/// The dense Jacobian of `f`'s first output with respect to its first input: an
+/// The dense Jacobian of `f`'s output with respect to its first input: an
 /// `(outputs × inputs)` matrix over the flattened (row-major) output and input, with exact
 /// zeros wherever the structure has them.
 pub fn jacobian(f: &NumericalFunction) -> Result<NumericalFunction> {
@@ -150,7 +166,7 @@ pub fn jacobian_wrt(f: &NumericalFunction, wrt: usize) -> Result<NumericalFuncti
     derived(f, "jac", derivatives::jacobian(&y, &x)?)
 }
 
-/// The dense Hessian of `f`'s first output (a scalar) with respect to its first input:
+/// The dense Hessian of `f`'s output (a scalar) with respect to its first input:
 /// forward mode over the reverse-mode gradient.
 pub fn hessian(f: &NumericalFunction) -> Result<NumericalFunction> {
     hessian_wrt(f, 0)
@@ -162,7 +178,7 @@ pub fn hessian_wrt(f: &NumericalFunction, wrt: usize) -> Result<NumericalFunctio
     derived(f, "hess", derivatives::hessian(&y, &x)?)
 }
 
-/// The Jacobian of `f`'s first output with respect to its first input, as a sparse
+/// The Jacobian of `f`'s output with respect to its first input, as a sparse
 /// function: sparsity detection, colouring, one batched directional derivative per colour,
 /// and a gather of the non-zeros into CSC order. Columns are coloured (forward mode, JVPs)
 /// unless colouring the rows needs fewer colours (reverse mode, VJPs), as for a Jacobian
@@ -193,7 +209,7 @@ pub fn spjacobian_wrt(f: &NumericalFunction, wrt: usize) -> Result<SparseNumeric
     derived_sparse(f, "spjac", derivatives::sparse_jacobian(&y, &x)?)
 }
 
-/// The Jacobian of `f`'s first output with respect to input `wrt`, known to be symmetric
+/// The Jacobian of `f`'s output with respect to input `wrt`, known to be symmetric
 /// (the Jacobian of a gradient, say): star colouring, which needs fewer directional
 /// derivatives than colouring columns, reads each entry once. The whole pattern is returned
 /// (both triangles). The output must have as many elements as the input; that the
@@ -202,7 +218,7 @@ pub fn spjacobian_symmetric_wrt(f: &NumericalFunction, wrt: usize) -> Result<Spa
     let (y, x) = output_and_input("spjacobian", f, wrt)?;
     if y.numel() != x.numel() {
         let message = format!(
-            "a symmetric Jacobian is square, but output 0 has {} elements and input {wrt} has {}",
+            "a symmetric Jacobian is square, but the output has {} elements and input {wrt} has {}",
             y.numel(),
             x.numel()
         );
@@ -211,7 +227,7 @@ pub fn spjacobian_symmetric_wrt(f: &NumericalFunction, wrt: usize) -> Result<Spa
     derived_sparse(f, "spjac", derivatives::symmetric_jacobian(&y, &x)?)
 }
 
-/// The upper triangle of the Hessian of `f`'s scalar first output with respect to its
+/// The upper triangle of the Hessian of `f`'s scalar output with respect to its
 /// first input, as a sparse function (star colouring, forward over reverse).
 pub fn sphessian(f: &NumericalFunction) -> Result<SparseNumericalFunction> {
     sphessian_wrt(f, 0)
@@ -223,7 +239,7 @@ pub fn sphessian_wrt(f: &NumericalFunction, wrt: usize) -> Result<SparseNumerica
     derived_sparse(f, "sphess", derivatives::sparse_hessian(&y, &x)?)
 }
 
-/// The Jacobian sparsity of `f`'s first output with respect to its first input.
+/// The Jacobian sparsity of `f`'s output with respect to its first input.
 ///
 /// ```
 /// use anvil::{ad, Arg, NumericalFunction};
@@ -248,7 +264,7 @@ pub fn jacobian_sparsity_wrt(f: &NumericalFunction, wrt: usize) -> Result<Sparsi
     dependency_pattern(y.node()?, x.node()?)
 }
 
-/// The (symmetric) Hessian sparsity of `f`'s scalar first output with respect to its first
+/// The (symmetric) Hessian sparsity of `f`'s scalar output with respect to its first
 /// input: the Jacobian sparsity of its gradient graph, symmetrized.
 pub fn hessian_sparsity(f: &NumericalFunction) -> Result<SparsityPattern> {
     hessian_sparsity_wrt(f, 0)
@@ -336,5 +352,5 @@ pub fn vmap_out(
         perm.insert(out_axis, 0);
         moved.push(r.permute(perm));
     }
-    NumericalFunction::from_tensors(&format!("{}_vmap", f.name()), args, &moved)
+    NumericalFunction::from_tensors(&derived_name(f.name(), "vmap"), args, &moved)
 }

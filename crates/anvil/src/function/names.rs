@@ -54,8 +54,13 @@ pub fn check_identifier(name: &str, what: &str) -> Result<()> {
     if CPP.keywords.contains(&name) {
         return invalid(format!("`{name}` is a C++ keyword or a name anvil's generated code uses"));
     }
-    if name.starts_with("ANVIL_") {
-        return invalid("names starting with `ANVIL_` are anvil's own macros".into());
+    if let Some(prefix) = MACRO_PREFIXES.iter().find(|p| name.starts_with(**p)) {
+        return invalid(format!("names starting with `{prefix}` are macros of anvil or of the solver runtime"));
+    }
+    if MODULE_NAMES.contains(&name) {
+        return invalid(format!(
+            "a generated module (or the program including it) declares `{name}` at global scope; choose another name"
+        ));
     }
     if is_library_name(name) {
         return invalid(format!(
@@ -66,6 +71,26 @@ pub fn check_identifier(name: &str, what: &str) -> Result<()> {
     Ok(())
 }
 
+/// Global names a generated module declares besides the user's: the program's entry point
+/// (every program including the header defines `main`), and the namespaces of the solver
+/// runtime and the libraries it compiles (PIQP, Eigen).
+const MODULE_NAMES: &[&str] = &["main", "anvil_opti", "piqp", "Eigen"];
+
+/// Macro prefixes of the solver runtime's libraries.
+const MACRO_PREFIXES: &[&str] = &["ANVIL_", "EIGEN_", "PIQP_"];
+
+/// The name of something derived from `base` (`f` → `f_grad`): `base`, `_`, `suffix`, with
+/// no `__` where `base` ends in `_` (a legal name must give a legal derived name).
+///
+/// ```
+/// use anvil::function::derived_name;
+/// assert_eq!(derived_name("step", "defect"), "step_defect");
+/// assert_eq!(derived_name("step_", "defect"), "step_defect");
+/// ```
+pub fn derived_name(base: &str, suffix: &str) -> String {
+    format!("{}_{suffix}", base.trim_end_matches('_'))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -73,7 +98,26 @@ mod tests {
     #[test]
     fn identifiers_are_checked() {
         assert!(check_identifier("my_fn2", "function").is_ok());
-        for bad in ["", "2fn", "my-fn", "class", "__x", "_X", "_x", "a__b", "a b", "Buffer", "std", "ANVIL_PRELUDE"] {
+        for bad in [
+            "",
+            "2fn",
+            "my-fn",
+            "class",
+            "__x",
+            "_X",
+            "_x",
+            "a__b",
+            "a b",
+            "Buffer",
+            "std",
+            "ANVIL_PRELUDE",
+            "main",
+            "piqp",
+            "anvil_opti",
+            "Eigen",
+            "EIGEN_ASM_COMMENT",
+            "PIQP_INF",
+        ] {
             assert!(check_identifier(bad, "function").is_err(), "{bad:?} should be rejected");
         }
     }

@@ -214,6 +214,32 @@ impl NumericalFunction {
         })
     }
 
+    /// The function of the same inputs (and name) computing only its output `k`: what a
+    /// derivative of one output of a function with several differentiates.
+    ///
+    /// ```
+    /// use anvil::{ad, Arg, NumericalFunction};
+    /// # fn main() -> anvil::Result<()> {
+    /// let f = NumericalFunction::new("f", |[x]| (x.sin(), x.exp()), [Arg::new(3)])?;
+    /// assert!(ad::jacobian(&f).is_err()); // which output? say it:
+    /// let jac_exp = ad::jacobian(&f.output(1)?)?;
+    /// assert_eq!(jac_exp.outputs()[0].shape, vec![3, 3]);
+    /// # Ok(()) }
+    /// ```
+    pub fn output(&self, k: usize) -> Result<NumericalFunction> {
+        let Some(node) = self.output_nodes.get(k) else {
+            return Err(Error::Transform {
+                transform: "output",
+                function: self.name.clone(),
+                message: format!("there is no output {k} ({} outputs)", self.outputs.len()),
+            });
+        };
+        let tensor = Tensor::from_node(node.clone());
+        Ok(NumericalFunction::from_trace(&self.name, self.inputs.clone(), &[tensor], self.trace)?
+            .with_compiler(self.compiler.clone())
+            .with_lowering(self.lowering.clone()))
+    }
+
     /// The same function, declared to return the non-zeros of a sparse matrix (CSC order).
     pub fn with_sparsity(mut self, pattern: SparsityPattern) -> Self {
         self.sparsity = Some(pattern);

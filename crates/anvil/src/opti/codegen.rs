@@ -197,9 +197,9 @@ fn layout_context(l: &SolverLayout) -> Value {
         x_ub => join(l.x_ub.iter().map(|&v| cpp_f64(v))),
         matrices,
         hess_diag => diagonal_positions(&d.hess),
-        values_fn => d.values.name(),
-        linearize_fn => d.linearize.name(),
-        hessian_fn => d.hessian.name(),
+        values_fn => global(d.values.name()),
+        linearize_fn => global(d.linearize.name()),
+        hessian_fn => global(d.hessian.name()),
         s => settings_context(l.settings),
         max_merit_memory => MAX_MERIT_MEMORY,
         statuses,
@@ -269,7 +269,7 @@ fn stage_call_context(index: usize, call: &StageCall, nz: usize) -> Value {
         ),
     };
     context! {
-        index, function => call.f.name(),
+        index, function => global(call.f.name()),
         role, lambda, couples,
         first => l.first, count => l.count, rows => l.rows,
         coupled => l.coupled, width => if l.coupled { 2 * nz } else { nz },
@@ -352,6 +352,13 @@ pub(crate) fn render_multistage(l: &StageLayout) -> ItemSource {
 /// The `extern "C"` entry points the JIT loads.
 pub(crate) fn render_jit_shim(name: &str) -> String {
     render("sqp_jit.j2", context! { name })
+}
+
+/// A name declared at global scope (a function's namespace, a codegen constant) as the
+/// solver's namespace spells it: qualified, so that none of the solver's own names (`NX`,
+/// `Settings`, `solve`, ...) can shadow it.
+pub(crate) fn global(name: &str) -> String {
+    format!("::{name}")
 }
 
 /// Headers the solver's definitions include.

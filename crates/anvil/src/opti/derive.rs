@@ -5,7 +5,7 @@ use super::problem::Problem;
 use super::settings::HessianApproximation;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::function::{Arg, NumericalFunction};
+use crate::function::{derived_name, Arg, NumericalFunction};
 use crate::pattern::SparsityPattern;
 use crate::tensor::Tensor;
 use crate::transform::derivatives::{self, SparseDerivative};
@@ -61,12 +61,12 @@ impl Derived {
             .filter(|&i| problem.ineq_lb[i].is_finite() || problem.ineq_ub[i].is_finite())
             .collect();
         let xp = problem.cost.inputs().to_vec();
-        let values = NumericalFunction::trace(&format!("{solver}_values"), xp.clone(), |s| {
+        let values = NumericalFunction::trace(&derived_name(solver, "values"), xp.clone(), |s| {
             let m = model(problem, approximation, &q_rows, &s[0], &s[1])?;
             Ok(vec![m.f, m.c_eq, m.g_q])
         })?;
         let (mut jac_eq, mut jac_q) = (None, None);
-        let linearize = NumericalFunction::trace(&format!("{solver}_linearize"), xp.clone(), |s| {
+        let linearize = NumericalFunction::trace(&derived_name(solver, "linearize"), xp.clone(), |s| {
             let x = &s[0];
             let m = model(problem, approximation, &q_rows, x, &s[1])?;
             let grad = derivatives::gradient(&m.f, x)?;
@@ -78,7 +78,7 @@ impl Derived {
         let mut hess = None;
         let mut inputs = xp;
         inputs.extend([Arg::new(problem.neq()), Arg::new(q_rows.len())]);
-        let hessian = NumericalFunction::trace(&format!("{solver}_hessian"), inputs, |s| {
+        let hessian = NumericalFunction::trace(&derived_name(solver, "hessian"), inputs, |s| {
             let (x, lam_eq, lam_q) = (&s[0], &s[2], &s[3]);
             let m = model(problem, approximation, &q_rows, x, &s[1])?;
             let (h, layout) = match (approximation, m.residual) {

@@ -6,7 +6,7 @@ use super::problem::{problem_error, Bound};
 use super::solver::Solution;
 use crate::dtype::DType;
 use crate::error::Result;
-use crate::function::{Arg, CodegenIntConstant, NumericalFunction};
+use crate::function::{derived_name, Arg, CodegenIntConstant, NumericalFunction};
 use crate::tensor::Tensor;
 
 /// A function applied at consecutive stages `first .. first + count`: of `(z_i, p_global,
@@ -218,8 +218,8 @@ impl MultistageProblem {
     /// The inequality constraints `lb ≤ h(z_i, p_global, p_i) ≤ ub` for `0 < i < N`; `lb`
     /// and `ub` have one entry per row of `h` (or are scalars) and hold at every stage.
     pub fn ineq_stage(mut self, f: &NumericalFunction, lb: impl Into<Bound>, ub: impl Into<Bound>) -> Result<Self> {
-        self.ineq_stage = self.constraint(f, Kind::Stage, "ineq_stage_fn")?;
-        self.set_ineq_bounds(lb.into(), ub.into())?;
+        let term = self.term(f, Kind::Stage, "ineq_stage_fn", false)?;
+        self.set_ineq_stage(term, lb.into(), ub.into())?;
         Ok(self)
     }
 
@@ -231,11 +231,14 @@ impl MultistageProblem {
         Ok(self)
     }
 
-    fn set_ineq_bounds(&mut self, lb: Bound, ub: Bound) -> Result<()> {
-        let m = self.ineq_stage.as_ref().map_or(0, |t| t.rows);
-        let (lb, ub) = (lb.resolve(m, "ineq_lb")?, ub.resolve(m, "ineq_ub")?);
+    /// The stage inequality `term` with its bounds, checked against its rows even where the
+    /// term acts on no stage (and is then dropped).
+    fn set_ineq_stage(&mut self, term: Term, lb: Bound, ub: Bound) -> Result<()> {
+        let (lb, ub) = (lb.resolve(term.rows, "ineq_lb")?, ub.resolve(term.rows, "ineq_ub")?);
         super::problem::check_ordered(&lb, &ub, "ineq_lb", "ineq_ub")?;
-        (self.ineq_lb, self.ineq_ub) = (lb, ub);
+        let kept = term.rows > 0 && term.count > 0;
+        (self.ineq_lb, self.ineq_ub) = if kept { (lb, ub) } else { (Vec::new(), Vec::new()) };
+        self.ineq_stage = kept.then_some(term);
         Ok(())
     }
 
@@ -428,7 +431,7 @@ impl MultistageProblem {
         problem.eq_initial = problem.constraint(&start, Kind::Initial, "initial state")?;
         let dynamics = &ocp.dynamics;
         let defects = lower(
-            &format!("{}_defect", dynamics.name()),
+            &derived_name(dynamics.name(), "defect"),
             vec![Arg::new(nz), Arg::new(nz), Arg::new(nx), Arg::new(np)],
             &|s| {
                 let (x, u) = split(&s[0]);
@@ -438,7 +441,7 @@ impl MultistageProblem {
         )?;
         problem.eq_interstage = problem.constraint(&defects, Kind::Interstage, "dynamics_fn")?;
         if let Some(l) = &ocp.stage_cost {
-            let cost = lower(&format!("{}_z", l.name()), stage(), &|s| {
+            let cost = lower(&derived_name(l.name(), "z"), stage(), &|s| {
                 let (x, u) = split(&s[0]);
                 Ok(first(l, &[x, u, s[2].clone()])?.reshape(()))
             })?;
@@ -447,21 +450,19 @@ impl MultistageProblem {
             problem.cost_stage = Some(term);
         }
         if let Some(l) = &ocp.terminal_cost {
-            let cost = lower(&format!("{}_z", l.name()), stage(), &|s| {
+            let cost = lower(&derived_name(l.name(), "z"), stage(), &|s| {
                 Ok(first(l, &[split(&s[0]).0, s[2].clone()])?.reshape(()))
             })?;
             problem.cost_terminal = Some(problem.term(&cost, Kind::Terminal, "terminal_cost_fn", true)?);
         }
         if let Some((h, lb, ub)) = &ocp.path {
-            let path = lower(&format!("{}_z", h.name()), stage(), &|s| {
+            let path = lower(&derived_name(h.name(), "z"), stage(), &|s| {
                 let (x, u) = split(&s[0]);
                 Ok(first(h, &[x, u, s[2].clone()])?.flatten())
             })?;
-            if let Some(mut term) = problem.constraint(&path, Kind::Stage, "path_constraints_fn")? {
-                (term.first, term.count) = (0, n);
-                problem.ineq_stage = Some(term);
-                problem.set_ineq_bounds(lb.clone(), ub.clone())?;
-            }
+            let mut term = problem.term(&path, Kind::Stage, "path_constraints_fn", false)?;
+            (term.first, term.count) = (0, n);
+            problem.set_ineq_stage(term, lb.clone(), ub.clone())?;
         }
         let join = |x: &[f64], u: &[f64]| x.iter().chain(u).copied().collect::<Vec<f64>>();
         problem.bounds(join(&ocp.x_lb, &ocp.u_lb), join(&ocp.x_ub, &ocp.u_ub))

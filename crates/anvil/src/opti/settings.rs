@@ -76,7 +76,7 @@ pub struct SqpSettings {
     pub qp_eps_rel: f64,
     /// The QP solver's iteration limit.
     pub qp_max_iter: usize,
-    /// 0: silent; 1: one line per iteration on stdout.
+    /// 0: silent; 1 (or more): one line per iteration on stdout.
     pub verbose: u32,
     /// When the iteration limit ends a solve after a step, evaluate the derivatives at the
     /// returned point too, so that [`Info::stat_res`] is its stationarity (`true`); or only
@@ -180,6 +180,9 @@ impl SqpSettings {
             if value < least || value > MAX_COUNT {
                 return bad(name, &format!("an integer in [{least}, {MAX_COUNT}]"), value.to_string());
             }
+        }
+        if self.verbose as usize > MAX_COUNT {
+            return bad("verbose", &format!("an integer in [0, {MAX_COUNT}]"), self.verbose.to_string());
         }
         if self.merit_memory > MAX_MERIT_MEMORY {
             return bad("merit_memory", &format!("at most {MAX_MERIT_MEMORY}"), self.merit_memory.to_string());
@@ -303,17 +306,25 @@ pub struct Info {
     pub comp_res: f64,
     /// Wall-clock time of the native solve, in seconds.
     pub solve_time: f64,
+    /// With [`Status::InvalidInput`]: the argument at fault (`"x0"`, `"p"`, `"lam_eq0"`,
+    /// `"lam_ineq0"`, `"lam_box0"`, `"settings"`, `"ws"` or `"outputs"`, as the generated
+    /// C++ `Info::invalid_input` names it); `None` otherwise.
+    pub invalid_input: Option<&'static str>,
 }
 
+/// The arguments a solve can find invalid, in the order of the generated code's
+/// `kInvalidArguments` (the JIT reports an index into it).
+const INVALID_ARGUMENTS: [&str; 8] = ["x0", "p", "lam_eq0", "lam_ineq0", "lam_box0", "settings", "ws", "outputs"];
+
 /// Number of doubles the generated code reports per solve (status and counts as doubles).
-pub(crate) const INFO_LEN: usize = 8;
+pub(crate) const INFO_LEN: usize = 9;
 
 impl Info {
     /// The report of a solve that has not run (status `InvalidInput`, no iterations, NaN
     /// residuals): for a [`Solution`](super::Solution) put together by hand.
     pub fn unsolved() -> Info {
         Info::from_scalars(
-            &[Status::InvalidInput as i32 as f64, 0.0, 0.0, f64::NAN, f64::NAN, f64::NAN, f64::NAN, f64::NAN],
+            &[Status::InvalidInput as i32 as f64, 0.0, 0.0, f64::NAN, f64::NAN, f64::NAN, f64::NAN, f64::NAN, -1.0],
             0.0,
         )
     }
@@ -330,6 +341,7 @@ impl Info {
             ineq_res: values[6],
             comp_res: values[7],
             solve_time,
+            invalid_input: usize::try_from(values[8] as i64).ok().and_then(|k| INVALID_ARGUMENTS.get(k).copied()),
         }
     }
 }

@@ -183,6 +183,24 @@ fn check_solver(name: &str, settings: &SqpSettings) -> Result<()> {
     settings.validate()
 }
 
+/// Checks, before anything proportional to the horizon is built, that a solver of `problem`
+/// fits in memory: the host's per-variable lists (bounds, rows), and with the Riccati backend
+/// the workspace's dense stage blocks (about eight `nz × nz` blocks per stage).
+fn check_multistage_size(name: &str, problem: &MultistageProblem, backend: QpBackend) -> Result<()> {
+    let (n, nz) = (problem.n, problem.nz);
+    let what = |kind: &'static str| {
+        move || format!("{kind} of solver `{name}` (N = {n} stage transitions of nz = {nz} variables)")
+    };
+    let stages = problem.n.saturating_add(1);
+    // Bounds, multipliers, steps and iterates: a few dozen doubles per variable.
+    crate::array::check_alloc(what("the per-variable arrays"), problem.nvars().saturating_mul(32), 8)?;
+    if backend == QpBackend::Riccati {
+        let per_stage = problem.nz.saturating_mul(problem.nz).saturating_mul(8);
+        crate::array::check_alloc(what("the stage blocks"), stages.saturating_mul(per_stage), 8)?;
+    }
+    Ok(())
+}
+
 impl SqpFunction {
     /// A solver with PIQP's dense backend.
     pub fn dense(name: &str, problem: &Problem, settings: SqpSettings) -> Result<Self> {
@@ -242,6 +260,7 @@ impl SqpFunction {
         backend: QpBackend,
     ) -> Result<Self> {
         check_solver(name, &settings)?;
+        check_multistage_size(name, problem, backend)?;
         let approximation = settings.hessian_approximation;
         let derivation = match backend {
             QpBackend::PiqpSparse => Derivation::General(Box::new(stagewise::derive(name, problem, approximation)?)),
@@ -250,7 +269,7 @@ impl SqpFunction {
                 nz: problem.nz,
                 global_param: problem.global_param,
                 stage_param: problem.stage_param,
-                horizon: problem.horizon.as_ref().map_or(problem.n.to_string(), |c| c.name().to_string()),
+                horizon: problem.horizon.as_ref().map_or(problem.n.to_string(), |c| codegen::global(c.name())),
                 z_lb: problem.z_lb.clone(),
                 z_ub: problem.z_ub.clone(),
             })),

@@ -10,7 +10,7 @@ use super::settings::HessianApproximation;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::function::ad::vmap;
-use crate::function::{Arg, NumericalFunction};
+use crate::function::{derived_name, Arg, NumericalFunction};
 use crate::pattern::SparsityPattern;
 use crate::tensor::Tensor;
 use crate::transform::derivatives;
@@ -258,7 +258,7 @@ fn per_term<T>(
     terms: &[StageTerm],
     trace: impl Fn(&str, &StageTerm) -> Result<T>,
 ) -> Result<Vec<T>> {
-    terms.iter().enumerate().map(|(i, t)| trace(&format!("{solver}_{kind}{i}"), t)).collect()
+    terms.iter().enumerate().map(|(i, t)| trace(&derived_name(solver, &format!("{kind}{i}")), t)).collect()
 }
 
 /// The cost terms at the symbols: their sum, and their gradients stamped stage by stage.
@@ -291,7 +291,7 @@ fn trace_values_and_linearize(
 ) -> Result<(NumericalFunction, NumericalFunction)> {
     let xp = vec![Arg::new(problem.nvars()), Arg::new(problem.np())];
     let trace = |suffix: &str, derivatives: bool| {
-        NumericalFunction::trace(&format!("{solver}_{suffix}"), xp.clone(), |s| {
+        NumericalFunction::trace(&derived_name(solver, suffix), xp.clone(), |s| {
             evaluate(&Symbols::new(problem, &s[0], &s[1]), derivatives)
         })
     };
@@ -358,7 +358,7 @@ pub(crate) fn derive(
     let mut hess_pattern = None;
     let mut inputs = xp;
     inputs.extend([Arg::new(neq), Arg::new(nq)]);
-    let hessian = NumericalFunction::trace(&format!("{solver}_hessian"), inputs, |s| -> Result<Tensor> {
+    let hessian = NumericalFunction::trace(&derived_name(solver, "hessian"), inputs, |s| -> Result<Tensor> {
         let symbols = Symbols::new(problem, &s[0], &s[1]);
         let mut stamps = Stamps::default();
         let mut stamp = |t: &StageTerm, traced: &Traced, lam: Option<&Tensor>| -> Result<()> {
@@ -613,7 +613,7 @@ pub(crate) fn derive_blocks(
     let (eq_layouts, q_layouts) = (layouts(&eqs), layouts(&ineqs));
     let mut inputs = xp;
     inputs.extend([Arg::new(problem.neq()), Arg::new(q_rows.len())]);
-    let hessian = NumericalFunction::trace(&format!("{solver}_hessian"), inputs, |s| -> Result<Vec<Tensor>> {
+    let hessian = NumericalFunction::trace(&derived_name(solver, "hessian"), inputs, |s| -> Result<Vec<Tensor>> {
         let symbols = Symbols::new(problem, &s[0], &s[1]);
         let mut diag = Tensor::zeros([n + 1, nz, nz]);
         let mut off = Tensor::zeros([n, nz, nz]);
