@@ -156,6 +156,14 @@ fn opti_include_dirs() -> PyResult<Vec<String>> {
     Ok(anvil::opti::include_dirs().py()?.iter().map(|d| d.display().to_string()).collect())
 }
 
+/// The solver runtime as a static library for the JIT's compiler and flags (built once into
+/// the cache): what a program links in place of a module's `anvil_opti.cpp`.
+#[pyfunction]
+fn opti_runtime_library(py: Python<'_>) -> PyResult<String> {
+    let options = anvil::jit::CompilerOptions::default();
+    Ok(py.detach(|| anvil::opti::runtime_library(&options)).py()?.display().to_string())
+}
+
 /// Where the Python package found PIQP's sources and Eigen's headers (searched after
 /// `$ANVIL_PIQP_DIR` / `$ANVIL_EIGEN_DIR`).
 #[pyfunction]
@@ -177,6 +185,7 @@ fn _anvil(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(opti::control_problem, m)?)?;
     m.add_function(wrap_pyfunction!(opti::multistage_sqp_solver, m)?)?;
     m.add_function(wrap_pyfunction!(opti_include_dirs, m)?)?;
+    m.add_function(wrap_pyfunction!(opti_runtime_library, m)?)?;
     m.add_function(wrap_pyfunction!(opti_set_bundled_dirs, m)?)?;
     m.add_function(wrap_pyfunction!(function::trace, m)?)?;
     m.add_function(wrap_pyfunction!(dtype::as_dtype, m)?)?;

@@ -277,10 +277,74 @@ fn generated_module_compiles_cleanly_runs_under_sanitizers_and_never_allocates_i
     let (hpp, cpp) = generate_module("sqpmod", &items, &dir).unwrap();
     let header = std::fs::read_to_string(hpp).unwrap();
     let source = std::fs::read_to_string(cpp).unwrap();
-    // The runtime (PIQP's glue) is emitted once for all solvers.
-    assert_eq!(source.matches("#ifndef ANVIL_OPTI_RUNTIME_EXTERN").count(), 1, "the runtime is emitted once");
+    // The runtime (PIQP's glue) is declared once for all solvers, defined beside the module,
+    // and the module includes no third-party header.
+    assert_eq!(source.matches("#define ANVIL_OPTI_RUNTIME_DECLARED").count(), 1, "the runtime is declared once");
+    assert!(!source.contains("#include <Eigen") && !source.contains("#include <piqp"));
+    let runtime = std::fs::read_to_string(dir.join("anvil_opti.cpp")).unwrap();
+    assert!(runtime.contains("#include <piqp/piqp.hpp>") && runtime.contains("Qp* Qp::dense(int n, int p, int m)"));
     assert!(header.contains("namespace aot_hs071 {") && header.contains("constexpr int NP = 1;"));
     check_module_against_jit(&dir, "sqpmod", &runs, 1e-9);
+    if std::env::var_os("ANVIL_KEEP").is_none() {
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}
+
+/// Two modules compiled with different `-march` link into one program with one solver
+/// runtime (`anvil_opti.cpp`, compiled once, warning-free with the third-party headers as
+/// system headers) and solve as the JIT does; a second copy of the runtime in the same
+/// program is a link error (duplicate symbols), never a silent mix of two ABIs.
+#[test]
+fn modules_compiled_with_different_flags_share_one_runtime() {
+    use std::process::Command;
+    let guide = SqpFunction::dense("mix_guide", &guide_problem(), SqpSettings::default()).unwrap();
+    let hs = SqpFunction::sparse("mix_hs071", &hs071(), SqpSettings::default()).unwrap();
+    let dir = std::env::temp_dir().join(format!("anvil_opti_mix_{}", std::process::id()));
+    generate_module("mix_a", &[&guide as &dyn ModuleItem], &dir).unwrap();
+    generate_module("mix_b", &[&hs as &dyn ModuleItem], &dir).unwrap();
+    let runs: Vec<(&SqpFunction, &[f64], &[f64])> =
+        vec![(&guide, &[0.5, 0.5, 0.0, 0.0], &[]), (&hs, &HS071_X0, &[25.0])];
+    std::fs::write(dir.join("main.cpp"), common::solver_harness::harness_of(&["mix_a", "mix_b"], &runs)).unwrap();
+    let compile = |source: &str, object: &str, flags: &[&str]| {
+        let mut cmd = Command::new("g++");
+        cmd.args(["-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror", "-c"]).args(flags);
+        for d in anvil::opti::include_dirs().unwrap() {
+            cmd.arg(format!("-isystem{}", d.display()));
+        }
+        let out = cmd.arg(dir.join(source)).arg("-o").arg(dir.join(object)).output().unwrap();
+        assert!(out.status.success(), "{source}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    // The runtime compiles in parallel with the modules (it is the slow one).
+    std::thread::scope(|s| {
+        s.spawn(|| compile("anvil_opti.cpp", "anvil_opti.o", &["-march=native"]));
+        compile("mix_a.cpp", "mix_a.o", &["-march=x86-64"]);
+        compile("mix_b.cpp", "mix_b.o", &["-march=native"]);
+        compile("main.cpp", "main.o", &[]);
+    });
+    let link = |objects: &[&str], exe: &str| {
+        Command::new("g++").args(objects.iter().map(|o| dir.join(o))).arg("-o").arg(dir.join(exe)).output().unwrap()
+    };
+    let out = link(&["main.o", "mix_a.o", "mix_b.o", "anvil_opti.o"], "mixed");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let run = Command::new(dir.join("mixed")).output().unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let stdout = String::from_utf8(run.stdout).unwrap();
+    for (line, (solver, x0, p)) in stdout.lines().zip(runs.iter().flat_map(|r| [r, r])) {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!((words[0], words[1]), (solver.name(), "0"), "{line}: not solved");
+        let x: Vec<f64> = words[4..].iter().map(|v| v.parse().unwrap()).collect();
+        assert_close(line, &x, &solver.solve(x0, p, &WarmStart::default()).unwrap().x, 1e-9);
+    }
+    assert_eq!(stdout.lines().count(), 4, "{stdout}");
+    // Two runtimes in one program do not link.
+    std::fs::copy(dir.join("anvil_opti.o"), dir.join("anvil_opti_again.o")).unwrap();
+    let out = link(&["main.o", "mix_a.o", "mix_b.o", "anvil_opti.o", "anvil_opti_again.o"], "twice");
+    assert!(!out.status.success(), "two copies of the runtime linked");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("multiple definition"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     if std::env::var_os("ANVIL_KEEP").is_none() {
         std::fs::remove_dir_all(dir).unwrap();
     }

@@ -69,6 +69,7 @@ __all__ = [
     "SparseProblem",
     "SparseSQPFunction",
     "include_dirs",
+    "runtime_library",
 ]
 
 
@@ -822,11 +823,22 @@ class SparseSQPFunction(_SQPFunction):
 
 
 def include_dirs() -> list[str]:
-    """The include directories a generated solver module needs (PIQP's, then Eigen's)::
+    """The include directories the solver runtime's definitions need (PIQP's, then
+    Eigen's): ``generate_module`` of a PIQP-backed solver writes them beside the module as
+    ``anvil_opti.cpp``, to compile once per program::
 
-    g++ -std=c++17 -O2 $(for d in ...; do echo -isystem $d; done) -c m.cpp
-    """
+        g++ -std=c++17 -O2 $(for d in ...; do echo -isystem $d; done) -c anvil_opti.cpp
+
+    The module's own ``.cpp`` includes no third-party header."""
     return _anvil.opti_include_dirs()
+
+
+def runtime_library() -> str:
+    """The solver runtime (``anvil_opti.cpp`` with PIQP's template instantiations) as a
+    static library built for this machine with the JIT's compiler and flags, on first use
+    (tens of seconds, once) and kept in anvil's cache: link it in place of compiling a
+    module's ``anvil_opti.cpp``. Modules compiled with any flags link with it."""
+    return _anvil.opti_runtime_library()
 
 
 def _register_bundled() -> None:

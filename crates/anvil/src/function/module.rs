@@ -36,6 +36,12 @@ pub trait ModuleItem {
 
     /// The item's declarations and definitions.
     fn source(&self) -> Result<ItemSource>;
+
+    /// Files the module needs beside its `.hpp` and `.cpp`, as `(file name, text)`, written
+    /// into the same directory (the solver runtime's definitions, compiled apart).
+    fn files(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
 }
 
 /// The headers an item needs: in the `.hpp` (its declarations use them) or only in the `.cpp`.
@@ -68,7 +74,9 @@ impl ModuleItem for SparseNumericalFunction {
 }
 
 /// Writes `<module_name>.hpp` and `<module_name>.cpp` into `out_dir` (created if needed)
-/// and returns their paths.
+/// and returns their paths. A module holding a PIQP-backed solver also writes the solver
+/// runtime's definitions, `anvil_opti.cpp`, to compile once and link (see
+/// [`crate::opti::runtime_library`] for a prebuilt one).
 ///
 /// ```
 /// use anvil::{Arg, NumericalFunction, generate_module};
@@ -103,7 +111,24 @@ pub fn generate_module_with_constants(
     let cpp_path = dir.join(format!("{module_name}.cpp"));
     std::fs::write(&hpp_path, &text.header).map_err(|e| Error::io("write", &hpp_path, e))?;
     std::fs::write(&cpp_path, &text.source).map_err(|e| Error::io("write", &cpp_path, e))?;
+    for (name, contents) in module_files(items)? {
+        let path = dir.join(name);
+        std::fs::write(&path, contents).map_err(|e| Error::io("write", &path, e))?;
+    }
     Ok((hpp_path, cpp_path))
+}
+
+/// The files `items` (and what they depend on) need beside the module, each once.
+fn module_files(items: &[&dyn ModuleItem]) -> Result<Vec<(String, String)>> {
+    let mut files: Vec<(String, String)> = Vec::new();
+    for item in dependency_order(items)? {
+        for file in item.files() {
+            if !files.iter().any(|f| f.0 == file.0) {
+                files.push(file);
+            }
+        }
+    }
+    Ok(files)
 }
 
 /// The text of module `module_name` holding `items` (and what they depend on) and

@@ -120,10 +120,19 @@ pub(crate) fn fingerprint() -> Result<String> {
     ))
 }
 
-/// The library a JIT-compiled solver links: anvil's optimisation runtime and PIQP's template
-/// instantiations, for these compiler options (built on first use, then cached), so that no
-/// solver compiles PIQP or Eigen again.
-pub(crate) fn runtime_library(options: &CompilerOptions) -> Result<PathBuf> {
+/// The solver runtime as a static library: anvil's optimisation runtime (what a module's
+/// `anvil_opti.cpp` holds) and PIQP's template instantiations, built with these compiler
+/// options on first use (tens of seconds, with progress on stderr) and kept in the JIT
+/// cache. JIT-compiled solvers link it; so can a program holding generated modules, in place
+/// of compiling their `anvil_opti.cpp` (any module's flags: nothing but plain pointers and
+/// numbers crosses the runtime's interface).
+///
+/// ```no_run
+/// let archive = anvil::opti::runtime_library(&anvil::jit::CompilerOptions::default())?;
+/// println!("g++ main.o rosen_disk.o {}", archive.display());
+/// # Ok::<(), anvil::Error>(())
+/// ```
+pub fn runtime_library(options: &CompilerOptions) -> Result<PathBuf> {
     let src = piqp_dir()?.join("src");
     // The multistage KKT solvers need BLASFEO, which anvil does not use.
     let sources = [
@@ -141,7 +150,7 @@ pub(crate) fn runtime_library(options: &CompilerOptions) -> Result<PathBuf> {
     let library = StaticLibrary {
         name: format!("anvil-opti-piqp-{PIQP_VERSION}"),
         sources: sources.iter().map(|s| src.join(s)).collect(),
-        texts: vec![("anvil-opti-runtime".into(), super::runtime::library_source())],
+        texts: vec![("anvil-opti-runtime".into(), super::runtime::definitions())],
         include_dirs: include_dirs()?,
         defines: vec![PIQP_INSTANTIATION_DEFINE.into()],
         fingerprint: fingerprint()?,

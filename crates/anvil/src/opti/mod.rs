@@ -33,7 +33,7 @@ mod settings;
 mod solver;
 mod stagewise;
 
-pub use deps::{include_dirs, set_bundled_dirs, PIQP_VERSION};
+pub use deps::{include_dirs, runtime_library, set_bundled_dirs, PIQP_VERSION};
 pub use multistage::{ControlProblem, MultistageProblem, StateControl};
 pub use problem::{Bound, Problem, INFINITE_BOUND};
 pub use settings::{HessianApproximation, Info, SqpSettings, Status};

@@ -5,7 +5,7 @@ use super::deps;
 use super::derive::{Derived, Storage};
 use super::multistage::MultistageProblem;
 use super::problem::Problem;
-use super::runtime::{self, Runtime};
+use super::runtime::Runtime;
 use super::settings::{Info, SqpSettings, INFO_LEN, SETTINGS_LEN};
 use super::stagewise::{self, StageDerived};
 use crate::error::{Error, Result};
@@ -445,19 +445,15 @@ impl SqpFunction {
             return Ok(jit.clone());
         }
         // Only PIQP's backends need PIQP's library (and its fingerprint in the cache key).
-        let (defines, link, fingerprint) = match self.derived {
-            Derivation::General(_) => (
-                vec![runtime::EXTERN_DEFINE.into()],
-                vec![deps::runtime_library(&self.compiler)?],
-                deps::fingerprint()?,
-            ),
-            Derivation::Stages(_) => (Vec::new(), Vec::new(), String::new()),
+        let (link, fingerprint) = match self.derived {
+            Derivation::General(_) => (vec![deps::runtime_library(&self.compiler)?], deps::fingerprint()?),
+            Derivation::Stages(_) => (Vec::new(), String::new()),
         };
         let unit = Unit {
             name: self.name.clone(),
             source: self.jit_source()?,
             include_dirs: Vec::new(),
-            defines,
+            defines: Vec::new(),
             link,
             fingerprint,
         };

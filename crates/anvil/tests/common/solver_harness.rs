@@ -8,9 +8,14 @@ use std::process::Command;
 
 /// The harness's `main.cpp` for `runs` of (solver, x0, p).
 pub fn harness(module: &str, runs: &[(&SqpFunction, &[f64], &[f64])]) -> String {
+    harness_of(&[module], runs)
+}
+
+/// The harness's `main.cpp` for `runs` of solvers of any of `modules`.
+pub fn harness_of(modules: &[&str], runs: &[(&SqpFunction, &[f64], &[f64])]) -> String {
+    let includes: String = modules.iter().map(|m| format!("#include \"{m}.hpp\"\n")).collect();
     let mut s = format!(
-        r#"#include "{module}.hpp"
-#include <cstdio>
+        r#"{includes}#include <cstdio>
 #include <cstdlib>
 static long g_allocations = 0;
 #ifdef COUNT_MALLOC
@@ -64,21 +69,17 @@ int main() {{
     s + "  return 0;\n}\n"
 }
 
-/// Compiles the harness with the module (`-Wall -Wextra -Werror` and `flags`), runs it,
-/// returns its stdout.
+/// Compiles the harness with the module (`-Wall -Wextra -Werror` and `flags`; no
+/// third-party include directory: the module needs none), links the prebuilt solver runtime
+/// if the module needs it, runs it, returns its stdout.
 pub fn build_and_run(compiler: &str, flags: &[&str], dir: &Path, module: &str, exe: &str) -> String {
     let mut cmd = Command::new(compiler);
     cmd.args(["-std=c++17", "-Wall", "-Wextra", "-Werror"]).args(flags);
-    for d in anvil::opti::include_dirs().unwrap() {
-        cmd.arg(format!("-isystem{}", d.display()));
+    cmd.arg(dir.join("main.cpp")).arg(dir.join(format!("{module}.cpp")));
+    if dir.join("anvil_opti.cpp").exists() {
+        cmd.arg(anvil::opti::runtime_library(&anvil::jit::CompilerOptions::default()).unwrap());
     }
-    let out = cmd
-        .arg(dir.join("main.cpp"))
-        .arg(dir.join(format!("{module}.cpp")))
-        .arg("-o")
-        .arg(dir.join(exe))
-        .output()
-        .expect("run the C++ compiler");
+    let out = cmd.arg("-o").arg(dir.join(exe)).output().expect("run the C++ compiler");
     assert!(out.status.success(), "{compiler} rejected the module:\n{}", String::from_utf8_lossy(&out.stderr));
     let run = Command::new(dir.join(exe)).env("ASAN_OPTIONS", "detect_leaks=1").output().expect("run the harness");
     assert!(run.status.success(), "{exe} failed:\n{}", String::from_utf8_lossy(&run.stderr));

@@ -3,6 +3,11 @@
 #ifndef ANVIL_OPTI_RUNTIME_DEFINED
 #define ANVIL_OPTI_RUNTIME_DEFINED
 
+// GCC 12 reports its own AVX-512 intrinsics (_mm256_undefined_pd in Eigen's packet code) as
+// maybe-uninitialized when compiling for AVX-512; the warning is false and not ours to fix.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <Eigen/Dense>
 #include <Eigen/OrderingMethods>
 #include <Eigen/Sparse>

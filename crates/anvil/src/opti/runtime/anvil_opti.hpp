@@ -2,17 +2,16 @@
 // solvers on fixed patterns, a sparse LDL' in a fill-reducing order), behind a small
 // interface that needs neither PIQP's nor Eigen's headers.
 //
-// Generated modules carry these definitions (inline, so that several modules link into one
-// program); the JIT compiles them once into a cached library instead
-// (ANVIL_OPTI_RUNTIME_EXTERN in the solver, ANVIL_OPTI_RUNTIME_LIBRARY in the library).
+// The definitions are compiled apart, once per program: from anvil_opti.cpp, which a module
+// holding a PIQP-backed solver writes beside itself, or as the library the JIT builds
+// (anvil::opti::runtime_library()). A module's own translation unit then includes no
+// third-party header, and modules compiled with different flags (-march) share one runtime:
+// nothing crosses this interface but pointers, ints and doubles. Two copies of the runtime in
+// one program are a duplicate-symbol error at link time, never a silent mix.
 #ifndef ANVIL_OPTI_RUNTIME_DECLARED
 #define ANVIL_OPTI_RUNTIME_DECLARED
 
-#if defined(ANVIL_OPTI_RUNTIME_EXTERN) || defined(ANVIL_OPTI_RUNTIME_LIBRARY)
 #define ANVIL_OPTI_API
-#else
-#define ANVIL_OPTI_API inline
-#endif
 
 namespace anvil_opti {
 inline namespace v1 {
