@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
-# Release check: the Python wheel alone must be enough to build and run a generated SQP
-# solver (anvil.opti) on a machine with only a C++ compiler. Builds the wheel (release),
-# checks that it carries PIQP's sources and licence, installs it into a fresh virtual
-# environment (pulling cmeel-eigen, numpy and scipy from the package index), then, from
-# outside the source tree, with $ANVIL_PIQP_DIR and $ANVIL_EIGEN_DIR unset and an empty JIT
-# cache, checks that anvil.opti finds PIQP and Eigen inside that environment and solves a
-# small equality-constrained problem. Exits non-zero on any failure.
+# The Python wheel alone must be enough to build and run a generated SQP solver (anvil.opti)
+# on a machine with only a C++ compiler, and a fresh clone must build it as the README says
+# (`pip install ./crates/anvil-py`). From a pristine clone of HEAD (no .deps/, no vendored
+# PIQP: the package's build fetches PIQP's pinned sdist itself, or refuses to build), builds
+# the wheel with pip, checks that it carries PIQP's sources and licence, installs it into a
+# fresh virtual environment (pulling cmeel-eigen, numpy and scipy from the package index),
+# then, from outside the source tree, with $ANVIL_PIQP_DIR and $ANVIL_EIGEN_DIR unset and an
+# empty JIT cache, checks that anvil.opti finds PIQP and Eigen inside that environment and
+# solves a small equality-constrained problem. Exits non-zero on any failure.
 #
-# Slow (a release build, a package download, PIQP's template library compiled from
-# scratch), so not part of scripts/test.sh. Needs scripts/setup.sh's .venv (maturin) and
-# network access to the package index. Idempotent: works in a fresh temporary directory,
-# removed on exit unless ANVIL_CHECK_KEEP=1. Usage: scripts/check_wheel.sh
+# A release build and PIQP's runtime library from scratch: a few minutes; scripts/test.sh
+# runs it last. Needs git, python3 and network access to the package index. Builds in
+# target/check-wheel (kept between runs) and a fresh temporary directory, removed on exit
+# unless ANVIL_CHECK_KEEP=1. Uncommitted changes are not in the clone.
+# Usage: scripts/check_wheel.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
@@ -22,12 +25,14 @@ else
   trap 'rm -rf "$work"' EXIT
 fi
 
-# The wheel carries this copy of PIQP (see [tool.maturin] include in pyproject.toml).
-python3 scripts/fetch_piqp.py --into crates/anvil-py/python/anvil/_vendor/piqp >/dev/null
-
-echo "check_wheel: building the wheel"
-VIRTUAL_ENV="$root/.venv" "$root/.venv/bin/maturin" build --release --quiet \
-  -m crates/anvil-py/Cargo.toml -o "$work/wheels"
+echo "check_wheel: building the wheel from a pristine clone (pip, release build)"
+git clone --quiet --no-hardlinks "$root" "$work/clone"
+if [ -e "$work/clone/.deps" ] || [ -e "$work/clone/crates/anvil-py/python/anvil/_vendor" ]; then
+  echo "check_wheel: the clone is not pristine (is PIQP committed?)" >&2
+  exit 1
+fi
+CARGO_TARGET_DIR="$root/target/check-wheel" python3 -m pip wheel --quiet --disable-pip-version-check \
+  --no-deps -w "$work/wheels" "$work/clone/crates/anvil-py"
 wheel="$(ls "$work"/wheels/anvil-*.whl)"
 echo "check_wheel: $(basename "$wheel") ($(du -h "$wheel" | cut -f1))"
 

@@ -3,9 +3,12 @@
 //!
 //! PIQP is found in `$ANVIL_PIQP_DIR`, else in the directory a package bundled it in
 //! ([`set_bundled_dirs`]: the Python wheel carries it), else in this source tree's `.deps/`
-//! (where `scripts/setup.sh` puts it). Eigen is found in `$ANVIL_EIGEN_DIR`, else in the
-//! bundled directory (the `cmeel-eigen` package, for Python), else in the system's
-//! `/usr/include/eigen3` or `/usr/local/include/eigen3`.
+//! (where `scripts/setup.sh` puts it), else in anvil's cache directory; if it is in none of
+//! them and this crate's source tree has `scripts/fetch_piqp.py` (a path or git dependency
+//! of a Rust program), that script fetches PIQP's pinned, digest-checked sdist into the cache
+//! directory the first time a solver needs it (with `python3`; say so on stderr). Eigen is
+//! found in `$ANVIL_EIGEN_DIR`, else in the bundled directory (the `cmeel-eigen` package, for
+//! Python), else in the system's `/usr/include/eigen3` or `/usr/local/include/eigen3`.
 
 use crate::error::{Error, Result};
 use crate::jit::{self, CompilerOptions, StaticLibrary};
@@ -40,22 +43,60 @@ pub fn include_dirs() -> Result<Vec<PathBuf>> {
     Ok(vec![piqp_dir()?.join("include"), eigen_dir()?])
 }
 
-/// The directory holding PIQP's `include/` and `src/`.
+/// The directory holding PIQP's `include/` and `src/` (fetched into the cache directory
+/// if need be, see the module's documentation).
 pub(crate) fn piqp_dir() -> Result<PathBuf> {
     let bundled = BUNDLED.lock().unwrap_or_else(|e| e.into_inner()).0.clone();
     // The source tree's root, two levels above this crate, named without `..`.
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).unwrap_or(Path::new("/"));
     let in_tree = root.join(format!(".deps/piqp-{PIQP_VERSION}"));
-    find(
+    let cache = jit::cache_dir().join("deps");
+    let in_cache = cache.join(format!("piqp-{PIQP_VERSION}"));
+    // A copy this crate fetched counts once its stamp is written (last, by the script).
+    let fetched = |d: &Path| d != in_cache || d.join(".complete").is_file();
+    let found = find(
         "ANVIL_PIQP_DIR",
-        bundled.into_iter().chain([in_tree]),
-        |d| d.join("include/piqp/piqp.hpp").is_file(),
+        bundled.into_iter().chain([in_tree, in_cache.clone()]),
+        |d| d.join("include/piqp/piqp.hpp").is_file() && fetched(d),
         &format!("PIQP {PIQP_VERSION} (its include/piqp/piqp.hpp)"),
         &format!(
             "run `scripts/setup.sh` in anvil's source tree, or `python3 scripts/fetch_piqp.py DIR` \
              and set ANVIL_PIQP_DIR=DIR/piqp-{PIQP_VERSION} (the Python package carries PIQP)"
         ),
-    )
+    );
+    match found {
+        Err(Error::MissingDependency { .. }) if std::env::var_os("ANVIL_PIQP_DIR").is_none() => {
+            let script = root.join("scripts/fetch_piqp.py");
+            if !script.is_file() {
+                return found;
+            }
+            fetch_piqp(&script, &cache).map_err(|why| match found.unwrap_err() {
+                Error::MissingDependency { what, looked, fix } => {
+                    Error::MissingDependency { what, looked, fix: format!("{fix}; fetching it failed: {why}") }
+                }
+                other => other,
+            })
+        }
+        found => found,
+    }
+}
+
+/// Runs `script` (anvil's `scripts/fetch_piqp.py`) to fetch PIQP into `dest`; returns the
+/// unpacked directory, or why it could not.
+fn fetch_piqp(script: &Path, dest: &Path) -> std::result::Result<PathBuf, String> {
+    eprintln!("anvil: fetching PIQP {PIQP_VERSION}'s sources into {} (once)...", dest.display());
+    let out = std::process::Command::new("python3")
+        .arg(script)
+        .arg(dest)
+        .output()
+        .map_err(|e| format!("could not run python3 {}: {e}", script.display()))?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let unpacked = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    if out.status.success() && unpacked.join("include/piqp/piqp.hpp").is_file() {
+        Ok(unpacked)
+    } else {
+        Err(stderr.trim().lines().last().unwrap_or("python3 failed without a message").to_string())
+    }
 }
 
 /// The directory holding Eigen's `Eigen/`.
@@ -156,4 +197,26 @@ pub fn runtime_library(options: &CompilerOptions) -> Result<PathBuf> {
         fingerprint: fingerprint()?,
     };
     jit::build_static_library(&library, options)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fetch step runs the script with the destination and takes the directory it
+    /// prints; a failing script's last line is the reason given.
+    #[test]
+    fn fetching_piqp_takes_what_the_script_unpacked_or_says_why_not() {
+        let dir = std::env::temp_dir().join(format!("anvil_fetch_piqp_{}", std::process::id()));
+        let unpacked = dir.join("dest/piqp-x");
+        std::fs::create_dir_all(unpacked.join("include/piqp")).unwrap();
+        std::fs::write(unpacked.join("include/piqp/piqp.hpp"), "").unwrap();
+        let good = dir.join("good.py");
+        std::fs::write(&good, "import sys\nprint(sys.argv[1] + '/piqp-x')\n").unwrap();
+        assert_eq!(fetch_piqp(&good, &dir.join("dest")), Ok(unpacked));
+        let bad = dir.join("bad.py");
+        std::fs::write(&bad, "import sys\nsys.exit('urlopen error: no network')\n").unwrap();
+        assert_eq!(fetch_piqp(&bad, &dir.join("dest")), Err("urlopen error: no network".to_string()));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
 }
