@@ -349,3 +349,31 @@ fn modules_compiled_with_different_flags_share_one_runtime() {
         std::fs::remove_dir_all(dir).unwrap();
     }
 }
+
+/// A call keeps no state: the same solve gives bit-identical results whatever was solved
+/// before (PIQP's update kept the bounds' scaling from QP to QP, and its rounding reached
+/// every later solution at ~1e-13).
+#[test]
+fn solves_do_not_depend_on_earlier_solves() {
+    for (name, sparse) in [("stateless_dense", false), ("stateless_sparse", true)] {
+        let solver = if sparse {
+            SqpFunction::sparse(name, &hs071(), SqpSettings::default())
+        } else {
+            SqpFunction::dense(name, &hs071(), SqpSettings::default())
+        }
+        .unwrap();
+        let solve = |x0: &[f64], p: f64| solver.solve(x0, &[p], &WarmStart::default()).unwrap();
+        let first = solve(&HS071_X0, 25.0);
+        assert_eq!(first.info.status, Status::Solved);
+        for (x0, p) in [([2.0, 4.0, 4.0, 2.0], 26.0), (HS071_X0, 25.0), ([1.5, 3.0, 3.5, 1.2], 24.0)] {
+            solve(&x0, p);
+            let again = solve(&HS071_X0, 25.0);
+            assert_eq!(
+                (&again.x, &again.lam_eq, &again.lam_ineq, &again.lam_box),
+                (&first.x, &first.lam_eq, &first.lam_ineq, &first.lam_box),
+                "{name}"
+            );
+            assert_eq!(again.info.iterations, first.info.iterations);
+        }
+    }
+}

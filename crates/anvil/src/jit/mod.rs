@@ -60,7 +60,7 @@ pub fn compile_cached(name: &str, source: &str, options: &CompilerOptions) -> Re
 /// (include directories, macros) and what it links (static libraries, objects).
 ///
 /// A function's unit includes no header at all (it compiles fastest that way); a solver's
-/// includes PIQP and Eigen and links PIQP's template-instantiation library.
+/// includes only the standard library's and links the solver runtime's library.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Unit {
     /// Names the library in the cache (with a hash of everything else).
@@ -153,7 +153,7 @@ fn verbose() -> bool {
 }
 
 /// A static library built from C++ sources once per compiler, flags and CPU, and kept in the
-/// cache (for PIQP's template instantiations: every solver links them instead of compiling
+/// cache (the solver runtime, PIQP and Eigen compiled in: every solver links it instead of compiling
 /// them again).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct StaticLibrary {

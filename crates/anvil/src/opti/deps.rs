@@ -1,5 +1,5 @@
-//! Where the headers a generated solver includes are (PIQP, Eigen), and PIQP's
-//! template-instantiation library, built once per compiler and flags into the JIT cache.
+//! Where the headers the solver runtime includes are (PIQP, Eigen), and the runtime's
+//! library, built once per compiler and flags into the JIT cache.
 //!
 //! PIQP is found in `$ANVIL_PIQP_DIR`, else in the directory a package bundled it in
 //! ([`set_bundled_dirs`]: the Python wheel carries it), else in this source tree's `.deps/`
@@ -17,9 +17,6 @@ use std::sync::Mutex;
 
 /// The PIQP release anvil's solvers are written against.
 pub const PIQP_VERSION: &str = "0.7.0";
-
-/// The macro under which PIQP's headers declare its templates as instantiated elsewhere.
-pub(crate) const PIQP_INSTANTIATION_DEFINE: &str = "PIQP_WITH_TEMPLATE_INSTANTIATION";
 
 static BUNDLED: Mutex<(Option<PathBuf>, Option<PathBuf>)> = Mutex::new((None, None));
 
@@ -161,8 +158,8 @@ pub(crate) fn fingerprint() -> Result<String> {
     ))
 }
 
-/// The solver runtime as a static library: anvil's optimisation runtime (what a module's
-/// `anvil_opti.cpp` holds) and PIQP's template instantiations, built with these compiler
+/// The solver runtime as a static library: what a module's `anvil_opti.cpp` holds, with
+/// PIQP's dense and sparse QP solvers and the LDLᵀ compiled in parallel parts, built with these compiler
 /// options on first use (tens of seconds, with progress on stderr) and kept in the JIT
 /// cache. JIT-compiled solvers link it; so can a program holding generated modules, in place
 /// of compiling their `anvil_opti.cpp` (any module's flags: nothing but plain pointers and
@@ -174,26 +171,43 @@ pub(crate) fn fingerprint() -> Result<String> {
 /// # Ok::<(), anvil::Error>(())
 /// ```
 pub fn runtime_library(options: &CompilerOptions) -> Result<PathBuf> {
-    let src = piqp_dir()?.join("src");
-    // The multistage KKT solvers need BLASFEO, which anvil does not use.
-    let sources = [
-        "solver.cpp",
-        "kkt_system.cpp",
-        "typedefs.cpp",
-        "dense/data.cpp",
-        "dense/kkt.cpp",
-        "dense/preconditioner.cpp",
-        "sparse/data.cpp",
-        "sparse/kkt.cpp",
-        "sparse/ldlt.cpp",
-        "sparse/preconditioner.cpp",
-    ];
+    runtime_library_of(RuntimeParts::All, options)
+}
+
+/// Which of PIQP's QP solvers a runtime library holds (besides the common part: the LDLᵀ):
+/// the sparse one (which every solver's elastic QP uses), or both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RuntimeParts {
+    Sparse,
+    All,
+}
+
+/// The runtime library with only `parts`: the runtime's parts compiled apart (PIQP
+/// header-only: each part instantiates just what it uses), in parallel. The first solver a
+/// machine builds waits for the largest part, about 10 s, not for all of PIQP.
+pub(crate) fn runtime_library_of(parts: RuntimeParts, options: &CompilerOptions) -> Result<PathBuf> {
+    let runtime = |part: &str, number: u8| {
+        (
+            format!("anvil-opti-runtime-{part}"),
+            format!("#define ANVIL_OPTI_PART {number}\n{}", super::runtime::definitions()),
+        )
+    };
+    // The largest first: the parts compile in parallel.
+    let mut texts = Vec::new();
+    if parts == RuntimeParts::All {
+        texts.push(runtime("dense", 2));
+    }
+    texts.extend([runtime("sparse", 3), runtime("common", 1)]);
+    let kind = match parts {
+        RuntimeParts::Sparse => "sparse",
+        RuntimeParts::All => "all",
+    };
     let library = StaticLibrary {
-        name: format!("anvil-opti-piqp-{PIQP_VERSION}"),
-        sources: sources.iter().map(|s| src.join(s)).collect(),
-        texts: vec![("anvil-opti-runtime".into(), super::runtime::definitions())],
+        name: format!("anvil-opti-piqp-{PIQP_VERSION}-{kind}"),
+        sources: Vec::new(),
+        texts,
         include_dirs: include_dirs()?,
-        defines: vec![PIQP_INSTANTIATION_DEFINE.into()],
+        defines: Vec::new(),
         fingerprint: fingerprint()?,
     };
     jit::build_static_library(&library, options)

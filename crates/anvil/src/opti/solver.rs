@@ -445,9 +445,16 @@ impl SqpFunction {
             return Ok(jit.clone());
         }
         // Only PIQP's backends need PIQP's library (and its fingerprint in the cache key).
-        let (link, fingerprint) = match self.derived {
-            Derivation::General(_) => (vec![deps::runtime_library(&self.compiler)?], deps::fingerprint()?),
-            Derivation::Stages(_) => (Vec::new(), String::new()),
+        // The elastic QP (a recovery from infeasible linearisations) is sparse with either
+        // backend: a dense solver needs both of PIQP's kinds, a sparse one only the sparse.
+        let parts = match self.backend {
+            QpBackend::PiqpDense => Some(deps::RuntimeParts::All),
+            QpBackend::PiqpSparse => Some(deps::RuntimeParts::Sparse),
+            QpBackend::Riccati => None,
+        };
+        let (link, fingerprint) = match parts {
+            Some(parts) => (vec![deps::runtime_library_of(parts, &self.compiler)?], deps::fingerprint()?),
+            None => (Vec::new(), String::new()),
         };
         let unit = Unit {
             name: self.name.clone(),

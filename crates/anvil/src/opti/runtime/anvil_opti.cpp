@@ -1,7 +1,12 @@
 // Definitions of anvil's optimisation runtime (see anvil_opti.hpp): PIQP and Eigen behind
-// the Qp and Ldlt interfaces.
+// the Qp and Ldlt interfaces. Compiled whole (a module's anvil_opti.cpp), or one part at a
+// time with ANVIL_OPTI_PART (the JIT's libraries: the common part, and the dense or the
+// sparse QP, each with only its own PIQP instantiations).
 #ifndef ANVIL_OPTI_RUNTIME_DEFINED
 #define ANVIL_OPTI_RUNTIME_DEFINED
+#define ANVIL_OPTI_PART_COMMON 1
+#define ANVIL_OPTI_PART_DENSE 2
+#define ANVIL_OPTI_PART_SPARSE 3
 
 // GCC 12 reports its own AVX-512 intrinsics (_mm256_undefined_pd in Eigen's packet code) as
 // maybe-uninitialized when compiling for AVX-512; the warning is false and not ours to fix.
@@ -39,68 +44,115 @@ piqp::optional<Ref> block(const Map& m, bool present) {
 
 }  // namespace detail
 
+// A QP solver of one kind (dense or sparse): each kind is defined in its own part, so that
+// a program (or the JIT's library for one backend) compiles only the PIQP it uses.
 struct Qp::Impl {
-  int n = 0, p = 0, m = 0;
-  bool sparse = false;
-  Pattern P{}, A{}, G{};
-  piqp::DenseSolver<double> dense;
-  piqp::SparseSolver<double, int> sparse_solver;
-
-  template <class Solver, class MatRef, class PMap, class AMap, class GMap>
-  void call(Solver& s, bool setup, const PMap& P_, const double* c, const AMap& A_, const double* b, const GMap& G_,
-            const double* h_l, const double* h_u, const double* x_l, const double* x_u) {
-    using VecRef = piqp::CVecRef<double>;
-    const detail::ConstVecMap c_(c, n), x_l_(x_l, n), x_u_(x_u, n);
-    const detail::ConstVecMap b_(b, p), h_l_(h_l, m), h_u_(h_u, m);
-    const auto a = detail::block<MatRef>(A_, p > 0);
-    const auto g = detail::block<MatRef>(G_, m > 0);
-    const auto bb = detail::block<VecRef>(b_, p > 0);
-    const auto hl = detail::block<VecRef>(h_l_, m > 0);
-    const auto hu = detail::block<VecRef>(h_u_, m > 0);
-    if (setup) {
-      s.setup(P_, c_, a, bb, g, hl, hu, x_l_, x_u_);
-    } else {
-      s.update(P_, c_, a, bb, g, hl, hu, x_l_, x_u_);
-    }
-  }
-
-  void apply(bool setup, const double* P_, const double* c, const double* A_, const double* b, const double* G_,
-             const double* h_l, const double* h_u, const double* x_l, const double* x_u) {
-    if (sparse) {
-      call<piqp::SparseSolver<double, int>, piqp::CSparseMatRef<double, int>>(
-          sparse_solver, setup, detail::map(P, P_), c, detail::map(A, A_), b, detail::map(G, G_), h_l, h_u, x_l, x_u);
-    } else {
-      call<piqp::DenseSolver<double>, piqp::CMatRef<double>>(
-          dense, setup, detail::ConstMatMap(P_, n, n), c, detail::ConstMatMap(A_, p, n), b,
-          detail::ConstMatMap(G_, m, n), h_l, h_u, x_l, x_u);
-    }
-  }
-
-  const piqp::Result<double>& result() const { return sparse ? sparse_solver.result() : dense.result(); }
+  virtual ~Impl() = default;
+  virtual void apply(bool setup, const double* P, const double* c, const double* A, const double* b,
+                     const double* G, const double* h_l, const double* h_u, const double* x_l, const double* x_u) = 0;
+  virtual piqp::Settings<double>& settings() = 0;
+  virtual int solve() = 0;
+  virtual const piqp::Result<double>& result() const = 0;
 };
 
+namespace detail {
+
+// PIQP's solver, its update() made to forget the QPs before: update() unscales the stored
+// data with the last equilibration and rescales it with a new one. It overwrites every value
+// it is given, but the bounds' scaling x_b_scaling (1 until equilibrated) it unscales and
+// rescales in place, so that its rounding accumulates from update to update and enters the
+// next equilibration and every KKT system: a QP's solution depended (in the last bits,
+// ~1e-12 after an SQP solve) on all the QPs solved before it. Reset to 1, with the identity
+// equilibration (update's unscaling then changes nothing), an update is a setup with the same
+// values. No allocation: init() resizes to the sizes it has.
+template <class Solver>
+struct Stateless : Solver {
+  void forget_scaling() {
+    this->m_data.x_b_scaling.setConstant(1.0);
+    this->m_preconditioner.init(this->m_data);
+  }
+};
+
+// PIQP's setup or update with the given values; empty blocks are absent.
+template <class Solver, class MatRef, class PMap, class AMap, class GMap>
+void call(Solver& s, bool setup, int n, int p, int m, const PMap& P_, const double* c, const AMap& A_, const double* b,
+          const GMap& G_, const double* h_l, const double* h_u, const double* x_l, const double* x_u) {
+  using VecRef = piqp::CVecRef<double>;
+  const ConstVecMap c_(c, n), x_l_(x_l, n), x_u_(x_u, n);
+  const ConstVecMap b_(b, p), h_l_(h_l, m), h_u_(h_u, m);
+  const auto a = block<MatRef>(A_, p > 0);
+  const auto g = block<MatRef>(G_, m > 0);
+  const auto bb = block<VecRef>(b_, p > 0);
+  const auto hl = block<VecRef>(h_l_, m > 0);
+  const auto hu = block<VecRef>(h_u_, m > 0);
+  if (setup) {
+    s.setup(P_, c_, a, bb, g, hl, hu, x_l_, x_u_);
+  } else {
+    s.forget_scaling();
+    s.update(P_, c_, a, bb, g, hl, hu, x_l_, x_u_);
+  }
+}
+
+// The parts of one kind's Impl that do not depend on the kind.
+template <class Solver>
+struct Kind : Qp::Impl {
+  Stateless<Solver> solver;
+  int n = 0, p = 0, m = 0;
+  piqp::Settings<double>& settings() override { return solver.settings(); }
+  int solve() override { return static_cast<int>(solver.solve()); }
+  const piqp::Result<double>& result() const override { return solver.result(); }
+};
+
+}  // namespace detail
+
+#if !defined(ANVIL_OPTI_PART) || ANVIL_OPTI_PART == ANVIL_OPTI_PART_DENSE
+namespace detail {
+struct DenseQp : Kind<piqp::DenseSolver<double>> {
+  void apply(bool setup, const double* P_, const double* c, const double* A_, const double* b, const double* G_,
+             const double* h_l, const double* h_u, const double* x_l, const double* x_u) override {
+    call<Stateless<piqp::DenseSolver<double>>, piqp::CMatRef<double>>(solver, setup, n, p, m, ConstMatMap(P_, n, n), c,
+                                                            ConstMatMap(A_, p, n), b, ConstMatMap(G_, m, n), h_l,
+                                                            h_u, x_l, x_u);
+  }
+};
+}  // namespace detail
+
 ANVIL_OPTI_API Qp* Qp::dense(int n, int p, int m) {
-  Impl* impl = new Impl();
+  auto* impl = new detail::DenseQp();
   impl->n = n;
   impl->p = p;
   impl->m = m;
-  impl->dense.settings().verbose = false;
+  impl->solver.settings().verbose = false;
   return new Qp(impl);
 }
+#endif
+
+#if !defined(ANVIL_OPTI_PART) || ANVIL_OPTI_PART == ANVIL_OPTI_PART_SPARSE
+namespace detail {
+struct SparseQp : Kind<piqp::SparseSolver<double, int>> {
+  Pattern P{}, A{}, G{};
+  void apply(bool setup, const double* P_, const double* c, const double* A_, const double* b, const double* G_,
+             const double* h_l, const double* h_u, const double* x_l, const double* x_u) override {
+    call<Stateless<piqp::SparseSolver<double, int>>, piqp::CSparseMatRef<double, int>>(
+        solver, setup, n, p, m, map(P, P_), c, map(A, A_), b, map(G, G_), h_l, h_u, x_l, x_u);
+  }
+};
+}  // namespace detail
 
 ANVIL_OPTI_API Qp* Qp::sparse(Pattern P, Pattern A, Pattern G) {
-  Impl* impl = new Impl();
+  auto* impl = new detail::SparseQp();
   impl->n = P.cols;
   impl->p = A.rows;
   impl->m = G.rows;
-  impl->sparse = true;
   impl->P = P;
   impl->A = A;
   impl->G = G;
-  impl->sparse_solver.settings().verbose = false;
+  impl->solver.settings().verbose = false;
   return new Qp(impl);
 }
+#endif
 
+#if !defined(ANVIL_OPTI_PART) || ANVIL_OPTI_PART == ANVIL_OPTI_PART_COMMON
 ANVIL_OPTI_API Qp::~Qp() { delete impl_; }
 
 ANVIL_OPTI_API void Qp::setup(const double* P, const double* c, const double* A, const double* b, const double* G,
@@ -114,12 +166,12 @@ ANVIL_OPTI_API void Qp::update(const double* P, const double* c, const double* A
 }
 
 ANVIL_OPTI_API int Qp::solve(double eps_abs, double eps_rel, int max_iter) {
-  piqp::Settings<double>& s = impl_->sparse ? impl_->sparse_solver.settings() : impl_->dense.settings();
+  piqp::Settings<double>& s = impl_->settings();
   s.eps_abs = eps_abs;
   s.eps_rel = eps_rel;
   s.max_iter = max_iter;
   s.verbose = false;
-  return static_cast<int>(impl_->sparse ? impl_->sparse_solver.solve() : impl_->dense.solve());
+  return impl_->solve();
 }
 
 ANVIL_OPTI_API int Qp::iterations() const { return static_cast<int>(impl_->result().info.iter); }
@@ -188,6 +240,8 @@ ANVIL_OPTI_API void Ldlt::solve(double* rhs) {
   d.ldlt.solve_inplace(d.work);
   for (int i = 0; i < d.n; ++i) rhs[i] = d.work[d.position[i]];
 }
+
+#endif  // ANVIL_OPTI_PART_COMMON
 
 }  // namespace v1
 }  // namespace anvil_opti
