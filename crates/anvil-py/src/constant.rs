@@ -37,6 +37,9 @@ fn operand(o: &Bound<'_, PyAny>) -> PyResult<Operand> {
     }
 }
 
+/// What `__reduce__` returns: the class and its constructor's arguments (name, value, type).
+type Reduced<'py> = (Bound<'py, PyAny>, (String, i64, &'static str));
+
 /// The constant, or its error as the Python exception for it.
 fn checked(c: CodegenIntConstant) -> PyResult<PyConstant> {
     c.check().py()?;
@@ -73,6 +76,21 @@ impl PyConstant {
     #[getter]
     fn r#type(&self) -> &'static str {
         self.0.int_type().cpp_name()
+    }
+
+    /// Pickling (and `copy`): a constant named with a value is rebuilt from its name, value
+    /// and type; one defined by an expression cannot be yet (a clear error, not a wrong copy).
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Reduced<'py>> {
+        let c = &slf.get().0;
+        if c.definition() != c.value().py()?.to_string() || !c.dependencies().is_empty() {
+            return Err(PyTypeError::new_err(format!(
+                "cannot pickle the CodegenIntConstant `{}`: it is defined by an expression ({}); \
+                 pickle a constant named with its value instead (CodegenIntConstant(name, value))",
+                c.name(),
+                c.definition()
+            )));
+        }
+        Ok((slf.get_type().into_any(), (c.name().to_string(), c.value().py()?, c.int_type().cpp_name())))
     }
 
     /// Immediate dependencies.

@@ -15,6 +15,7 @@ def test_python_quick_start_runs(in_tmp_dir):
         exec(compile(block, "README.md", "exec"), {"__name__": "__main__"})
     assert (in_tmp_dir / "my_module.hpp").exists()
     assert (in_tmp_dir / "model.anvil").exists()
+    assert (in_tmp_dir / "sweep.anvil").exists()
 
 
 MAIN = r"""#include "rosen_disk.hpp"

@@ -56,6 +56,8 @@ from typing import Any, Optional
 
 import numpy as np
 
+from . import _travel
+
 from . import CodegenIntConstant, NumericalFunction, _anvil
 
 __all__ = [
@@ -243,7 +245,56 @@ def _function(fn: Any, what: str, optional: bool) -> Any:
     return fn
 
 
-class DenseProblem:
+class _Travels:
+    """Problems and solvers travel like functions: ``pickle``, ``copy``, worker processes
+    (``multiprocessing``, Dask) and ``save``/``load`` use anvil's object format (the functions
+    in anvil's function format and a JSON document; see ``anvil._travel``), without the
+    Python code that traced them."""
+
+    def _describe(self, writer: Any) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def to_bytes(self) -> bytes:
+        """The object in anvil's object format (what pickling and ``save`` write)."""
+        return _travel.pack(type(self).__name__, self._describe)
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> Any:
+        """An object from ``to_bytes`` (of this class)."""
+        obj = _restore(data)
+        if not isinstance(obj, cls):
+            raise TypeError(f"{cls.__name__}.from_bytes: the data holds a {type(obj).__name__}")
+        return obj
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Writes the object to ``path``; ``load`` reads it (in another process too)."""
+        with open(path, "wb") as f:
+            f.write(self.to_bytes())
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Any:
+        """Reads an object written by ``save``."""
+        with open(path, "rb") as f:
+            return cls.from_bytes(f.read())
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_restore, (self.to_bytes(),))
+
+
+def _restore(data: bytes) -> Any:
+    """The problem or solver of anvil's object format ``data``."""
+    document, functions = _travel.unpack(data)
+    kinds: dict[str, Any] = {
+        c.__name__: c
+        for c in (DenseProblem, SparseProblem, MultistageProblem, DenseSQPFunction, SparseSQPFunction)
+    }
+    kind = document["kind"]
+    if kind not in kinds:
+        raise ValueError(f"anvil object of kind {kind!r}, which anvil.opti does not know")
+    return kinds[kind]._rebuild(document, functions)
+
+
+class DenseProblem(_Travels):
     """An optimisation problem for ``DenseSQPFunction`` (dense derivatives).
 
     Args:
@@ -281,6 +332,26 @@ class DenseProblem:
         self.eq_rhs = _bound(0.0 if eq_rhs is None else eq_rhs, "eq_rhs")
         self.ineq_lb = _bound(-np.inf if ineq_lb is None else ineq_lb, "ineq_lb")
         self.ineq_ub = _bound(0.0 if ineq_ub is None else ineq_ub, "ineq_ub")
+
+    _FUNCTIONS = ("cost_fn", "eq_constraints_fn", "ineq_constraints_fn")
+    _BOUNDS = ("x_lb", "x_ub", "eq_rhs", "ineq_lb", "ineq_ub")
+
+    def _describe(self, writer: Any) -> dict[str, Any]:
+        return {
+            "functions": {k: writer.function(getattr(self, k)) for k in self._FUNCTIONS},
+            "bounds": {k: getattr(self, k) for k in self._BOUNDS},
+        }
+
+    @classmethod
+    def _rebuild(cls, document: dict[str, Any], functions: list[Any]) -> "DenseProblem":
+        fns = {k: _travel.function(functions, document["functions"].get(k)) for k in cls._FUNCTIONS}
+        bounds = document["bounds"]
+        kwargs: dict[str, Any] = dict(fns, x_lb=bounds["x_lb"], x_ub=bounds["x_ub"])
+        if fns["eq_constraints_fn"] is not None:
+            kwargs["eq_rhs"] = bounds["eq_rhs"]
+        if fns["ineq_constraints_fn"] is not None:
+            kwargs.update(ineq_lb=bounds["ineq_lb"], ineq_ub=bounds["ineq_ub"])
+        return cls(**kwargs)
 
 
 class SparseProblem(DenseProblem):
@@ -321,7 +392,7 @@ def _native(fn: Optional[NumericalFunction[Any, Any]]) -> Any:
     return None if fn is None else fn._native
 
 
-class MultistageProblem:
+class MultistageProblem(_Travels):
     """A multistage (optimal control) problem for ``SparseSQPFunction``, over the stacked
     stage variables ``z = (z_0, ..., z_N)`` (``nz`` each) with a global parameter
     ``p_global`` and one parameter ``p_i`` per stage::
@@ -578,6 +649,46 @@ class MultistageProblem:
         stages = z.reshape(self.N + 1, self.nz)
         return stages[:, : self.nx].copy(), stages[:-1, self.nx :].copy()
 
+    _Z_FUNCTIONS = (
+        "cost_initial_fn",
+        "cost_stage_fn",
+        "cost_terminal_fn",
+        "eq_initial_fn",
+        "eq_interstage_fn",
+        "eq_stage_fn",
+        "eq_terminal_fn",
+        "ineq_stage_fn",
+    )
+    _DYNAMICS_FUNCTIONS = ("dynamics_fn", "stage_cost_fn", "terminal_cost_fn", "path_constraints_fn")
+
+    def _describe(self, writer: Any) -> dict[str, Any]:
+        if self.nx is None:
+            names, bounds = self._Z_FUNCTIONS, ("ineq_lb", "ineq_ub", "z_lb", "z_ub")
+            sizes = {"nz": self.nz, "param_dim": self.param_dim, "global_param_dim": self.global_param_dim}
+        else:
+            names, bounds = self._DYNAMICS_FUNCTIONS, ("path_lb", "path_ub", "x_lb", "x_ub", "u_lb", "u_ub")
+            sizes = {"nx": self.nx, "nu": self.nu, "param_dim": self.param_dim}
+        return {
+            "form": "z" if self.nx is None else "dynamics",
+            "N": _travel.horizon(self.horizon),
+            "sizes": sizes,
+            "functions": {k: writer.function(getattr(self, k)) for k in names},
+            "bounds": {k: getattr(self, k) for k in bounds},
+        }
+
+    @classmethod
+    def _rebuild(cls, document: dict[str, Any], functions: list[Any]) -> "MultistageProblem":
+        fns = {k: _travel.function(functions, v) for k, v in document["functions"].items()}
+        bounds = dict(document["bounds"])
+        # Bounds of absent constraints are not arguments.
+        if document["form"] == "z":
+            if fns.get("ineq_stage_fn") is None:
+                bounds.pop("ineq_lb", None), bounds.pop("ineq_ub", None)
+            return cls(N=_travel.horizon_from(document["N"]), **document["sizes"], **fns, **bounds)
+        if fns.get("path_constraints_fn") is None:
+            bounds.pop("path_lb", None), bounds.pop("path_ub", None)
+        return cls.from_dynamics(N=_travel.horizon_from(document["N"]), **document["sizes"], **fns, **bounds)
+
     def __repr__(self) -> str:
         split = "" if self.nx is None else f", nx={self.nx}, nu={self.nu}"
         return (
@@ -595,7 +706,7 @@ def _vector(value: Any, n: int, what: str, solver: str, layout: str = "") -> np.
     return np.ascontiguousarray(arr, dtype=np.float64)
 
 
-class _SQPFunction:
+class _SQPFunction(_Travels):
     _backend = ""
 
     def __init__(
@@ -790,6 +901,30 @@ class _SQPFunction:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, nx={self.nx}, neq={self.neq}, nineq={self.nineq})"
+
+    def _describe(self, writer: Any) -> dict[str, Any]:
+        settings = dataclasses.asdict(self._settings)
+        settings["hessian_approximation"] = self._settings.hessian_approximation.value
+        problem = self.problem
+        return {
+            "name": self.name,
+            "settings": settings,
+            "qp_backend": self.qp_backend,
+            "problem": {"kind": type(problem).__name__, **problem._describe(writer)},
+        }
+
+    @classmethod
+    def _rebuild(cls, document: dict[str, Any], functions: list[Any]) -> "_SQPFunction":
+        inner = document["problem"]
+        kinds = {c.__name__: c for c in (DenseProblem, SparseProblem, MultistageProblem)}
+        if inner.get("kind") not in kinds:
+            raise ValueError(f"anvil object: a solver of a problem of kind {inner.get('kind')!r}")
+        problem = kinds[inner["kind"]]._rebuild(inner, functions)
+        fields = dict(document["settings"])
+        fields["hessian_approximation"] = HessianApproximation(fields["hessian_approximation"])
+        return cls(
+            name=document["name"], problem=problem, settings=SQPSettings(**fields), qp_backend=document["qp_backend"]
+        )
 
 
 class DenseSQPFunction(_SQPFunction):
