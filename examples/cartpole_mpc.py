@@ -8,7 +8,8 @@ Gauss-Newton SQP step) warm-started from the previous solution shifted by one st
 
     .venv/bin/python examples/cartpole_mpc.py [--steps 100] [--out cartpole_mpc.png]
 
-prints the time per real-time iteration and saves a plot of states and force.
+prints the time per real-time iteration and, with --out, saves a plot of states and force
+(which needs matplotlib: pip install matplotlib).
 """
 
 from __future__ import annotations
@@ -151,8 +152,13 @@ def plot(loop: ClosedLoop, path: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=100)
-    parser.add_argument("--out", default="cartpole_mpc.png")
+    parser.add_argument("--out", default=None, help="save a plot here (needs matplotlib)")
     args = parser.parse_args()
+    if args.out is not None:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            parser.error("--out needs matplotlib (pip install matplotlib); without --out, no plot is drawn")
     start = time.perf_counter()
     loop = run(args.steps)
     print(f"first solve: {loop.first_iterations} SQP iterations, {1e3 * loop.first_seconds:.2f} ms")
@@ -161,8 +167,10 @@ def main() -> None:
     final = loop.states[-1]
     print(f"final state: p = {final[0]:.3f} m, θ = {final[1]:.4f} rad (π = {math.pi:.4f}), "
           f"v = {final[2]:.3f} m/s, ω = {final[3]:.3f} rad/s")
-    plot(loop, args.out)
-    print(f"saved {args.out} ({time.perf_counter() - start:.1f} s in all)")
+    if args.out is not None:
+        plot(loop, args.out)
+        print(f"saved {args.out}")
+    print(f"{time.perf_counter() - start:.1f} s in all")
 
 
 if __name__ == "__main__":

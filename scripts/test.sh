@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up a fresh machine and runs the whole test suite: formatting, lints, unit,
-# integration, property and doc tests of the Rust crates, then the Python package's tests.
+# integration, property and doc tests of the Rust crates, the wheel from a pristine clone
+# (scripts/check_wheel.sh), then the Python package's tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -11,4 +12,6 @@ cargo test --workspace
 # An extension module from an older build (another ABI tag) would shadow the new one.
 rm -f crates/anvil-py/python/anvil/_anvil*.so
 VIRTUAL_ENV="$PWD/.venv" .venv/bin/maturin develop --release --quiet -m crates/anvil-py/Cargo.toml
+# The package as a new user builds it: pip, from a pristine clone, PIQP fetched by the build.
+scripts/check_wheel.sh
 .venv/bin/python -m pytest -q crates/anvil-py/tests

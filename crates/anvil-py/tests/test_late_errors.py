@@ -89,6 +89,11 @@ def test_one_step_problems_keep_their_path_constraints():
     assert res.status == SQPStatus.SOLVED and res.U[0, 0] == pytest.approx(0.5, abs=1e-8)
 
 
+def test_statuses_print_by_name():
+    assert str(SQPStatus.SOLVED) == "SQPStatus.SOLVED" and f"{SQPStatus.MAX_ITER}" == "SQPStatus.MAX_ITER"
+    assert SQPStatus.SOLVED == 0 and int(SQPStatus.INVALID_INPUT) == 6
+
+
 def test_documented_examples_run():
     for module in (av.ad, av.opti):
         failed, tried = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)

@@ -88,7 +88,10 @@ class HessianApproximation(enum.Enum):
 
 
 class SQPStatus(enum.IntEnum):
-    """How a solve ended."""
+    """How a solve ended (printed by name: ``SQPStatus.SOLVED``; compares as its code)."""
+
+    def __str__(self) -> str:
+        return f"{type(self).__name__}.{self.name}"
 
     SOLVED = 0
     MAX_ITER = 1

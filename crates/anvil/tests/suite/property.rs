@@ -2,7 +2,7 @@
 //! movement chains, reductions with elementwise tails, broadcasting, stacks of scalars) lower to native code that agrees with the interpreter, both
 //! as straight-line code and as loops, whole or with their bodies split into parts.
 
-mod common;
+use crate::common;
 
 use anvil::lower::LowerOptions;
 use anvil::{Arg, DType, HostArray, NumericalFunction, Tensor};

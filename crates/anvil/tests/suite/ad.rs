@@ -2,7 +2,7 @@
 //! identity ⟨u, J v⟩ = ⟨Jᵀ u, v⟩ for every VJP rule, dense derivatives against each other,
 //! and higher orders.
 
-mod common;
+use crate::common;
 
 use anvil::ndarray::{array, Array1, ArrayD, IxDyn};
 use anvil::{ad, Arg, DType, NumericalFunction, Tensor};

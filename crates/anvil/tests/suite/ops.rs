@@ -1,7 +1,7 @@
 //! Every op: native code (JIT) agrees with the reference interpreter on random inputs,
 //! for each dtype it supports; plus a few hand-computed results.
 
-mod common;
+use crate::common;
 
 use anvil::ndarray::{array, s, ArrayD, NewAxis};
 use anvil::{Arg, DType, HostArray, NumericalFunction, Tensor};

@@ -3,7 +3,7 @@
 //! a C++ harness calls every function (heap and caller-provided workspaces) and prints
 //! the outputs, which are compared with the interpreter.
 
-mod common;
+use crate::common;
 
 use anvil::ndarray::Array2;
 use anvil::{

@@ -3,7 +3,7 @@
 //! functions against the problem written as one flat NLP, and the errors bad problems get.
 //! (The Python tests compare the multipliers with Ipopt's.)
 
-mod common;
+use crate::common;
 
 use anvil::opti::{
     ControlProblem, HessianApproximation, Info, MultistageProblem, Problem, QpBackend, Solution, SqpFunction,

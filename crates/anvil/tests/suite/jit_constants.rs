@@ -2,7 +2,7 @@
 //! translation unit does not grow with them, functions that differ only in their data share
 //! one compiled library, and every dtype arrives intact in every workspace.
 
-mod common;
+use crate::common;
 
 use anvil::ndarray::{Array1, Array2, ArrayD, IxDyn};
 use anvil::{Arg, DType, HostArray, NumericalFunction, Tensor};

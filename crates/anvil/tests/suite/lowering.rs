@@ -1,6 +1,6 @@
 //! Lowering decisions: what fuses, what becomes a buffer, how the workspace is laid out.
 
-mod common;
+use crate::common;
 
 use anvil::graph::UnaryOp;
 use anvil::lower::{BufferKind, LowerOptions, Program};

@@ -2,7 +2,7 @@
 //! values equal to the dense derivatives (interpreter and JIT), valid CSC, and generated C++
 //! that compiles and agrees with the JIT.
 
-mod common;
+use crate::common;
 
 use anvil::ad::{self, SparseNumericalFunction};
 use anvil::ndarray::{Array1, Array2, ArrayD};

@@ -2,7 +2,7 @@
 //! round-trips every kind of function exactly, and bytes that are not a valid function
 //! (truncated, corrupted, hostile, another version) are errors, never panics.
 
-mod common;
+use crate::common;
 
 use anvil::ad::{self, SparseNumericalFunction};
 use anvil::ndarray::{array, Array1};

@@ -1,6 +1,6 @@
 //! vmap(f) equals a loop over f, for every primitive; nested vmap and vmap of derivatives.
 
-mod common;
+use crate::common;
 
 use anvil::ndarray::{array, Array1, ArrayD, Axis, IxDyn};
 use anvil::{ad, vmap, Arg, DType, HostArray, NumericalFunction, Tensor};

@@ -2,7 +2,7 @@
 //! piece (one loop segment per piece, no sum over all pieces), and large concatenations are
 //! split into several C++ functions so that compile time stays linear too.
 
-mod common;
+use crate::common;
 
 use anvil::ndarray::s;
 use anvil::{Arg, DType, HostArray, NumericalFunction, Tensor};
