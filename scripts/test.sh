@@ -12,6 +12,8 @@ cargo test --workspace
 # An extension module from an older build (another ABI tag) would shadow the new one.
 rm -f crates/anvil-py/python/anvil/_anvil*.so
 VIRTUAL_ENV="$PWD/.venv" .venv/bin/maturin develop --release --quiet -m crates/anvil-py/Cargo.toml
+# The API references (rustdoc and the Python package's, broken links are errors).
+scripts/docs.sh
 # The package as a new user builds it: pip, from a pristine clone, PIQP fetched by the build.
 scripts/check_wheel.sh
 .venv/bin/python -m pytest -q crates/anvil-py/tests

@@ -56,3 +56,15 @@ def test_the_aot_build_lines_compile_without_warnings_and_solve(in_tmp_dir):
     for exe in ("./main", "./main2"):
         out = subprocess.run([exe], cwd=in_tmp_dir, capture_output=True, text=True, check=True).stdout.split()
         assert out[0] == "0" and abs(float(out[1]) - 1.5) < 1e-8, out
+
+
+def test_the_documentation_links_to_files_that_exist():
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    checked = 0
+    for page in pages:
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text()):
+            if "://" in target:
+                continue
+            assert (page.parent / target).exists(), f"{page.name} links to {target}, which does not exist"
+            checked += 1
+    assert checked >= 8

@@ -46,11 +46,6 @@ impl DType {
         self.max(other)
     }
 
-    /// The C++ type name used in generated code (spelled by [`crate::render::dialect::CPP`]).
-    pub fn cpp_name(self) -> &'static str {
-        crate::render::dialect::CPP.type_name(self)
-    }
-
     /// The short name used in messages (`f64`, `i32`, ...).
     pub fn name(self) -> &'static str {
         match self {

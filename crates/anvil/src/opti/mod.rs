@@ -30,6 +30,7 @@ mod multistage;
 mod problem;
 mod runtime;
 mod settings;
+mod solution;
 mod solver;
 mod stagewise;
 
@@ -37,4 +38,5 @@ pub use deps::{include_dirs, runtime_library, set_bundled_dirs, PIQP_VERSION};
 pub use multistage::{ControlProblem, MultistageProblem, StateControl};
 pub use problem::{Bound, Problem, INFINITE_BOUND};
 pub use settings::{HessianApproximation, Info, SqpSettings, Status};
-pub use solver::{JitSolver, QpBackend, Solution, SolutionMut, SqpFunction, WarmStart};
+pub use solution::{Solution, SolutionMut, WarmStart};
+pub use solver::{JitSolver, QpBackend, SqpFunction};

@@ -3,7 +3,7 @@
 //! block-banded and each stage function is traced once.
 
 use super::problem::{problem_error, Bound};
-use super::solver::Solution;
+use super::solution::Solution;
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::function::{derived_name, Arg, CodegenIntConstant, NumericalFunction};

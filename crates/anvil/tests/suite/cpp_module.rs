@@ -6,6 +6,7 @@
 use crate::common;
 
 use anvil::ndarray::Array2;
+use anvil::render::dialect::CPP;
 use anvil::{
     generate_module_with_constants, Arg, CodegenIntConstant, DType, HostArray, ModuleItem, NumericalFunction, Tensor,
 };
@@ -126,7 +127,7 @@ fn harness(module: &str, fns: &[NumericalFunction], inputs: &[Vec<HostArray>]) -
         let n = f.name();
         let _ = writeln!(s, "  {{");
         for (i, a) in ins.iter().enumerate() {
-            let _ = writeln!(s, "    static {} in{i}_data[] = {};", a.dtype().cpp_name(), cpp_array(a));
+            let _ = writeln!(s, "    static {} in{i}_data[] = {};", CPP.type_name(a.dtype()), cpp_array(a));
             let _ = writeln!(s, "    {n}::IN{i}_t in{i}{{in{i}_data}};");
         }
         for k in 0..f.outputs().len() {
@@ -306,7 +307,7 @@ fn batch_harness(module: &str, fns: &[NumericalFunction], inputs: &[Vec<Vec<Host
         let _ = writeln!(s, "  {{");
         let mut args = vec![count.to_string()];
         for i in 0..f.inputs().len() {
-            let cpp = f.inputs()[i].dtype.cpp_name();
+            let cpp = CPP.type_name(f.inputs()[i].dtype);
             let size = f.inputs()[i].shape.iter().product::<usize>();
             let (stride, data) = if i == 0 {
                 let mut all = Vec::new();
@@ -324,7 +325,7 @@ fn batch_harness(module: &str, fns: &[NumericalFunction], inputs: &[Vec<Vec<Host
         }
         for (k, o) in f.outputs().iter().enumerate() {
             let size = o.shape.iter().product::<usize>();
-            let _ = writeln!(s, "    static {} out{k}_data[{}];", o.dtype.cpp_name(), count * (size + 1));
+            let _ = writeln!(s, "    static {} out{k}_data[{}];", CPP.type_name(o.dtype), count * (size + 1));
             args.extend([format!("{n}::OUT{k}_t{{out{k}_data}}"), (size + 1).to_string()]);
         }
         let _ = writeln!(s, "    {n}::WS_t ws = {n}::init_ws();\n    {n}::call_batch({}, ws);", args.join(", "));
