@@ -69,16 +69,78 @@ pub struct WorkspaceConstant {
 // a time (the pool hands it out exclusively).
 unsafe impl Send for Workspace {}
 
-/// The compiled entry points of one function.
-pub struct JitFunction {
+/// The workspaces of a loaded library's function or solver: made by its `init_ws` (and
+/// prepared, once each), lent to one call at a time (concurrent calls get one each), and
+/// freed by its `free_ws` when the pool is dropped. Functions and solvers share it.
+pub struct WorkspacePool {
     init_ws: InitWs,
     free_ws: FreeWs,
+    free: Mutex<Vec<Workspace>>,
+    /// What a workspace is of, for the out-of-memory error.
+    what: String,
+    bytes: Option<u64>,
+}
+
+impl WorkspacePool {
+    /// The pool of the library's `jit_<name>_init_ws` and `jit_<name>_free_ws`; `what` and
+    /// `bytes` describe a workspace for the error when one cannot be allocated.
+    ///
+    /// # Safety
+    /// The symbols must have the signatures `void* ()` and `void (void*)`, and the pool
+    /// must be dropped before `library`.
+    pub unsafe fn new(library: &Library, name: &str, what: String, bytes: Option<u64>) -> Result<Self> {
+        Ok(WorkspacePool {
+            init_ws: unsafe { library.symbol(&format!("jit_{name}_init_ws"))? },
+            free_ws: unsafe { library.symbol(&format!("jit_{name}_free_ws"))? },
+            free: Mutex::new(Vec::new()),
+            what,
+            bytes,
+        })
+    }
+
+    /// Runs `f` with a workspace of its own: a free one, or a new one on which `prepare`
+    /// runs first.
+    pub fn with<R>(&self, prepare: impl FnOnce(*mut c_void), f: impl FnOnce(*mut c_void) -> R) -> Result<R> {
+        let ws = match self.free.lock().unwrap_or_else(|e| e.into_inner()).pop() {
+            Some(ws) => ws,
+            None => {
+                // SAFETY: init_ws takes no arguments and returns fresh memory or null.
+                let ptr = unsafe { (self.init_ws)() };
+                if ptr.is_null() {
+                    return Err(Error::OutOfMemory {
+                        what: self.what.clone(),
+                        bytes: self.bytes,
+                        available: crate::array::memory_limit(),
+                    });
+                }
+                prepare(ptr);
+                Workspace(ptr)
+            }
+        };
+        let result = f(ws.0);
+        self.free.lock().unwrap_or_else(|e| e.into_inner()).push(ws);
+        Ok(result)
+    }
+}
+
+impl Drop for WorkspacePool {
+    fn drop(&mut self) {
+        for ws in std::mem::take(self.free.get_mut().unwrap_or_else(|e| e.into_inner())) {
+            // SAFETY: each workspace came from this library's init_ws and is not in use
+            // (we have `&mut self`).
+            unsafe { (self.free_ws)(ws.0) };
+        }
+    }
+}
+
+/// The compiled entry points of one function.
+pub struct JitFunction {
     call: Call,
-    pool: Mutex<Vec<Workspace>>,
+    // Before the library: the workspaces are freed through it.
+    pool: WorkspacePool,
     workspace_bytes: usize,
     constants: Vec<WorkspaceConstant>,
     path: PathBuf,
-    // Declared last: dropped after the workspaces are freed through `free_ws`.
     _library: Library,
 }
 
@@ -101,11 +163,10 @@ impl JitFunction {
         // SAFETY: the symbols have exactly these signatures in the generated source; they
         // live as long as `library`, which is dropped last.
         unsafe {
+            let what = format!("a workspace of `{}`", path.display());
             Ok(JitFunction {
-                init_ws: library.symbol(&format!("jit_{name}_init_ws"))?,
-                free_ws: library.symbol(&format!("jit_{name}_free_ws"))?,
                 call: library.symbol(&format!("jit_{name}_call"))?,
-                pool: Mutex::new(Vec::new()),
+                pool: WorkspacePool::new(&library, name, what, Some(workspace_bytes as u64))?,
                 workspace_bytes,
                 constants,
                 path: path.to_path_buf(),
@@ -125,33 +186,16 @@ impl JitFunction {
     /// `inputs` and `outputs` must point to contiguous buffers of exactly the dtypes and
     /// sizes the function was generated for, and outputs must not overlap anything.
     pub unsafe fn call(&self, inputs: &[*mut c_void], outputs: &[*mut c_void]) -> Result<()> {
-        let ws = self.take_workspace()?;
-        (self.call)(inputs.as_ptr(), outputs.as_ptr(), ws.0);
-        self.pool.lock().unwrap_or_else(|e| e.into_inner()).push(ws);
-        Ok(())
-    }
-
-    /// A free workspace from the pool, or a new one: each concurrent call gets its own.
-    fn take_workspace(&self) -> Result<Workspace> {
-        if let Some(ws) = self.pool.lock().unwrap_or_else(|e| e.into_inner()).pop() {
-            return Ok(ws);
-        }
-        // SAFETY: init_ws takes no arguments and returns fresh memory or null.
-        let ptr = unsafe { (self.init_ws)() };
-        if ptr.is_null() {
-            return Err(Error::OutOfMemory {
-                what: format!("a workspace of `{}`", self.path.display()),
-                bytes: Some(self.workspace_bytes as u64),
-                available: crate::array::memory_limit(),
-            });
-        }
-        for c in &self.constants {
-            let bytes = c.data.bytes();
-            // SAFETY: `load` checked that every constant lies inside the workspace, which
-            // init_ws allocated with at least `workspace_bytes` bytes.
-            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), ptr.cast::<u8>().add(c.offset), bytes.len()) };
-        }
-        Ok(Workspace(ptr))
+        // A new workspace gets the captured constants.
+        let copy_constants = |ptr: *mut c_void| {
+            for c in &self.constants {
+                let bytes = c.data.bytes();
+                // SAFETY: `load` checked that every constant lies inside the workspace,
+                // which init_ws allocated with at least `workspace_bytes` bytes.
+                unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), ptr.cast::<u8>().add(c.offset), bytes.len()) };
+            }
+        };
+        self.pool.with(copy_constants, |ws| unsafe { (self.call)(inputs.as_ptr(), outputs.as_ptr(), ws) })
     }
 }
 
@@ -161,16 +205,5 @@ impl std::fmt::Debug for JitFunction {
             .field("path", &self.path)
             .field("workspace_bytes", &self.workspace_bytes)
             .finish_non_exhaustive()
-    }
-}
-
-impl Drop for JitFunction {
-    fn drop(&mut self) {
-        let pool = std::mem::take(self.pool.get_mut().unwrap_or_else(|e| e.into_inner()));
-        for ws in pool {
-            // SAFETY: each workspace came from this library's init_ws and is not in use
-            // (we have `&mut self`).
-            unsafe { (self.free_ws)(ws.0) };
-        }
     }
 }

@@ -22,7 +22,7 @@ mod toolchain;
 
 pub use cache::cache_dir;
 pub use compiler::{split_command, Compiler, CompilerOptions};
-pub use library::{JitFunction, Library, Workspace, WorkspaceConstant};
+pub use library::{JitFunction, Library, Workspace, WorkspaceConstant, WorkspacePool};
 pub use toolchain::{CppToolchain, Toolchain};
 
 use crate::error::{Error, Result};

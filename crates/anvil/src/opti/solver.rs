@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::function::{
     check_identifier, module_text, Arg, CodegenIntConstant, Includes, ModuleItem, NumericalFunction, MAX_NAME_LEN,
 };
-use crate::jit::{self, CompilerOptions, Library, Unit};
+use crate::jit::{self, CompilerOptions, Library, Unit, WorkspacePool};
 use crate::render::ItemSource;
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex};
@@ -549,29 +549,20 @@ impl std::fmt::Debug for SqpFunction {
     }
 }
 
-type InitWs = unsafe extern "C" fn() -> *mut c_void;
-type FreeWs = unsafe extern "C" fn(*mut c_void);
 type Call =
     unsafe extern "C" fn(*mut c_void, *const f64, *const f64, *const f64, *const f64, *const f64, *const f64, *mut f64);
 type Get = unsafe extern "C" fn(*mut c_void, *mut f64);
 
-/// A workspace of the native solver.
-struct SolverWorkspace(*mut c_void);
-
-// Plain memory owned by whoever holds it, used by one solve at a time.
-unsafe impl Send for SolverWorkspace {}
-
 /// A loaded native solver: its entry points and a pool of workspaces.
 pub struct JitSolver {
-    init_ws: InitWs,
-    free_ws: FreeWs,
     call: Call,
     get_x: Get,
     get_lam_eq: Get,
     get_lam_ineq: Get,
     get_lam_box: Get,
     dims: Dims,
-    pool: Mutex<Vec<SolverWorkspace>>,
+    // Before the library: the workspaces are freed through it.
+    pool: WorkspacePool,
     // Dropped last: the entry points live in it.
     library: Library,
 }
@@ -583,16 +574,15 @@ impl JitSolver {
         // SAFETY: the generated shim defines these symbols with exactly these signatures;
         // they are used only while `library` is alive (it is dropped last).
         unsafe {
+            let what = format!("a workspace of the solver in `{}`", path.display());
             Ok(JitSolver {
-                init_ws: library.symbol(&symbol("init_ws"))?,
-                free_ws: library.symbol(&symbol("deinit_ws"))?,
+                pool: WorkspacePool::new(&library, name, what, None)?,
                 call: library.symbol(&symbol("call"))?,
                 get_x: library.symbol(&symbol("get_x"))?,
                 get_lam_eq: library.symbol(&symbol("get_lam_eq"))?,
                 get_lam_ineq: library.symbol(&symbol("get_lam_ineq"))?,
                 get_lam_box: library.symbol(&symbol("get_lam_box"))?,
                 dims,
-                pool: Mutex::new(Vec::new()),
                 library,
             })
         }
@@ -603,25 +593,21 @@ impl JitSolver {
         self.library.path()
     }
 
-    fn take_workspace(&self) -> Result<SolverWorkspace> {
-        if let Some(ws) = self.pool.lock().unwrap_or_else(|e| e.into_inner()).pop() {
-            return Ok(ws);
-        }
-        // SAFETY: init_ws takes no arguments and returns a fresh workspace or null.
-        let ptr = unsafe { (self.init_ws)() };
-        if ptr.is_null() {
-            return Err(Error::OutOfMemory {
-                what: format!("a workspace of the solver in `{}`", self.path().display()),
-                bytes: None,
-                available: crate::array::memory_limit(),
-            });
-        }
-        Ok(SolverWorkspace(ptr))
-    }
-
     /// Runs a solve; lengths were checked by the caller.
     fn solve(&self, x0: &[f64], p: &[f64], warm: &WarmStart, out: SolutionMut, settings: &SqpSettings) -> Result<Info> {
-        let ws = self.take_workspace()?;
+        self.pool.with(|_| {}, |ws| self.solve_in(ws, x0, p, warm, out, settings))
+    }
+
+    /// [`solve`](Self::solve) in the workspace `ws`.
+    fn solve_in(
+        &self,
+        ws: *mut c_void,
+        x0: &[f64],
+        p: &[f64],
+        warm: &WarmStart,
+        out: SolutionMut,
+        settings: &SqpSettings,
+    ) -> Info {
         let scalars: [f64; SETTINGS_LEN] = settings.to_scalars();
         let mut info = [0.0; INFO_LEN];
         let ptr = |v: Option<&[f64]>| v.map_or(std::ptr::null(), |s| s.as_ptr());
@@ -632,7 +618,7 @@ impl JitSolver {
         // `SqpFunction::solve_into`); the workspace is this call's alone.
         unsafe {
             (self.call)(
-                ws.0,
+                ws,
                 x0.as_ptr(),
                 p_ptr,
                 ptr(warm.lam_eq),
@@ -645,30 +631,19 @@ impl JitSolver {
         let elapsed = start.elapsed().as_secs_f64();
         // SAFETY: each output slice has the length of what the getter writes.
         unsafe {
-            (self.get_x)(ws.0, out.x.as_mut_ptr());
-            (self.get_lam_eq)(ws.0, out.lam_eq.as_mut_ptr());
-            (self.get_lam_ineq)(ws.0, out.lam_ineq.as_mut_ptr());
-            (self.get_lam_box)(ws.0, out.lam_box.as_mut_ptr());
+            (self.get_x)(ws, out.x.as_mut_ptr());
+            (self.get_lam_eq)(ws, out.lam_eq.as_mut_ptr());
+            (self.get_lam_ineq)(ws, out.lam_ineq.as_mut_ptr());
+            (self.get_lam_box)(ws, out.lam_box.as_mut_ptr());
         }
         debug_assert_eq!(out.x.len(), self.dims.nx);
-        self.pool.lock().unwrap_or_else(|e| e.into_inner()).push(ws);
-        Ok(Info::from_scalars(&info, elapsed))
+        Info::from_scalars(&info, elapsed)
     }
 }
 
 impl std::fmt::Debug for JitSolver {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("JitSolver").field("path", &self.path()).finish_non_exhaustive()
-    }
-}
-
-impl Drop for JitSolver {
-    fn drop(&mut self) {
-        let pool = std::mem::take(self.pool.get_mut().unwrap_or_else(|e| e.into_inner()));
-        for ws in pool {
-            // SAFETY: each workspace came from this library's init_ws and is not in use.
-            unsafe { (self.free_ws)(ws.0) };
-        }
     }
 }
 
