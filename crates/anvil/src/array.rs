@@ -2,8 +2,6 @@
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::graph::scalar::literal_from_f64;
-use crate::graph::Literal;
 use ndarray::{ArrayD, ArrayViewD, IxDyn};
 use std::sync::OnceLock;
 
@@ -155,27 +153,24 @@ impl HostArray {
         with_host_array!(self, a => a.mapv(Element::to_f64))
     }
 
-    /// The element at row-major position `k` as a literal of the array's dtype, or `None`
-    /// past the end.
+    /// The element at row-major position `k` as an `f64` (exact for every dtype but large
+    /// `i64`s: see [`i64_at`](Self::i64_at)), or `None` past the end.
     ///
     /// ```
-    /// use anvil::{DType, HostArray};
-    /// use anvil::graph::Literal;
-    /// let a = HostArray::I64(ndarray::arr2(&[[1i64, 2], [3, 4]]).into_dyn());
-    /// assert_eq!(a.literal_at(2), Some(Literal::Int(3)));
-    /// assert_eq!(a.literal_at(4), None);
+    /// use anvil::HostArray;
+    /// let a = HostArray::F32(ndarray::arr2(&[[1.5f32, 2.0], [3.0, 4.0]]).into_dyn());
+    /// assert_eq!((a.f64_at(0), a.f64_at(4)), (Some(1.5), None));
     /// ```
-    pub fn literal_at(&self, k: usize) -> Option<Literal> {
-        fn nth<T: Copy>(a: &ArrayD<T>, k: usize) -> Option<T> {
-            match a.as_slice() {
-                Some(elements) => elements.get(k).copied(),
-                None => a.iter().nth(k).copied(),
-            }
-        }
-        let dtype = self.dtype();
+    pub fn f64_at(&self, k: usize) -> Option<f64> {
+        with_host_array!(self, a => nth(a, k).map(Element::to_f64))
+    }
+
+    /// The element at row-major position `k` of an `i64` array (`None` past the end, or for
+    /// another dtype).
+    pub fn i64_at(&self, k: usize) -> Option<i64> {
         match self {
-            HostArray::I64(a) => nth(a, k).map(Literal::Int),
-            _ => with_host_array!(self, a => nth(a, k).map(|v| literal_from_f64(dtype, Element::to_f64(v)))),
+            HostArray::I64(a) => nth(a, k),
+            _ => None,
         }
     }
 
@@ -246,3 +241,11 @@ impl_element!(i32, I32, |v: i32| v as f64);
 impl_element!(bool, Bool, |v: bool| v as u8 as f64);
 
 pub(crate) use with_host_array;
+
+/// The element at row-major position `k` of `a`, or `None` past the end.
+fn nth<T: Copy>(a: &ArrayD<T>, k: usize) -> Option<T> {
+    match a.as_slice() {
+        Some(elements) => elements.get(k).copied(),
+        None => a.iter().nth(k).copied(),
+    }
+}

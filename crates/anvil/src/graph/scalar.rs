@@ -7,6 +7,7 @@
 //! `bool` is 0 or 1.
 
 use super::op::{BinaryOp, Literal, UnaryOp};
+use crate::array::HostArray;
 use crate::dtype::DType;
 
 macro_rules! float_unary {
@@ -174,6 +175,23 @@ pub fn literal(dtype: DType, f: f64, i: i64) -> Literal {
         DType::Bool => Literal::Bool(i != 0),
         DType::I32 | DType::I64 => Literal::Int(wrap_int(dtype, i)),
         DType::F32 | DType::F64 => Literal::Float(round_float(dtype, f)),
+    }
+}
+
+/// The element at row-major position `k` of `a` as a literal of its dtype, or `None` past
+/// the end.
+///
+/// ```
+/// use anvil::HostArray;
+/// use anvil::graph::{scalar::literal_at, Literal};
+/// let a = HostArray::I64(ndarray::arr2(&[[1i64, 2], [3, 4]]).into_dyn());
+/// assert_eq!(literal_at(&a, 2), Some(Literal::Int(3)));
+/// assert_eq!(literal_at(&a, 4), None);
+/// ```
+pub fn literal_at(a: &HostArray, k: usize) -> Option<Literal> {
+    match a {
+        HostArray::I64(_) => a.i64_at(k).map(Literal::Int),
+        _ => a.f64_at(k).map(|v| literal_from_f64(a.dtype(), v)),
     }
 }
 

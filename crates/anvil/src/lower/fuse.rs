@@ -416,7 +416,7 @@ impl<'a> KernelBuilder<'a> {
                 let k = IndexExpr::linearize(index, &node.shape)
                     .as_constant()
                     .expect("straight-line indices are constants");
-                let position = positions.data.literal_at(k as usize).expect("the position is in the table");
+                let position = scalar::literal_at(&positions.data, k as usize).expect("the position is in the table");
                 let flat = crate::graph::clamp_index(scalar::literal_int(position), src(0).numel());
                 let point = IndexExpr::delinearize(&IndexExpr::constant(flat as i64), &src(0).shape, &self.extents);
                 Step::Needs(vec![at(0, point)], Combine::Forward)
@@ -494,7 +494,7 @@ impl<'a> KernelBuilder<'a> {
     fn load(&mut self, buffer: BufferId, node: &NodeRef, index: &[IndexExpr]) -> ExprId {
         let index = IndexExpr::linearize(index, &node.shape);
         if let (Op::Array(array), Some(k)) = (&node.op, index.as_constant()) {
-            if let Some(value) = usize::try_from(k).ok().and_then(|k| array.data.literal_at(k)) {
+            if let Some(value) = usize::try_from(k).ok().and_then(|k| scalar::literal_at(&array.data, k)) {
                 let structural_zero = array.structural && value.is(0.0);
                 return self.push(if structural_zero {
                     Expr::Zero(node.dtype)
