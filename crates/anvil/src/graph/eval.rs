@@ -8,34 +8,29 @@
 //! product or quotient of one is zero, adding one changes nothing, negating or converting
 //! one gives one, a sum of only such zeros is one. Every other operation sees the value 0.
 
-use super::node::{toposort, NodeRef};
+use super::node::{map_graph, NodeRef};
 use super::op::{BinaryOp, Literal, Op, ReduceOp, UnaryOp};
 use super::scalar;
 use crate::array::HostArray;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use ndarray::{ArrayD, Axis, IxDyn, Slice, Zip};
-use std::collections::HashMap;
 
 /// Evaluates `outputs` for the given values of the graph's inputs (`inputs[n]` is input
 /// `n`); [`crate::tensor::eval`] does the same for tensors.
 pub fn eval_nodes(outputs: &[NodeRef], inputs: &[HostArray]) -> Result<Vec<HostArray>> {
-    let mut values: HashMap<u64, Value> = HashMap::new();
-    let mut zeros: HashMap<u64, Mask> = HashMap::new();
-    for node in toposort(outputs) {
+    // Each node's value, with the mask of its structural zeros (if it has any).
+    let values = map_graph(outputs, |node, srcs: &[&(Value, Option<Mask>)]| -> Result<(Value, Option<Mask>)> {
         // The interpreter holds every value as 64-bit numbers.
         let what = || format!("evaluating `{}` of shape {:?} with the interpreter", node.op.name(), node.shape);
         crate::array::check_alloc(what, node.numel(), 8)?;
-        let srcs: Vec<&Value> = node.srcs.iter().map(|s| &values[&s.id()]).collect();
-        let value = eval_node(&node, &srcs, inputs)?;
-        let src_zeros: Vec<Option<&Mask>> = node.srcs.iter().map(|s| zeros.get(&s.id())).collect();
-        let (value, mask) = structural_zeros(&node, &srcs, &src_zeros, value)?;
-        if let Some(mask) = mask.filter(|m| m.iter().any(|&z| z)) {
-            zeros.insert(node.id(), mask);
-        }
-        values.insert(node.id(), value);
-    }
-    Ok(outputs.iter().map(|o| values[&o.id()].to_host(o.dtype)).collect())
+        let src_values: Vec<&Value> = srcs.iter().map(|s| &s.0).collect();
+        let value = eval_node(node, &src_values, inputs)?;
+        let src_zeros: Vec<Option<&Mask>> = srcs.iter().map(|s| s.1.as_ref()).collect();
+        let (value, mask) = structural_zeros(node, &src_values, &src_zeros, value)?;
+        Ok((value, mask.filter(|m| m.iter().any(|&z| z))))
+    })?;
+    Ok(values.iter().zip(outputs).map(|(v, o)| v.0.to_host(o.dtype)).collect())
 }
 
 /// A node's value: floats as `f64`, integers and bools as `i64`.

@@ -11,7 +11,7 @@ mod substitute;
 pub mod verify;
 
 pub use eval::{clamp_index, eval_nodes, reduce_identity};
-pub use node::{toposort, Node, NodeRef};
+pub use node::{map_graph, toposort, Node, NodeRef};
 pub use op::{BinaryOp, ConstArray, InputRef, Literal, Op, ReduceOp, TraceId, UnaryOp};
 pub use simplify::{constant, identity_operand};
 pub use substitute::substitute;

@@ -116,6 +116,34 @@ pub(crate) fn intern(op: Op, dtype: DType, shape: Shape, srcs: Vec<NodeRef>) -> 
     node
 }
 
+/// The one forward traversal of a graph: visits every node reachable from `outputs`,
+/// sources first, computing its value from the node and its sources' values (`visit`), and
+/// returns the outputs' values. Evaluation, substitution, forward mode and batching are
+/// each one `visit`.
+///
+/// ```
+/// use anvil::{graph::map_graph, DType, Tensor};
+/// let x = Tensor::input(0, 3, DType::F64);
+/// let y = (&x + &x).sin();
+/// // Depth of each node: inputs 0, then one more than the deepest source.
+/// let depth = map_graph(&[y.node().unwrap().clone()], |_, srcs: &[&usize]| -> Result<usize, ()> {
+///     Ok(srcs.iter().map(|d| **d + 1).max().unwrap_or(0))
+/// });
+/// assert_eq!(depth, Ok(vec![2]));
+/// ```
+pub fn map_graph<V, E>(outputs: &[NodeRef], mut visit: impl FnMut(&NodeRef, &[&V]) -> Result<V, E>) -> Result<Vec<V>, E>
+where
+    V: Clone,
+{
+    let mut values: std::collections::HashMap<u64, V> = std::collections::HashMap::new();
+    for node in toposort(outputs) {
+        let srcs: Vec<&V> = node.srcs.iter().map(|s| &values[&s.id]).collect();
+        let value = visit(&node, &srcs)?;
+        values.insert(node.id, value);
+    }
+    Ok(outputs.iter().map(|o| values[&o.id].clone()).collect())
+}
+
 /// All nodes reachable from `roots`, sources before their users.
 pub fn toposort(roots: &[NodeRef]) -> Vec<NodeRef> {
     let mut order = Vec::new();

@@ -1,6 +1,6 @@
 //! Substitution: the same graph with some nodes replaced (function composition).
 
-use super::node::{toposort, Node, NodeRef};
+use super::node::{map_graph, Node, NodeRef};
 use std::collections::HashMap;
 
 /// `outputs` rebuilt with each node in `replacements` (keyed by node id) replaced by a node
@@ -10,18 +10,15 @@ pub fn substitute(
     outputs: &[NodeRef],
     replacements: &HashMap<u64, NodeRef>,
 ) -> Result<Vec<NodeRef>, (NodeRef, NodeRef)> {
-    let mut new: HashMap<u64, NodeRef> = HashMap::new();
-    for node in toposort(outputs) {
-        let rebuilt = match replacements.get(&node.id()) {
+    map_graph(outputs, |node, srcs: &[&NodeRef]| {
+        Ok(match replacements.get(&node.id()) {
             Some(r) if r.shape != node.shape || r.dtype != node.dtype => return Err((node.clone(), r.clone())),
             Some(r) => r.clone(),
-            None if node.srcs.iter().all(|s| new[&s.id()].id() == s.id()) => node.clone(),
+            None if node.srcs.iter().zip(srcs).all(|(s, new)| new.id() == s.id()) => node.clone(),
             None => {
-                let srcs = node.srcs.iter().map(|s| new[&s.id()].clone()).collect();
+                let srcs = srcs.iter().map(|&s| s.clone()).collect();
                 Node::make(node.op.clone(), node.dtype, node.shape.clone(), srcs)
             }
-        };
-        new.insert(node.id(), rebuilt);
-    }
-    Ok(outputs.iter().map(|o| new[&o.id()].clone()).collect())
+        })
+    })
 }

@@ -3,7 +3,7 @@
 //! of derivatives small.
 
 use crate::error::Result;
-use crate::graph::{toposort, BinaryOp, NodeRef, Op, ReduceOp, UnaryOp};
+use crate::graph::{map_graph, BinaryOp, NodeRef, Op, ReduceOp, UnaryOp};
 use crate::tensor::Tensor;
 use std::collections::HashMap;
 
@@ -12,26 +12,17 @@ pub type Tangent = Option<Tensor>;
 
 /// The tangents of `outputs`, given the tangents of some nodes (usually the inputs).
 pub fn jvp_nodes(outputs: &[NodeRef], seeds: &HashMap<u64, Tensor>) -> Result<Vec<Tangent>> {
-    let mut tangents: HashMap<u64, Tangent> = HashMap::new();
-    for node in toposort(outputs) {
+    map_graph(outputs, |node, srcs: &[&Tangent]| {
         let tangent = match seeds.get(&node.id()) {
             Some(seed) => Some(seed.clone()),
-            None if !node.dtype.is_float() => None,
-            None => {
-                let srcs: Vec<Tangent> = node.srcs.iter().map(|s| tangents.get(&s.id()).cloned().flatten()).collect();
-                if srcs.iter().all(Option::is_none) {
-                    None
-                } else {
-                    tangent_rule(&node, &srcs)
-                }
-            }
+            None if !node.dtype.is_float() || srcs.iter().all(|t| t.is_none()) => None,
+            None => tangent_rule(node, &srcs.iter().map(|&t| t.clone()).collect::<Vec<_>>()),
         };
         if let Some(t) = &tangent {
             t.check()?;
         }
-        tangents.insert(node.id(), tangent);
-    }
-    Ok(outputs.iter().map(|o| tangents[&o.id()].clone()).collect())
+        Ok(tangent)
+    })
 }
 
 fn t(node: &NodeRef) -> Tensor {

@@ -2,7 +2,7 @@
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::graph::{toposort, Node, NodeRef, Op};
+use crate::graph::{map_graph, Node, NodeRef, Op};
 use crate::tensor::Tensor;
 use std::collections::HashMap;
 
@@ -18,23 +18,18 @@ enum Value {
 /// by values with a leading batch axis of extent `batch`. Every output comes back with that
 /// leading axis (outputs that do not depend on the batch are broadcast).
 pub fn vmap_nodes(outputs: &[NodeRef], batched: &HashMap<u64, Tensor>, batch: usize) -> Result<Vec<Tensor>> {
-    let mut values: HashMap<u64, Value> = HashMap::new();
-    for node in toposort(outputs) {
-        let value = match batched.get(&node.id()) {
+    let values = map_graph(outputs, |node, srcs: &[&Value]| {
+        Ok(match batched.get(&node.id()) {
             Some(t) => Value::Batched(t.node()?.clone()),
+            None if srcs.iter().all(|v| matches!(v, Value::Same(_))) => Value::Same(node.clone()),
             None => {
-                let srcs: Vec<Value> = node.srcs.iter().map(|s| values[&s.id()].clone()).collect();
-                if srcs.iter().all(|v| matches!(v, Value::Same(_))) {
-                    Value::Same(node.clone())
-                } else {
-                    check_batched_shape(&node, batch)?;
-                    Value::Batched(batching_rule(&node, &srcs, batch)?)
-                }
+                check_batched_shape(node, batch)?;
+                let srcs: Vec<Value> = srcs.iter().map(|&v| v.clone()).collect();
+                Value::Batched(batching_rule(node, &srcs, batch)?)
             }
-        };
-        values.insert(node.id(), value);
-    }
-    outputs.iter().map(|o| lift(&values[&o.id()], batch)).map(|n| n.map(Tensor::from_node)).collect()
+        })
+    })?;
+    values.iter().map(|v| lift(v, batch)).map(|n| n.map(Tensor::from_node)).collect()
 }
 
 /// The value with a leading batch axis (broadcasting an unbatched one).
