@@ -1,8 +1,8 @@
 //! `anvil.CodegenIntConstant`.
 
 use crate::errors::IntoPyResult;
-use anvil::function::IntType;
 use anvil::CodegenIntConstant;
+use anvil::IntType;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 

@@ -71,7 +71,7 @@ pub fn args_from(inputs: &Bound<'_, PyAny>) -> PyResult<Vec<Arg>> {
 pub fn trace(name: &str, fn_: &Bound<'_, PyAny>, inputs: &Bound<'_, PyAny>) -> PyResult<PyFunction> {
     let args = args_from(inputs)?;
     let py = fn_.py();
-    let trace = anvil::graph::TraceId::fresh();
+    let trace = anvil::internals::graph::TraceId::fresh();
     let symbols: Vec<PyTensor> = args
         .iter()
         .enumerate()
@@ -332,7 +332,7 @@ impl PyFunction {
         };
         for o in f.outputs() {
             let what = || format!("an output of `{}` of shape {:?}", f.name(), o.shape);
-            anvil::array::check_alloc(what, o.numel(), o.dtype.size()).py()?;
+            anvil::internals::array::check_alloc(what, o.numel(), o.dtype.size()).py()?;
         }
         let (outputs, outs): (Vec<_>, Vec<_>) = f.outputs().iter().map(|o| output_array(py, o)).unzip();
         let pointers = Pointers(ins, outs);

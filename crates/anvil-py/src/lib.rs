@@ -113,7 +113,7 @@ fn vmap(
 /// Raises `ValueError` unless `name` can name a function (a C++ identifier anvil accepts).
 #[pyfunction]
 fn check_name(name: &str) -> PyResult<()> {
-    anvil::function::check_identifier(name, "function").py()
+    anvil::check_identifier(name, "function").py()
 }
 
 /// Writes `<module_name>.hpp` and `.cpp` into `directory`; returns their paths. `items`

@@ -272,15 +272,15 @@ impl PyTensor {
     /// arithmetic on them), as a numpy array.
     fn numpy(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let node = self.0.node().py()?.clone();
-        if anvil::graph::toposort(std::slice::from_ref(&node))
+        if anvil::internals::graph::toposort(std::slice::from_ref(&node))
             .iter()
-            .any(|n| matches!(n.op, anvil::graph::Op::Input(_)))
+            .any(|n| matches!(n.op, anvil::internals::graph::Op::Input(_)))
         {
             return Err(PyValueError::new_err(
                 "this tensor depends on function inputs; call the NumericalFunction instead",
             ));
         }
-        let mut out = anvil::graph::eval_nodes(&[node], &[]).py()?;
+        let mut out = anvil::internals::graph::eval_nodes(&[node], &[]).py()?;
         Ok(host_to_py(py, out.remove(0)))
     }
 
@@ -708,11 +708,12 @@ impl PyTensor {
             )));
         }
         let count = ((stop - start) / step).ceil().max(0.0);
-        if count > anvil::shape::MAX_ELEMENTS as f64 {
+        if count > anvil::internals::shape::MAX_ELEMENTS as f64 {
             return Err(PyValueError::new_err(format!("arange: {count} elements is more than anvil supports (2^48)")));
         }
         let what = || format!("arange({start}, {stop}, {step})");
-        let values = anvil::array::try_from_shape_fn(what, &[count as usize], |i| start + step * i[0] as f64).py()?;
+        let values =
+            anvil::internals::array::try_from_shape_fn(what, &[count as usize], |i| start + step * i[0] as f64).py()?;
         let integral = start.fract() == 0.0 && step.fract() == 0.0;
         let default = if integral { DType::I64 } else { DType::F64 };
         let dtype = dtype.map(dtype_from).transpose()?.unwrap_or(default);

@@ -118,9 +118,10 @@ fn bench_large_graph() {
             [Arg::new([2, 8]), Arg::new(8)],
         )
         .unwrap();
-        let nodes =
-            anvil::graph::toposort(&f.output_tensors().iter().map(|t| t.node().unwrap().clone()).collect::<Vec<_>>())
-                .len();
+        let nodes = anvil::internals::graph::toposort(
+            &f.output_tensors().iter().map(|t| t.node().unwrap().clone()).collect::<Vec<_>>(),
+        )
+        .len();
         let traced = start.elapsed();
         let program = f.program().kernels.len();
         let lowered = start.elapsed();

@@ -13,11 +13,15 @@
 //! # Ok(()) }
 //! ```
 //!
-//! The pipeline, one module per stage: [`tensor`] (the DSL) builds [`graph`] nodes;
-//! [`transform`] rewrites graphs (derivatives in [`ad`], batching with [`vmap`]);
-//! [`lower`] turns a graph into fused loop kernels over a planned workspace; [`render`]
-//! prints them as C++; [`jit`] compiles and loads that C++; [`function`] ties it together
-//! behind [`NumericalFunction`] and [`generate_module`].
+//! The API: [`NumericalFunction`] (trace, call, evaluate, save), [`Tensor`] (the language
+//! a function is written in), [`ad`] (derivatives, sparse ones included) and [`vmap`],
+//! [`generate_module`] (AOT C++), [`jit`] (compiler options, the cache) and [`opti`] (SQP
+//! solvers and multistage problems).
+//!
+//! Inside, one module per stage (not API; reachable as `anvil::internals` for anvil's own
+//! tests): the DSL builds graph nodes, transforms rewrite graphs, lowering turns a graph
+//! into fused loop kernels over a planned workspace, rendering prints them as C++, and the
+//! JIT compiles and loads that C++ (docs/internals.md).
 #![warn(missing_docs)]
 
 /// The README's Rust examples, run as doctests so that they stay true.
@@ -25,19 +29,11 @@
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeDoctests;
 
-pub mod array;
-pub mod dtype;
-pub mod error;
-pub mod function;
-pub mod graph;
 pub mod jit;
-pub mod lower;
 pub mod opti;
-pub mod pattern;
-pub mod render;
-pub mod shape;
-pub mod tensor;
-pub mod transform;
+
+// The stages live in `internals`; the crate names them from its root.
+use internals::{array, dtype, error, function, graph, lower, pattern, render, shape, tensor, transform};
 
 pub use array::{Element, HostArray};
 pub use dtype::DType;
@@ -45,8 +41,15 @@ pub use error::{ConstantError, Error, Result, SourceLocation};
 pub use function::ad;
 pub use function::ad::vmap;
 pub use function::{
-    generate_module, generate_module_with_constants, Arg, CodegenIntConstant, IntoOutputs, ModuleItem,
-    NumericalFunction, SparseNumericalFunction,
+    check_identifier, derived_name, generate_module, generate_module_with_constants, module_text, Arg,
+    CodegenIntConstant, Includes, IntType, IntoOutputs, ModuleItem, NumericalFunction, SparseNumericalFunction,
+    MAX_NAME_LEN,
 };
+pub use lower::LowerOptions;
 pub use ndarray;
-pub use tensor::Tensor;
+pub use pattern::{CscMatrix, SparsityPattern};
+pub use render::{ItemSource, ModuleText};
+pub use tensor::{eval, Tensor};
+
+#[doc(hidden)]
+pub mod internals;

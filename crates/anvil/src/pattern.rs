@@ -5,7 +5,7 @@
 /// The positions of the structural non-zeros of a `rows × cols` matrix.
 ///
 /// ```
-/// use anvil::pattern::SparsityPattern;
+/// use anvil::SparsityPattern;
 /// let p = SparsityPattern::new(3, 3, [(0, 0), (1, 1), (2, 1), (2, 2)]).unwrap();
 /// assert_eq!(p.nnz(), 4);
 /// let (indptr, indices) = p.csc();
@@ -118,7 +118,7 @@ impl SparsityPattern {
     /// at the number of indices, and increasing rows below `rows` in each column.
     ///
     /// ```
-    /// use anvil::pattern::SparsityPattern;
+    /// use anvil::SparsityPattern;
     /// let p = SparsityPattern::from_csc(2, 2, &[0, 0, 1], &[0, 1, 3]).unwrap();
     /// assert_eq!(p.nnz(), 3);
     /// assert!(SparsityPattern::from_csc(2, 2, &[1, 0], &[0, 2, 2]).is_err()); // rows must increase
@@ -167,7 +167,7 @@ impl SparsityPattern {
 /// `scipy.sparse.csc_array((values, indices, indptr), shape)`.
 ///
 /// ```
-/// use anvil::pattern::CscMatrix;
+/// use anvil::CscMatrix;
 /// let m = CscMatrix { shape: (2, 2), indptr: vec![0, 1, 3], indices: vec![0, 0, 1], values: vec![1.0, 2.0, 3.0] };
 /// assert_eq!(m.get(0, 1), 2.0);
 /// assert_eq!(m.to_dense(), anvil::ndarray::array![[1.0, 2.0], [0.0, 3.0]]);

@@ -110,7 +110,7 @@ pub fn numel(shape: &[usize]) -> usize {
 /// [`MAX_ELEMENTS`] or overflows.
 ///
 /// ```
-/// use anvil::shape::checked_numel;
+/// use anvil::internals::shape::checked_numel;
 /// assert_eq!(checked_numel(&[3, 4]), Some(12));
 /// assert_eq!(checked_numel(&[1 << 32, 1 << 32]), None);
 /// assert_eq!(checked_numel(&[0, 1 << 40, 1 << 40]), None); // no elements, but its strides overflow

@@ -21,7 +21,7 @@ fn is_library_name(name: &str) -> bool {
 /// `free`, `size_t`, `NULL`, `y0`, ...), not one of anvil's own (`Buffer`, `ANVIL_...`).
 ///
 /// ```
-/// use anvil::function::check_identifier;
+/// use anvil::check_identifier;
 /// assert!(check_identifier("dynamics", "function").is_ok());
 /// let err = check_identifier("sin", "function").unwrap_err();
 /// assert!(err.to_string().contains("C/C++ standard library"));
@@ -83,7 +83,7 @@ const MACRO_PREFIXES: &[&str] = &["ANVIL_", "EIGEN_", "PIQP_"];
 /// no `__` where `base` ends in `_` (a legal name must give a legal derived name).
 ///
 /// ```
-/// use anvil::function::derived_name;
+/// use anvil::derived_name;
 /// assert_eq!(derived_name("step", "defect"), "step_defect");
 /// assert_eq!(derived_name("step_", "defect"), "step_defect");
 /// ```

@@ -122,7 +122,7 @@ pub(crate) fn intern(op: Op, dtype: DType, shape: Shape, srcs: Vec<NodeRef>) -> 
 /// each one `visit`.
 ///
 /// ```
-/// use anvil::{graph::map_graph, DType, Tensor};
+/// use anvil::{internals::graph::map_graph, DType, Tensor};
 /// let x = Tensor::input(0, 3, DType::F64);
 /// let y = (&x + &x).sin();
 /// // Depth of each node: inputs 0, then one more than the deepest source.

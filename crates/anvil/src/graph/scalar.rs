@@ -183,7 +183,7 @@ pub fn literal(dtype: DType, f: f64, i: i64) -> Literal {
 ///
 /// ```
 /// use anvil::HostArray;
-/// use anvil::graph::{scalar::literal_at, Literal};
+/// use anvil::internals::graph::{scalar::literal_at, Literal};
 /// let a = HostArray::I64(ndarray::arr2(&[[1i64, 2], [3, 4]]).into_dyn());
 /// assert_eq!(literal_at(&a, 2), Some(Literal::Int(3)));
 /// assert_eq!(literal_at(&a, 4), None);

@@ -115,7 +115,7 @@ fn intern_simplified(op: Op, dtype: DType, shape: &[usize], srcs: Vec<NodeRef>) 
 /// (`lower::fold`) share this rule.
 ///
 /// ```
-/// use anvil::graph::{identity_operand, BinaryOp, Literal};
+/// use anvil::internals::graph::{identity_operand, BinaryOp, Literal};
 /// assert_eq!(identity_operand(BinaryOp::Mul, Some(Literal::Float(1.0)), None), Some(1));
 /// assert_eq!(identity_operand(BinaryOp::Sub, Some(Literal::Float(0.0)), None), None); // 0 - x
 /// ```

@@ -10,7 +10,7 @@ use crate::shape::{checked_numel, fmt_shape};
 /// `Ok(())` if `op` applied to `srcs` can produce a node of `dtype` and `shape`, else why not.
 ///
 /// ```
-/// use anvil::graph::{verify, Op, UnaryOp};
+/// use anvil::internals::graph::{verify, Op, UnaryOp};
 /// use anvil::{DType, Tensor};
 /// let x = Tensor::input(0, [3], DType::F64);
 /// let srcs = [x.node().unwrap().clone()];

@@ -13,7 +13,7 @@
 //! Input and output: the kernels, with [`Kernel::accumulate_across`] set where this pays.
 //!
 //! ```
-//! use anvil::{Tensor, DType, lower::lower};
+//! use anvil::{Tensor, DType, internals::lower::lower};
 //! let (w, v) = (Tensor::input(0, [64, 48], DType::F64), Tensor::input(1, 64, DType::F64));
 //! let y = w.transpose().matmul(&v).tanh(); // sums down the columns of w
 //! let program = lower(&[y.node().unwrap().clone()], &[(DType::F64, vec![64, 48]), (DType::F64, vec![64])]);

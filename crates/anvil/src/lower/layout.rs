@@ -15,7 +15,7 @@
 //! long (a shorter one fills less than two vector registers of `f64`).
 //!
 //! ```
-//! use anvil::{Tensor, DType, ndarray::Array2, lower::{lower, BufferKind}};
+//! use anvil::{Tensor, DType, ndarray::Array2, internals::lower::{lower, BufferKind}};
 //! let w = Tensor::from_array(&Array2::from_shape_fn((64, 16), |(j, k)| (j * 16 + k) as f64));
 //! let x = Tensor::input(0, [256, 16], DType::F64);
 //! let y = x.matmul(&w.transpose()).tanh(); // a batch of 256 rows times Wᵀ

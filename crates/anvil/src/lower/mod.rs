@@ -41,7 +41,7 @@ use std::collections::{HashMap, HashSet};
 /// Choices of the lowering that trade code size and compile time for speed.
 ///
 /// ```
-/// use anvil::{Arg, NumericalFunction, lower::LowerOptions};
+/// use anvil::{Arg, NumericalFunction, LowerOptions};
 /// # fn main() -> anvil::Result<()> {
 /// let f = NumericalFunction::new("product", |[x]| { let s = x.sin(); s.get(0) * s.get(1) }, [Arg::new(2)])?;
 /// assert_eq!(f.program().kernels.len(), 1); // small: straight-line code
@@ -91,7 +91,7 @@ impl LowerOptions {
 /// the default [`LowerOptions`].
 ///
 /// ```
-/// use anvil::{Tensor, DType, lower::lower};
+/// use anvil::{Tensor, DType, internals::lower::lower};
 /// let x = Tensor::input(0, 1024, DType::F64);
 /// let y = (x.square() * 0.5 + x.sin()).sum();
 /// let program = lower(&[y.node().unwrap().clone()], &[(DType::F64, vec![1024])]);

@@ -14,7 +14,7 @@
 //!   inside the workspace, and buffers alive at the same time share no byte.
 //!
 //! ```
-//! use anvil::{Tensor, DType, lower::{lower, verify}};
+//! use anvil::{Tensor, DType, internals::lower::{lower, verify}};
 //! let x = Tensor::input(0, 8, DType::F64);
 //! let program = lower(&[x.sin().node().unwrap().clone()], &[(DType::F64, vec![8])]);
 //! assert_eq!(verify::verify(&program), Ok(()));

@@ -14,9 +14,9 @@
 //! Metal) is another table with its own prelude, not another printer.
 //!
 //! ```
-//! use anvil::{DType, render::dialect::CPP};
+//! use anvil::{DType, internals::render::dialect::CPP};
 //! assert_eq!(CPP.type_name(DType::I64), "long long");
-//! assert_eq!(CPP.literal(anvil::graph::Literal::Float(f64::INFINITY), DType::F32), "(__builtin_inff())");
+//! assert_eq!(CPP.literal(anvil::internals::graph::Literal::Float(f64::INFINITY), DType::F32), "(__builtin_inff())");
 //! assert_eq!(CPP.math("exp", DType::F32, "x"), "__builtin_expf(x)");
 //! ```
 

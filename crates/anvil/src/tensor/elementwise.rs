@@ -280,7 +280,7 @@ impl Tensor {
     /// use anvil::{Tensor, ndarray::array};
     /// let a = Tensor::from_array(&array![7i64, -7, 7, -7]);
     /// let b = Tensor::from_array(&array![2i64, 2, -2, -2]);
-    /// let q = anvil::tensor::eval(&[a.floor_div(&b)], &[]).unwrap().remove(0);
+    /// let q = anvil::eval(&[a.floor_div(&b)], &[]).unwrap().remove(0);
     /// assert_eq!(q.to_f64_vec(), vec![3.0, -4.0, -4.0, 3.0]);
     /// ```
     #[track_caller]

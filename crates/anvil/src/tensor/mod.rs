@@ -265,7 +265,7 @@ pub(crate) fn check_shape(loc: SourceLocation, op: &'static str, shape: &[usize]
 /// inputs (`inputs[n]` is input `n`).
 ///
 /// ```
-/// use anvil::{Tensor, DType, HostArray, tensor::eval, ndarray::arr1};
+/// use anvil::{eval, Tensor, DType, HostArray, ndarray::arr1};
 /// let x = Tensor::input(0, [3], DType::F64);
 /// let y = (&x * 2.0).sum();
 /// let out = eval(&[y], &[HostArray::from(arr1(&[1.0, 2.0, 3.0]).into_dyn())]).unwrap();

@@ -12,7 +12,7 @@
 //! another extent) leaves the banded class, and the caller colours instead.
 //!
 //! ```
-//! use anvil::{Tensor, DType, transform::bands::jacobian_bands};
+//! use anvil::{Tensor, DType, internals::transform::bands::jacobian_bands};
 //! let x = Tensor::input(0, 5, DType::F64);
 //! let p = x.pad(&[(1, 1)]);
 //! let y = p.shrink(&[(0, 5)]) - &x * 2.0 + p.shrink(&[(2, 7)]); // a second difference

@@ -53,7 +53,7 @@ pub fn check_jit(f: &NumericalFunction, inputs: &[HostArray]) {
     let got = f.call_dyn(inputs).unwrap_or_else(|e| panic!("JIT of `{}` failed: {e}", f.name()));
     assert_eq!(got.len(), want.len());
     let nodes: Vec<_> = f.output_tensors().iter().map(|t| t.node().unwrap().clone()).collect();
-    let any_f32 = anvil::graph::toposort(&nodes).iter().any(|n| n.dtype == DType::F32);
+    let any_f32 = anvil::internals::graph::toposort(&nodes).iter().any(|n| n.dtype == DType::F32);
     let rtol = if any_f32 { 2e-5 } else { 1e-10 };
     for (k, (g, w)) in got.iter().zip(&want).enumerate() {
         assert_close(&format!("{} output {k}", f.name()), g, w, rtol);

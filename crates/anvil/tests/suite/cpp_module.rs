@@ -5,8 +5,8 @@
 
 use crate::common;
 
+use anvil::internals::render::dialect::CPP;
 use anvil::ndarray::Array2;
-use anvil::render::dialect::CPP;
 use anvil::{
     generate_module_with_constants, Arg, CodegenIntConstant, DType, HostArray, ModuleItem, NumericalFunction, Tensor,
 };
@@ -90,7 +90,7 @@ fn functions() -> Vec<NumericalFunction> {
         NumericalFunction::new(
             "wide_columns",
             |[m]| m.sum_axes(0, false) * 2.0,
-            [Arg::new([3, anvil::lower::interchange::ACROSS_TILE + 452])],
+            [Arg::new([3, anvil::internals::lower::interchange::ACROSS_TILE + 452])],
         )
         .unwrap(),
         // A batch times a constant's transpose: the constant stored transposed.

@@ -20,7 +20,7 @@ fn chain(x: &Tensor, steps: usize) -> Tensor {
 }
 
 fn node_count(t: &Tensor) -> usize {
-    anvil::graph::toposort(&[t.node().unwrap().clone()]).len()
+    anvil::internals::graph::toposort(&[t.node().unwrap().clone()]).len()
 }
 
 #[test]

@@ -2,8 +2,8 @@
 
 use crate::common;
 
-use anvil::graph::UnaryOp;
-use anvil::lower::{BufferKind, LowerOptions, Program};
+use anvil::internals::graph::UnaryOp;
+use anvil::internals::lower::{BufferKind, LowerOptions, Program};
 use anvil::ndarray::{Array1, Array2};
 use anvil::{Arg, DType, HostArray, NumericalFunction, Tensor};
 use common::{check_jit, random, rng};
@@ -286,7 +286,7 @@ fn batched_regions_follow_their_limit_and_carry_nan_and_inf_like_the_interpreter
 
 #[test]
 fn long_bodies_are_split_into_short_kernels_computing_the_same_bits() {
-    let operations = |k: &anvil::lower::Kernel| k.exprs.iter().filter(|e| !e.operands().is_empty()).count();
+    let operations = |k: &anvil::internals::lower::Kernel| k.exprs.iter().filter(|e| !e.operands().is_empty()).count();
     let total = operations(&whole(deep_rollout()).program().kernels[0]);
     let split = deep_rollout().with_lowering(LowerOptions { max_body: 700, ..LowerOptions::default() });
     let p = split.program();
@@ -392,7 +392,7 @@ fn split_bodies_and_split_epilogues_carry_nan_inf_and_huge_values_like_the_inter
     check_jit(&layer, &[x]);
 }
 
-/// `f` with no kernel body split into parts (see `anvil::lower::split`).
+/// `f` with no kernel body split into parts (see `anvil::internals::lower::split`).
 fn whole(f: NumericalFunction) -> NumericalFunction {
     f.with_lowering(unsplit())
 }
@@ -477,9 +477,12 @@ fn math_after_a_reduction_runs_in_a_loop_of_its_own() {
     let layer = NumericalFunction::new("layer", move |[x]| (w.matmul(&x) + &b).tanh(), [Arg::new(32)]).unwrap();
     let batch = anvil::vmap(&layer, 100, &[]).unwrap();
     let p = batch.program();
-    let has_reduce = |k: &anvil::lower::Kernel| k.exprs.iter().any(|e| matches!(e, anvil::lower::Expr::Reduce { .. }));
-    let has_tanh =
-        |k: &anvil::lower::Kernel| k.exprs.iter().any(|e| matches!(e, anvil::lower::Expr::Unary(UnaryOp::Tanh, ..)));
+    let has_reduce = |k: &anvil::internals::lower::Kernel| {
+        k.exprs.iter().any(|e| matches!(e, anvil::internals::lower::Expr::Reduce { .. }))
+    };
+    let has_tanh = |k: &anvil::internals::lower::Kernel| {
+        k.exprs.iter().any(|e| matches!(e, anvil::internals::lower::Expr::Unary(UnaryOp::Tanh, ..)))
+    };
     assert_eq!(p.kernels.len(), 2);
     assert!(has_reduce(&p.kernels[0]) && !has_tanh(&p.kernels[0]));
     assert!(!has_reduce(&p.kernels[1]) && has_tanh(&p.kernels[1]));
@@ -592,7 +595,7 @@ fn reductions_down_columns_accumulate_across_the_output_loop() {
     assert!(jac.program().kernels.iter().any(|k| k.accumulate_across.is_some()));
     check_jit(&jac, &[random(&mut r, &[32], DType::F64, -1.0, 1.0)]);
     // A longer output loop is accumulated a tile at a time (the last tile partial).
-    let wide = 2 * anvil::lower::interchange::ACROSS_TILE + 7;
+    let wide = 2 * anvil::internals::lower::interchange::ACROSS_TILE + 7;
     let long = NumericalFunction::new("long_columns", |[x]| x.sum_axes(0, false), [Arg::new([3, wide])]).unwrap();
     assert!(long.program().kernels.iter().all(|k| k.accumulate_across == Some(0)));
     assert!(long.jit_source().contains("i0_tile += "));

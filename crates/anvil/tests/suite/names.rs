@@ -2,7 +2,7 @@
 //! what would break the module (library names and macros, reserved spellings) is rejected
 //! when the function is defined, with the reason.
 
-use anvil::function::check_identifier;
+use anvil::check_identifier;
 use anvil::{generate_module_with_constants, Arg, CodegenIntConstant, Error, ModuleItem, NumericalFunction};
 use std::process::Command;
 

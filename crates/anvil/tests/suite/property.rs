@@ -4,7 +4,7 @@
 
 use crate::common;
 
-use anvil::lower::LowerOptions;
+use anvil::LowerOptions;
 use anvil::{Arg, DType, HostArray, NumericalFunction, Tensor};
 use common::{check_jit, random, rng};
 use proptest::prelude::*;
@@ -233,7 +233,7 @@ proptest! {
         let rhs: f64 = bars.iter().zip(&ts).map(|(b, t)| (b * t).sum()).sum();
         // Graphs that compute in f32 anywhere agree to f32 precision.
         let nodes: Vec<_> = f.output_tensors().iter().map(|t| t.node().unwrap().clone()).collect();
-        let tol = if anvil::graph::toposort(&nodes).iter().any(|n| n.dtype == DType::F32) { 1e-5 } else { 1e-9 };
+        let tol = if anvil::internals::graph::toposort(&nodes).iter().any(|n| n.dtype == DType::F32) { 1e-5 } else { 1e-9 };
         // Where a product overflows, the two sums meet infinities in different orders (inf
         // on one side can be inf - inf = NaN on the other): only finite sums are compared.
         prop_assert!(!lhs.is_finite() || (lhs - rhs).abs() <= tol * (1.0 + lhs.abs()), "<u, Jt> = {} vs <J^T u, t> = {}", lhs, rhs);

@@ -110,7 +110,7 @@ fn sparse_functions_keep_their_pattern() {
 fn tensors_round_trip() {
     let c = (Tensor::from_array(&array![1.0, 2.0]) * 3.0).exp();
     let back = Tensor::from_bytes(&c.to_bytes().unwrap()).unwrap();
-    assert_eq!(anvil::tensor::eval(&[back], &[]).unwrap(), anvil::tensor::eval(&[c], &[]).unwrap());
+    assert_eq!(anvil::eval(&[back], &[]).unwrap(), anvil::eval(&[c], &[]).unwrap());
 }
 
 fn expect_deserialize_error(bytes: &[u8], what: &str) {

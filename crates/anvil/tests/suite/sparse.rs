@@ -352,7 +352,10 @@ fn a_captured_array_of_zeros_is_data_not_structure() {
 
 /// True if any kernel of `f` gathers (reads at positions from a table).
 fn gathers(f: &NumericalFunction) -> bool {
-    f.program().kernels.iter().any(|k| k.exprs.iter().any(|e| matches!(e, anvil::lower::Expr::Gather { .. })))
+    f.program()
+        .kernels
+        .iter()
+        .any(|k| k.exprs.iter().any(|e| matches!(e, anvil::internals::lower::Expr::Gather { .. })))
 }
 
 /// The sparse values equal the dense derivative's entries bit for bit, interpreted and
@@ -447,5 +450,5 @@ fn banded_derivatives_are_computed_from_their_bands_with_the_dense_values() {
         let dense = ad::jacobian(f).unwrap().eval(&[x.view()]).unwrap().remove(0);
         assert_matrices_close(&densify(&s, &s.call(&[x.view()]).unwrap()), &dense);
     }
-    const { assert!(anvil::transform::bands::MAX_BANDS < 81) };
+    const { assert!(anvil::internals::transform::bands::MAX_BANDS < 81) };
 }

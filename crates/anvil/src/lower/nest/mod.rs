@@ -29,10 +29,10 @@
 //!   target has them, in loops of at least [`FAST_MATH_MIN_TRIPS`] iterations) with the
 //!   target's fast in-loop functions, whose far arguments [`Stmt::CheckFar`] flags.
 //!
-//! In debug builds (and so in every test) [`schedule`] checks its result with [`verify`].
+//! In debug builds (and so in every test) [`schedule()`] checks its result with [`verify()`].
 //!
 //! ```
-//! use anvil::{Tensor, DType, lower::{lower, nest::{schedule, Form, Stmt}}};
+//! use anvil::{Tensor, DType, internals::lower::{lower, nest::{schedule, Form, Stmt}}};
 //! let x = Tensor::input(0, 1000, DType::F64);
 //! let program = lower(&[x.pad(&[(1, 1)]).sin().node().unwrap().clone()], &[(DType::F64, vec![1000])]);
 //! let nest = schedule(&program.kernels[0], Form::Loops, |_, _| false);
@@ -41,7 +41,7 @@
 //! ```
 
 //!
-//! The IR is here; [`schedule`] (in `schedule.rs`) builds it, [`verify`] (in `verify.rs`)
+//! The IR is here; [`schedule()`] (in `schedule.rs`) builds it, [`verify()`] (in `verify.rs`)
 //! checks it.
 
 mod schedule;

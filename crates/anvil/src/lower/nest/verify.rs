@@ -10,7 +10,7 @@ use crate::lower::kernel::{ExprId, Kernel};
 /// stays within its variable's extent, and every load not clamped stays inside its buffer.
 ///
 /// ```
-/// use anvil::{Tensor, DType, lower::{lower, nest::{schedule, verify, Form}}};
+/// use anvil::{Tensor, DType, internals::lower::{lower, nest::{schedule, verify, Form}}};
 /// let x = Tensor::input(0, [64, 48], DType::F64);
 /// let program = lower(&[x.sum_axes(1, false).node().unwrap().clone()], &[(DType::F64, vec![64, 48])]);
 /// let kernel = &program.kernels[0];
