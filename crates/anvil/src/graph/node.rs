@@ -118,8 +118,9 @@ pub(crate) fn intern(op: Op, dtype: DType, shape: Shape, srcs: Vec<NodeRef>) -> 
 
 /// The one forward traversal of a graph: visits every node reachable from `outputs`,
 /// sources first, computing its value from the node and its sources' values (`visit`), and
-/// returns the outputs' values. Evaluation, substitution, forward mode and batching are
-/// each one `visit`.
+/// returns the outputs' values. A value is dropped as soon as no node left to visit reads
+/// it. Evaluation, substitution, forward mode, batching, sparsity detection and banded
+/// derivatives are each one `visit`.
 ///
 /// ```
 /// use anvil::{internals::graph::map_graph, DType, Tensor};
@@ -135,13 +136,38 @@ pub fn map_graph<V, E>(outputs: &[NodeRef], mut visit: impl FnMut(&NodeRef, &[&V
 where
     V: Clone,
 {
-    let mut values: std::collections::HashMap<u64, V> = std::collections::HashMap::new();
-    for node in toposort(outputs) {
+    use std::collections::{HashMap, HashSet};
+    let order = toposort(outputs);
+    // Readers left per node: a value no later node reads is dropped at once (the graphs of
+    // big sparse derivatives hold one value per node, each as large as the node).
+    let mut readers: HashMap<u64, usize> = HashMap::new();
+    for node in &order {
+        for s in &node.srcs {
+            *readers.entry(s.id).or_default() += 1;
+        }
+    }
+    let kept: HashSet<u64> = outputs.iter().map(|o| o.id).collect();
+    let mut values: HashMap<u64, V> = HashMap::new();
+    for node in &order {
         let srcs: Vec<&V> = node.srcs.iter().map(|s| &values[&s.id]).collect();
-        let value = visit(&node, &srcs)?;
+        let value = visit(node, &srcs)?;
+        for s in &node.srcs {
+            let left = readers.get_mut(&s.id).expect("counted");
+            *left -= 1;
+            if *left == 0 && !kept.contains(&s.id) {
+                values.remove(&s.id);
+            }
+        }
         values.insert(node.id, value);
     }
-    Ok(outputs.iter().map(|o| values[&o.id].clone()).collect())
+    // Each output's value, moved out at its last occurrence (cloned only for repeats).
+    let last: HashMap<u64, usize> = outputs.iter().enumerate().map(|(k, o)| (o.id, k)).collect();
+    Ok(outputs
+        .iter()
+        .enumerate()
+        .map(|(k, o)| if last[&o.id] == k { values.remove(&o.id) } else { values.get(&o.id).cloned() })
+        .map(|v| v.expect("every output was visited"))
+        .collect())
 }
 
 /// All nodes reachable from `roots`, sources before their users.

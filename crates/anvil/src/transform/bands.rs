@@ -22,9 +22,9 @@
 
 use super::jvp::tangent_rule;
 use crate::error::Result;
-use crate::graph::{toposort, NodeRef, Op};
+use crate::graph::{map_graph, NodeRef, Op};
 use crate::tensor::Tensor;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The bands of a node's Jacobian: offset `d` → the vector `B_d` (the node's shape).
 pub type Bands = BTreeMap<i64, Tensor>;
@@ -40,27 +40,32 @@ pub fn jacobian_bands(y: &Tensor, x: &Tensor) -> Result<Option<Bands>> {
     if x.ndim() != 1 || y.ndim() != 1 || !x.dtype().is_float() {
         return Ok(None);
     }
-    let mut bands: HashMap<u64, Bands> = HashMap::new();
-    for node in toposort(std::slice::from_ref(&y_node)) {
-        let own = if node.id() == x_node.id() {
-            Bands::from([(0, Tensor::full(node.shape.clone(), 1.0, node.dtype))])
-        } else {
-            let srcs: Vec<Option<&Bands>> = node.srcs.iter().map(|s| bands.get(&s.id())).collect();
-            if !node.dtype.is_float() || srcs.iter().all(|b| b.is_none_or(Bands::is_empty)) {
+    // `Err(None)`: the graph leaves the banded class (an answer, not an error).
+    let found = map_graph(
+        std::slice::from_ref(&y_node),
+        |node, srcs: &[&Bands]| -> std::result::Result<Bands, Option<crate::error::Error>> {
+            let own = if node.id() == x_node.id() {
+                Bands::from([(0, Tensor::full(node.shape.clone(), 1.0, node.dtype))])
+            } else if !node.dtype.is_float() || srcs.iter().all(|b| b.is_empty()) {
                 Bands::new()
             } else {
-                match node_bands(&node, &srcs) {
+                let srcs: Vec<Option<&Bands>> = srcs.iter().map(|&b| Some(b)).collect();
+                match node_bands(node, &srcs) {
                     Some(b) if b.len() <= MAX_BANDS => b,
-                    _ => return Ok(None),
+                    _ => return Err(None),
                 }
+            };
+            for t in own.values() {
+                t.check().map_err(Some)?;
             }
-        };
-        for t in own.values() {
-            t.check()?;
-        }
-        bands.insert(node.id(), own);
+            Ok(own)
+        },
+    );
+    match found {
+        Ok(mut bands) => Ok(Some(bands.remove(0))),
+        Err(None) => Ok(None),
+        Err(Some(e)) => Err(e),
     }
-    Ok(bands.remove(&y_node.id()))
 }
 
 /// The bands of `node` from those of its sources (some non-empty); `None` outside the

@@ -7,10 +7,9 @@
 use crate::array::HostArray;
 use crate::dtype::DType;
 use crate::error::Result;
-use crate::graph::{eval_nodes, toposort, InputRef, Node, NodeRef, Op, TraceId, UnaryOp};
+use crate::graph::{eval_nodes, map_graph, toposort, InputRef, Node, NodeRef, Op, TraceId, UnaryOp};
 use crate::pattern::SparsityPattern;
 use ndarray::{ArrayD, IxDyn};
-use std::collections::HashMap;
 
 /// Per element of a node: the input elements it depends on (`None`: on nothing).
 type Deps = Option<ElementSets>;
@@ -76,36 +75,16 @@ pub fn dependency_pattern(y: &NodeRef, x: &NodeRef) -> Result<SparsityPattern> {
             message: format!("{} input elements; at most {} are numbered", x.numel(), u32::MAX),
         });
     }
-    let order = toposort(std::slice::from_ref(y));
-    let mut uses: HashMap<u64, usize> = HashMap::new();
-    for node in &order {
-        for s in &node.srcs {
-            *uses.entry(s.id()).or_default() += 1;
-        }
-    }
-    let mut deps: HashMap<u64, Deps> = HashMap::new();
-    for node in &order {
-        let value = if node.id() == x.id() {
-            Some(ElementSets::identity(x.numel()))
+    let mut deps = map_graph(std::slice::from_ref(y), |node, srcs: &[&Deps]| {
+        if node.id() == x.id() {
+            Ok(Some(ElementSets::identity(x.numel())))
+        } else if srcs.iter().all(|d| d.is_none()) {
+            Ok(None)
         } else {
-            let srcs: Vec<&Deps> = node.srcs.iter().map(|s| &deps[&s.id()]).collect();
-            if srcs.iter().all(|d| d.is_none()) {
-                None
-            } else {
-                dependency_rule(node, &srcs)?
-            }
-        };
-        // Free what no later node reads: patterns of big graphs stay within memory.
-        for s in &node.srcs {
-            let left = uses.get_mut(&s.id()).expect("counted");
-            *left -= 1;
-            if *left == 0 && s.id() != y.id() {
-                deps.remove(&s.id());
-            }
+            dependency_rule(node, srcs)
         }
-        deps.insert(node.id(), value);
-    }
-    let entries: Vec<(usize, usize)> = match deps.remove(&y.id()).flatten() {
+    })?;
+    let entries: Vec<(usize, usize)> = match deps.remove(0) {
         Some(rows) => (0..rows.len()).flat_map(|i| rows.get(i).iter().map(move |&j| (i, j as usize))).collect(),
         None => Vec::new(),
     };
