@@ -544,3 +544,27 @@ fn generated_multistage_module_compiles_cleanly_runs_under_sanitizers_and_never_
         std::fs::remove_dir_all(dir).unwrap();
     }
 }
+
+/// Stages of 1,100 variables: the Riccati factorisation's per-stage scratch (a stage block's
+/// nz² doubles, 9.7 MB) lives in the workspace, not on the stack (a stack of 8 MB overflowed:
+/// SIGSEGV), with explicit dynamics and in the z-form.
+#[test]
+fn stages_of_a_thousand_variables_solve() {
+    let (nx, nu) = (1000, 100);
+    let xup = || [Arg::new(nx), Arg::new(nu), Arg::new(0)];
+    let f = NumericalFunction::new("wide_f", |[x, u, _p]| &x * 0.5 + u.sum() * 0.01, xup()).unwrap();
+    let l = NumericalFunction::new("wide_l", |[x, u, _p]| (&x - 1.0).square().sum() + u.square().sum(), xup()).unwrap();
+    let ocp = ControlProblem::new(1, nx, nu, 0, &f).unwrap().stage_cost(&l).unwrap();
+    let problem = MultistageProblem::from_dynamics(&ocp).unwrap();
+    let solver = SqpFunction::multistage("wide_dyn", &problem, SqpSettings::default(), QpBackend::Riccati).unwrap();
+    let solution = solver.solve(&vec![0.0; 2 * (nx + nu)], &vec![1.0; nx], &WarmStart::default()).unwrap();
+    assert_eq!(solution.info.status, Status::Solved, "{:?}", solution.info);
+    let nz = nx + nu;
+    let stage = [Arg::new(nz), Arg::new(0), Arg::new(0)];
+    let c = NumericalFunction::new("wide_c", |[z, _g, _p]| (&z - 1.0).square().sum(), stage).unwrap();
+    let problem = MultistageProblem::new(1, nz, 0, 0).unwrap().cost_initial(&c).unwrap().cost_terminal(&c).unwrap();
+    let solver = SqpFunction::multistage("wide_z", &problem, SqpSettings::default(), QpBackend::Riccati).unwrap();
+    let solution = solver.solve(&vec![0.0; 2 * nz], &[], &WarmStart::default()).unwrap();
+    assert_eq!(solution.info.status, Status::Solved, "{:?}", solution.info);
+    assert!(solution.x.iter().all(|v| (v - 1.0).abs() < 1e-8));
+}
