@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up a fresh machine and runs the whole test suite: formatting, lints, unit,
-# integration, property and doc tests of the Rust crates, the wheel from a pristine clone
-# (scripts/check_wheel.sh), then the Python package's tests.
+# integration, property and doc tests of the Rust crates, the API references, the wheel from
+# a pristine clone (scripts/check_wheel.sh), the demo, then the Python package's tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -16,4 +16,6 @@ VIRTUAL_ENV="$PWD/.venv" .venv/bin/maturin develop --release --quiet -m crates/a
 scripts/docs.sh
 # The package as a new user builds it: pip, from a pristine clone, PIQP fetched by the build.
 scripts/check_wheel.sh
+# The README's other command: the demo runs as documented.
+scripts/demo.sh
 .venv/bin/python -m pytest -q crates/anvil-py/tests
