@@ -182,3 +182,33 @@ fn module_names_are_rejected_and_user_names_cannot_be_shadowed() {
     }
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// Constants beyond `int`: an `int` constant above INT_MAX (or an expression that overflows
+/// its type) is refused where it is made; an `int64_t` one is declared with its value and the
+/// module compiles (with expressions of it).
+#[test]
+fn constants_beyond_int_are_refused_or_compile() {
+    for value in [i64::from(i32::MAX) + 1, i64::from(i32::MIN) - 1, i64::MAX] {
+        assert!(CodegenIntConstant::new("TOO_BIG", value).is_err(), "{value}");
+        assert!(CodegenIntConstant::with_type("TOO_BIG", value, anvil::IntType::Int32).is_err(), "{value}");
+    }
+    let max = CodegenIntConstant::new("AT_MAX", i64::from(i32::MAX)).unwrap();
+    assert!((&max + 1).value().is_err(), "int overflow is an error");
+    let big = CodegenIntConstant::with_type("BIG64", 1 << 40, anvil::IntType::Int64).unwrap();
+    let twice = CodegenIntConstant::from_expr("TWICE64", &(&big * 2)).unwrap();
+    assert_eq!(twice.value().unwrap(), 1 << 41);
+    let f = NumericalFunction::new("uses_big", |[x]| x * 2.0, [Arg::new(2)]).unwrap();
+    let dir = std::env::temp_dir().join(format!("anvil_big_constants_{}", std::process::id()));
+    let (hpp, cpp) = generate_module_with_constants("bigmod", &[&f as &dyn ModuleItem], &[twice], &dir).unwrap();
+    let header = std::fs::read_to_string(&hpp).unwrap();
+    assert!(header.contains("static constexpr int64_t BIG64 = 1099511627776;"), "{header}");
+    for compiler in compilers() {
+        let out = Command::new(compiler)
+            .args(["-std=c++17", "-fsyntax-only", "-Wall", "-Wextra", "-Werror"])
+            .arg(&cpp)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{compiler}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
