@@ -366,6 +366,12 @@ impl PySqpSolver {
         self.solver.param().shape.clone()
     }
 
+    /// What the solver is likely to do badly, found when it was built.
+    #[getter]
+    fn warnings(&self) -> Vec<String> {
+        self.solver.warnings().to_vec()
+    }
+
     /// Replaces the settings (a dict of `SQPSettings` fields).
     fn set_settings(&self, settings: &Bound<'_, PyDict>) -> PyResult<()> {
         let s = settings_from(settings)?;

@@ -10,7 +10,15 @@ import pytest
 
 import anvil as av
 from anvil import ad
-from anvil.opti import DenseProblem, DenseSQPFunction, MultistageProblem, SparseSQPFunction, SQPSettings, SQPStatus
+from anvil.opti import (
+    DenseProblem,
+    DenseSQPFunction,
+    HessianApproximation,
+    MultistageProblem,
+    SparseSQPFunction,
+    SQPSettings,
+    SQPStatus,
+)
 
 
 def two_outputs():
@@ -87,6 +95,20 @@ def test_one_step_problems_keep_their_path_constraints():
     problem = MultistageProblem.from_dynamics(N=1, nx=2, nu=1, dynamics_fn=f, stage_cost_fn=l, path_constraints_fn=h, path_lb=0.5, path_ub=1.0)
     res = SparseSQPFunction(name="one_step", problem=problem)(np.zeros(6), p=[1.0, 1.0])
     assert res.status == SQPStatus.SOLVED and res.U[0, 0] == pytest.approx(0.5, abs=1e-8)
+
+
+def test_gauss_newton_on_linear_stage_costs_warns():
+    stage = (av.Arg(2), av.Arg(0), av.Arg(0))
+    linear = av.NumericalFunction("gnw_linear", lambda z, g, p: z.sum(), stage)
+    problem = MultistageProblem(N=3, nz=2, cost_stage_fn=linear, z_lb=-1.0, z_ub=1.0)
+    gn = SQPSettings(hessian_approximation=HessianApproximation.GAUSS_NEWTON)
+    with pytest.warns(UserWarning, match="Gauss-Newton keeps only the Hessian of the stage costs"):
+        SparseSQPFunction(name="gnw", problem=problem, settings=gn)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        SparseSQPFunction(name="gnw_exact", problem=problem)  # the exact Hessian: no warning
 
 
 def test_statuses_print_by_name():

@@ -52,6 +52,7 @@ import enum
 import math
 import os
 import sys
+import warnings
 from typing import Any, Optional
 
 import numpy as np
@@ -83,7 +84,8 @@ class HessianApproximation(enum.Enum):
     EXACT = "EXACT"
     #: ``J'J`` for a least-squares cost ``1/2 ||r||^2``: the cost function returns ``r``.
     #: For a MultistageProblem (scalar stage costs): the Hessian of the costs alone, without
-    #: the constraints' curvature.
+    #: the constraints' curvature (a solver of linear stage costs, whose Hessian is then empty,
+    #: says so with a UserWarning when it is built).
     GAUSS_NEWTON = "GAUSS_NEWTON"
 
 
@@ -759,6 +761,8 @@ class _SQPFunction(_Travels):
             )
         self._settings = dataclasses.replace(settings)
         self.problem = problem
+        for message in self._native.warnings:
+            warnings.warn(message, UserWarning, stacklevel=3)
 
     @property
     def name(self) -> str:

@@ -71,6 +71,8 @@ pub struct SqpFunction {
     constants: Vec<CodegenIntConstant>,
     compiler: CompilerOptions,
     jit: Mutex<Option<Arc<JitSolver>>>,
+    /// What the solver is likely to do badly, said when it was built.
+    warnings: Vec<String>,
 }
 
 /// The derived functions, and what the generated code needs to know about them.
@@ -143,6 +145,29 @@ fn check_solver(name: &str, settings: &SqpSettings) -> Result<()> {
         });
     }
     settings.validate()
+}
+
+/// The warning for Gauss-Newton on a multistage problem whose stage costs are all linear in
+/// `z` (their Hessians are structurally zero): the approximation keeps the costs' curvature
+/// alone, so every QP would have none but the regularisation's.
+fn gauss_newton_without_curvature(
+    name: &str,
+    problem: &MultistageProblem,
+    settings: &SqpSettings,
+) -> Result<Option<String>> {
+    if settings.hessian_approximation != super::HessianApproximation::GaussNewton {
+        return Ok(None);
+    }
+    for term in problem.cost_terms() {
+        if crate::function::ad::hessian_sparsity_wrt(&term.f, 0)?.nnz() > 0 {
+            return Ok(None);
+        }
+    }
+    Ok(Some(format!(
+        "solver `{name}`: Gauss-Newton keeps only the Hessian of the stage costs, and they are linear in z \
+         (their Hessian is structurally zero): the QPs get no curvature but the regularisation, so the steps \
+         are poor; use HessianApproximation::Exact for this problem"
+    )))
 }
 
 /// Checks, before anything proportional to the horizon is built, that a solver of `problem`
@@ -256,7 +281,9 @@ impl SqpFunction {
             Dims { nx: problem.nvars(), neq: problem.neq(), nineq: problem.nineq(), param: Arg::new(problem.np()) };
         let bounds = Bounds { x_lb: repeat(&problem.z_lb), x_ub: repeat(&problem.z_ub), q_lb, q_ub };
         let constants = problem.horizon.iter().cloned().collect();
-        Ok(SqpFunction::from_parts(name, backend, settings, derivation, dims, bounds, constants))
+        let mut solver = SqpFunction::from_parts(name, backend, settings, derivation, dims, bounds, constants);
+        solver.warnings.extend(gauss_newton_without_curvature(name, problem, &solver.settings)?);
+        Ok(solver)
     }
 
     fn from_parts(
@@ -281,7 +308,17 @@ impl SqpFunction {
             constants,
             compiler: CompilerOptions::default(),
             jit: Mutex::new(None),
+            warnings: Vec::new(),
         }
+    }
+
+    /// What the solver is likely to do badly, found when it was built (the Python package
+    /// issues each as a `UserWarning`): with [`HessianApproximation::GaussNewton`] on a
+    /// multistage problem whose stage costs are linear, the Hessian the QPs get is empty.
+    ///
+    /// [`HessianApproximation::GaussNewton`]: super::HessianApproximation::GaussNewton
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
     }
 
     /// The solver's name.

@@ -568,3 +568,22 @@ fn stages_of_a_thousand_variables_solve() {
     assert_eq!(solution.info.status, Status::Solved, "{:?}", solution.info);
     assert!(solution.x.iter().all(|v| (v - 1.0).abs() < 1e-8));
 }
+
+/// Gauss-Newton keeps only the stage costs' Hessian: with linear costs that is nothing, and
+/// the solver says so when it is built (not with curved costs, nor with the exact Hessian).
+#[test]
+fn gauss_newton_on_linear_costs_warns() {
+    let stage = || [Arg::new(2), Arg::new(0), Arg::new(0)];
+    let linear = NumericalFunction::new("gn_linear", |[z, _g, _p]| z.sum(), stage()).unwrap();
+    let curved = NumericalFunction::new("gn_curved", |[z, _g, _p]| z.square().sum(), stage()).unwrap();
+    let gn = SqpSettings { hessian_approximation: HessianApproximation::GaussNewton, ..SqpSettings::default() };
+    let build = |cost: &NumericalFunction, settings: &SqpSettings, name: &str| {
+        let problem = MultistageProblem::new(3, 2, 0, 0).unwrap().cost_stage(cost).unwrap().bounds(-1.0, 1.0).unwrap();
+        SqpFunction::multistage(name, &problem, settings.clone(), QpBackend::Riccati).unwrap()
+    };
+    let warned = build(&linear, &gn, "gn_warned");
+    assert_eq!(warned.warnings().len(), 1);
+    assert!(warned.warnings()[0].contains("HessianApproximation::Exact"), "{:?}", warned.warnings());
+    assert!(build(&curved, &gn, "gn_fine").warnings().is_empty());
+    assert!(build(&linear, &SqpSettings::default(), "gn_exact").warnings().is_empty());
+}
