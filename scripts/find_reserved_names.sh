@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Derives, mechanically, the identifiers that cannot name a C++ namespace at global scope
 # after the headers anvil's generated modules include (<cstddef> <cstdint> <cstdlib>
-# <cstring> <cmath>), for g++ and clang++ in -std=c++17 and -std=gnu++17: the names a
+# <cstring> <cmath>, and a solver's <cstdio> <limits>), for g++ and clang++ in -std=c++17 and -std=gnu++17: the names a
 # NumericalFunction, module or CodegenIntConstant may not take.
 #
 # Candidates are every identifier of the preprocessed headers, every macro, and every
@@ -31,7 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 OUT = os.environ["OUTDIR"]; WORK = os.environ["WORK"]
 T0 = time.time()
-HEADERS = ["cstddef", "cstdint", "cstdlib", "cstring", "cmath"]
+HEADERS = ["cstddef", "cstdint", "cstdlib", "cstring", "cmath", "cstdio", "limits"]
 HDR = "".join(f"#include <{h}>\n" for h in HEADERS)
 MODES = [("gxx", "c++17", ["g++", "-std=c++17"]),
          ("gxx", "gnu++17", ["g++", "-std=gnu++17"]),

@@ -127,7 +127,7 @@ mod tests {
         let library = [
             "sin", "malloc", "free", "exit", "abort", "system", "abs", "memcpy", "size_t", "int64_t", "NULL",
             "SIZE_MAX", "RAND_MAX", "powf", "y0", "j1", "index", "random", "M_PI", "INFINITY", "linux", "unix",
-            "round", "gamma", "select", "offsetof", "INT64_C",
+            "round", "gamma", "select", "offsetof", "INT64_C", "remove", "rename", "printf", "FILE", "EOF",
         ];
         for name in library {
             let err = check_identifier(name, "function").expect_err(name).to_string();

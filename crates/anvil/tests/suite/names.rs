@@ -6,8 +6,9 @@ use anvil::check_identifier;
 use anvil::{generate_module_with_constants, Arg, CodegenIntConstant, Error, ModuleItem, NumericalFunction};
 use std::process::Command;
 
-const HEADERS: &str =
-    "#include <cstddef>\n#include <cstdint>\n#include <cstdlib>\n#include <cstring>\n#include <cmath>\n";
+/// The headers a generated module includes (a solver's source adds <cstdio> and <limits>).
+const HEADERS: &str = "#include <cstddef>\n#include <cstdint>\n#include <cstdlib>\n#include <cstring>\n\
+                       #include <cmath>\n#include <cstdio>\n#include <limits>\n";
 
 fn compilers() -> Vec<&'static str> {
     ["g++", "clang++"]
