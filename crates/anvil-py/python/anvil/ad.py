@@ -39,6 +39,12 @@ def _output(output: int | None) -> int | None:
     return output
 
 
+def _dense(what: str, fn: Any, argnum: int, wrt: int | None, output: int | None, name: str | None) -> Any:
+    """The dense derivative ``what`` (gradient, jacobian, hessian) of ``fn``."""
+    native = getattr(_anvil, what)(_function(fn, what), _argnum(argnum, wrt), _output(output), name)
+    return NumericalFunction._from_native(native)
+
+
 def _function(fn: Any, what: str) -> Any:
     if not isinstance(fn, NumericalFunction):
         raise TypeError(f"{what} needs a NumericalFunction, got {type(fn).__name__}")
@@ -66,7 +72,7 @@ def gradient(
     """Gradient of the (scalar) output with respect to input ``argnum`` (a VJP with
     cotangent 1); named ``f"{fn.name}_grad"`` unless ``name`` is given. ``output``: which
     output, for a function with several."""
-    return NumericalFunction._from_native(_anvil.gradient(_function(fn, "gradient"), _argnum(argnum, wrt), _output(output), name))
+    return _dense("gradient", fn, argnum, wrt, output, name)
 
 
 def jacobian(
@@ -86,7 +92,7 @@ def jacobian(
     array([[2., 0.],
            [0., 4.]])
     """
-    return NumericalFunction._from_native(_anvil.jacobian(_function(fn, "jacobian"), _argnum(argnum, wrt), _output(output), name))
+    return _dense("jacobian", fn, argnum, wrt, output, name)
 
 
 def hessian(
@@ -99,7 +105,7 @@ def hessian(
 ) -> NumericalFunction[Any, Any]:
     """Dense Hessian of the (scalar) output (forward over reverse); ``output``: which output,
     for a function with several."""
-    return NumericalFunction._from_native(_anvil.hessian(_function(fn, "hessian"), _argnum(argnum, wrt), _output(output), name))
+    return _dense("hessian", fn, argnum, wrt, output, name)
 
 
 def spjacobian(

@@ -289,14 +289,18 @@ class _Travels:
 def _restore(data: bytes) -> Any:
     """The problem or solver of anvil's object format ``data``."""
     document, functions = _travel.unpack(data)
-    kinds: dict[str, Any] = {
-        c.__name__: c
-        for c in (DenseProblem, SparseProblem, MultistageProblem, DenseSQPFunction, SparseSQPFunction)
-    }
-    kind = document["kind"]
-    if kind not in kinds:
-        raise ValueError(f"anvil object of kind {kind!r}, which anvil.opti does not know")
-    return kinds[kind]._rebuild(document, functions)
+    return _kind(document, (DenseProblem, SparseProblem, MultistageProblem, DenseSQPFunction, SparseSQPFunction))._rebuild(
+        document, functions
+    )
+
+
+def _kind(document: dict[str, Any], classes: tuple[Any, ...]) -> Any:
+    """The class of ``classes`` a document names, or a ValueError."""
+    kind = document.get("kind")
+    for c in classes:
+        if c.__name__ == kind:
+            return c
+    raise ValueError(f"anvil object of kind {kind!r}, not one of {', '.join(c.__name__ for c in classes)}")
 
 
 class DenseProblem(_Travels):
@@ -923,10 +927,7 @@ class _SQPFunction(_Travels):
     @classmethod
     def _rebuild(cls, document: dict[str, Any], functions: list[Any]) -> "_SQPFunction":
         inner = document["problem"]
-        kinds = {c.__name__: c for c in (DenseProblem, SparseProblem, MultistageProblem)}
-        if inner.get("kind") not in kinds:
-            raise ValueError(f"anvil object: a solver of a problem of kind {inner.get('kind')!r}")
-        problem = kinds[inner["kind"]]._rebuild(inner, functions)
+        problem = _kind(inner, (DenseProblem, SparseProblem, MultistageProblem))._rebuild(inner, functions)
         fields = dict(document["settings"])
         fields["hessian_approximation"] = HessianApproximation(fields["hessian_approximation"])
         return cls(

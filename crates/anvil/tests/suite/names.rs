@@ -55,17 +55,23 @@ fn accepted_names_that_resemble_library_names_compile() {
     let horizon = CodegenIntConstant::new("horizon", 20).unwrap();
     let dir = std::env::temp_dir().join(format!("anvil_names_{}", std::process::id()));
     let (_, cpp) = generate_module_with_constants("names", &refs, &[horizon], &dir).unwrap();
+    compiles_cleanly(&cpp, &["-std=c++17", "-std=gnu++17"]);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// `cpp` compiles warning-free (`-Wall -Wextra -Werror`) with every compiler here, in each of
+/// the language modes `stds`.
+fn compiles_cleanly(cpp: &std::path::Path, stds: &[&str]) {
     for compiler in compilers() {
-        for std in ["-std=c++17", "-std=gnu++17"] {
+        for std in stds {
             let out = Command::new(compiler)
                 .args([std, "-Wall", "-Wextra", "-Werror", "-c", "-o", "/dev/null"])
-                .arg(&cpp)
+                .arg(cpp)
                 .output()
                 .unwrap();
             assert!(out.status.success(), "{compiler} {std}:\n{}", String::from_utf8_lossy(&out.stderr));
         }
     }
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -173,14 +179,7 @@ fn module_names_are_rejected_and_user_names_cannot_be_shadowed() {
     assert_eq!(solution.info.status, anvil::opti::Status::Solved, "{:?}", solution.info);
     let dir = std::env::temp_dir().join(format!("anvil_shadow_{}", std::process::id()));
     let (_, cpp) = anvil::generate_module("shadowmod", &[&solver as &dyn ModuleItem], &dir).unwrap();
-    for compiler in compilers() {
-        let out = Command::new(compiler)
-            .args(["-std=c++17", "-fsyntax-only", "-Wall", "-Wextra", "-Werror"])
-            .arg(&cpp)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{compiler}: {}", String::from_utf8_lossy(&out.stderr));
-    }
+    compiles_cleanly(&cpp, &["-std=c++17"]);
     std::fs::remove_dir_all(dir).unwrap();
 }
 
@@ -203,13 +202,6 @@ fn constants_beyond_int_are_refused_or_compile() {
     let (hpp, cpp) = generate_module_with_constants("bigmod", &[&f as &dyn ModuleItem], &[twice], &dir).unwrap();
     let header = std::fs::read_to_string(&hpp).unwrap();
     assert!(header.contains("static constexpr int64_t BIG64 = 1099511627776;"), "{header}");
-    for compiler in compilers() {
-        let out = Command::new(compiler)
-            .args(["-std=c++17", "-fsyntax-only", "-Wall", "-Wextra", "-Werror"])
-            .arg(&cpp)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{compiler}: {}", String::from_utf8_lossy(&out.stderr));
-    }
+    compiles_cleanly(&cpp, &["-std=c++17"]);
     std::fs::remove_dir_all(dir).unwrap();
 }
