@@ -4,8 +4,10 @@ through anvil's object format, each giving a solver that solves exactly as the o
 from __future__ import annotations
 
 import copy
+import json
 import multiprocessing
 import pickle
+import struct
 
 import numpy as np
 import pytest
@@ -120,6 +122,17 @@ def test_bad_objects_are_clear_errors(tmp_path):
         MultistageProblem.from_bytes(data)
     with pytest.raises(ValueError, match="not an anvil object"):
         DenseSQPFunction.from_bytes(solver.problem.cost_fn.to_bytes())  # a function is not a solver
+    # A well-formed object of a kind anvil.opti does not know, and a solver of such a problem.
+    header = json.dumps({"kind": "Spaceship"}).encode()
+    alien = b"ANVILOBJ" + struct.pack("<II", 1, len(header)) + header + struct.pack("<I", 0)
+    with pytest.raises(ValueError, match="kind 'Spaceship', not one of"):
+        DenseSQPFunction.from_bytes(alien)
+    document = json.loads(data[16 : 16 + struct.unpack_from("<I", data, 12)[0]])
+    document["problem"]["kind"] = "Spaceship"
+    header = json.dumps(document).encode()
+    rest = data[16 + struct.unpack_from("<I", data, 12)[0] :]
+    with pytest.raises(ValueError, match="kind 'Spaceship'"):
+        DenseSQPFunction.from_bytes(b"ANVILOBJ" + struct.pack("<II", 1, len(header)) + header + rest)
     expr = av.CodegenIntConstant.from_expr("TR_EXPR", av.CodegenIntConstant("TR_A", 3) * 2)
     with pytest.raises(TypeError, match="defined by an expression"):
         pickle.dumps(expr)
