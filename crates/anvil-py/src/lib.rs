@@ -130,7 +130,7 @@ fn generate_module(
     for (i, item) in items.iter().enumerate() {
         if let Ok(f) = item.cast::<PyFunction>() {
             functions.push((i, f.get().0.clone()));
-        } else if let Ok(s) = item.cast::<opti::PySqpSolver>() {
+        } else if let Ok(s) = item.cast::<opti::PySolver>() {
             solvers.push((i, s.get().solver.clone()));
         } else {
             return Err(pyo3::exceptions::PyTypeError::new_err(format!(
@@ -141,7 +141,7 @@ fn generate_module(
     let mut ordered: Vec<(usize, &dyn anvil::ModuleItem)> = functions
         .iter()
         .map(|(i, f)| (*i, f.function() as &dyn anvil::ModuleItem))
-        .chain(solvers.iter().map(|(i, s)| (*i, &**s as &dyn anvil::ModuleItem)))
+        .chain(solvers.iter().map(|(i, s)| (*i, s.module_item())))
         .collect();
     ordered.sort_by_key(|(i, _)| *i);
     let refs: Vec<&dyn anvil::ModuleItem> = ordered.into_iter().map(|(_, item)| item).collect();
@@ -178,8 +178,9 @@ fn _anvil(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tensor::PyTensor>()?;
     m.add_class::<PyFunction>()?;
     m.add_class::<constant::PyConstant>()?;
-    m.add_class::<opti::PySqpSolver>()?;
+    m.add_class::<opti::PySolver>()?;
     m.add_function(wrap_pyfunction!(opti::sqp_solver, m)?)?;
+    m.add_function(wrap_pyfunction!(opti::ipm_solver, m)?)?;
     m.add_class::<opti::PyMultistageProblem>()?;
     m.add_function(wrap_pyfunction!(opti::multistage_problem, m)?)?;
     m.add_function(wrap_pyfunction!(opti::control_problem, m)?)?;

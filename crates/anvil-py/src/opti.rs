@@ -5,8 +5,8 @@ use crate::constant::PyConstant;
 use crate::errors::IntoPyResult;
 use crate::function::PyFunction;
 use anvil::opti::{
-    Bound as BoundValues, ControlProblem, HessianApproximation, Info, MultistageProblem, Problem, QpBackend, Solution,
-    SqpFunction, SqpSettings, WarmStart,
+    Bound as BoundValues, ControlProblem, HessianApproximation, Info, IpmFunction, IpmSettings, MuStrategy,
+    MultistageProblem, Problem, QpBackend, Solution, SqpFunction, SqpSettings, WarmStart,
 };
 use numpy::{IntoPyArray, PyReadonlyArray1};
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -14,11 +14,109 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::sync::{Arc, Mutex};
 
-/// The native side of `DenseSQPFunction` / `SparseSQPFunction`.
-#[pyclass(name = "_SqpSolver", module = "anvil._anvil", frozen)]
-pub struct PySqpSolver {
-    pub solver: Arc<SqpFunction>,
-    settings: Mutex<SqpSettings>,
+/// A generated solver: SQP or interior-point.
+pub enum Method {
+    Sqp(SqpFunction),
+    Ipm(IpmFunction),
+}
+
+/// The settings of a [`Method`]'s solves.
+#[derive(Clone)]
+enum MethodSettings {
+    Sqp(SqpSettings),
+    Ipm(IpmSettings),
+}
+
+impl Method {
+    /// The solver as an item of a module.
+    pub fn module_item(&self) -> &dyn anvil::ModuleItem {
+        match self {
+            Method::Sqp(s) => s,
+            Method::Ipm(s) => s,
+        }
+    }
+
+    fn name(&self) -> &str {
+        match self {
+            Method::Sqp(s) => s.name(),
+            Method::Ipm(s) => s.name(),
+        }
+    }
+
+    fn dims(&self) -> (usize, usize, usize) {
+        match self {
+            Method::Sqp(s) => (s.nx(), s.neq(), s.nineq()),
+            Method::Ipm(s) => (s.nx(), s.neq(), s.nineq()),
+        }
+    }
+
+    fn param(&self) -> &anvil::Arg {
+        match self {
+            Method::Sqp(s) => s.param(),
+            Method::Ipm(s) => s.param(),
+        }
+    }
+
+    fn functions(&self) -> [&anvil::NumericalFunction; 3] {
+        match self {
+            Method::Sqp(s) => s.functions(),
+            Method::Ipm(s) => s.functions(),
+        }
+    }
+
+    fn compile(&self) -> anvil::Result<()> {
+        match self {
+            Method::Sqp(s) => s.compile().map(|_| ()),
+            Method::Ipm(s) => s.compile().map(|_| ()),
+        }
+    }
+
+    fn warnings(&self) -> &[String] {
+        match self {
+            Method::Sqp(s) => s.warnings(),
+            Method::Ipm(_) => &[],
+        }
+    }
+
+    fn hessian_approximation(&self) -> HessianApproximation {
+        match self {
+            Method::Sqp(s) => s.settings().hessian_approximation,
+            Method::Ipm(s) => s.settings().hessian_approximation,
+        }
+    }
+
+    /// Settings of this method from a dict of the Python dataclass's fields.
+    fn settings_from(&self, d: &Bound<'_, PyDict>) -> PyResult<MethodSettings> {
+        Ok(match self {
+            Method::Sqp(_) => MethodSettings::Sqp(settings_from(d)?),
+            Method::Ipm(_) => MethodSettings::Ipm(ipm_settings_from(d)?),
+        })
+    }
+
+    fn solve(&self, x0: &[f64], p: &[f64], warm: &WarmStart, settings: &MethodSettings) -> anvil::Result<Solution> {
+        match (self, settings) {
+            (Method::Sqp(s), MethodSettings::Sqp(settings)) => s.solve_with(x0, p, warm, settings),
+            (Method::Ipm(s), MethodSettings::Ipm(settings)) => s.solve_with(x0, p, warm, settings),
+            _ => unreachable!("a solver's settings are of its own method (set_settings parses them so)"),
+        }
+    }
+}
+
+impl MethodSettings {
+    fn hessian_approximation(&self) -> HessianApproximation {
+        match self {
+            MethodSettings::Sqp(s) => s.hessian_approximation,
+            MethodSettings::Ipm(s) => s.hessian_approximation,
+        }
+    }
+}
+
+/// The native side of the solver classes (`DenseSQPFunction`, `SparseSQPFunction`,
+/// `DenseIPMFunction`).
+#[pyclass(name = "_Solver", module = "anvil._anvil", frozen)]
+pub struct PySolver {
+    pub solver: Arc<Method>,
+    settings: Mutex<MethodSettings>,
     /// The `qp_backend` name a multistage solver was built with (`None` for the others).
     qp_backend: Option<&'static str>,
 }
@@ -94,6 +192,110 @@ fn settings_from(d: &Bound<'_, PyDict>) -> PyResult<SqpSettings> {
     Ok(s)
 }
 
+/// `IpmSettings` from a dict of the Python dataclass's fields; an error names the field.
+fn ipm_settings_from(d: &Bound<'_, PyDict>) -> PyResult<IpmSettings> {
+    let mut s = IpmSettings::default();
+    for (key, value) in d.iter() {
+        let key: String = key.extract()?;
+        let wrong = |must: &str| PyValueError::new_err(format!("IPMSettings.{key} must be {must}, got {value}"));
+        let count = || value.extract::<usize>().map_err(|_| wrong("a non-negative integer below 2**31"));
+        let number = || value.extract::<f64>().map_err(|_| wrong("a number"));
+        let flag = || value.extract::<bool>().map_err(|_| wrong("a bool"));
+        match key.as_str() {
+            "max_iter" => s.max_iter = count()?,
+            "tol" => s.tol = number()?,
+            "acceptable_tol" => s.acceptable_tol = number()?,
+            "acceptable_iter" => s.acceptable_iter = count()?,
+            "constr_viol_tol" => s.constr_viol_tol = number()?,
+            "dual_inf_tol" => s.dual_inf_tol = number()?,
+            "compl_inf_tol" => s.compl_inf_tol = number()?,
+            "mu_init" => s.mu_init = number()?,
+            "mu_strategy" => {
+                s.mu_strategy = match value.extract::<String>().map_err(|_| wrong("a str"))?.as_str() {
+                    "monotone" => MuStrategy::Monotone,
+                    "adaptive" => MuStrategy::Adaptive,
+                    _ => return Err(wrong("'monotone' or 'adaptive'")),
+                }
+            }
+            "bound_push" => s.bound_push = number()?,
+            "bound_frac" => s.bound_frac = number()?,
+            "bound_relax_factor" => s.bound_relax_factor = number()?,
+            "nlp_scaling_max_gradient" => s.nlp_scaling_max_gradient = number()?,
+            "max_soc" => s.max_soc = count()?,
+            "warm_start_init_point" => s.warm_start_init_point = flag()?,
+            "warm_start_bound_push" => s.warm_start_bound_push = number()?,
+            "verbose" => {
+                s.verbose = value
+                    .extract::<u32>()
+                    .map_err(|_| wrong("a non-negative integer below 2**31 (0: silent, 1: a line per iteration)"))?
+            }
+            "hessian_approximation" => {
+                s.hessian_approximation = match value.extract::<String>().map_err(|_| wrong("a str"))?.as_str() {
+                    "EXACT" => HessianApproximation::Exact,
+                    "GAUSS_NEWTON" => HessianApproximation::GaussNewton,
+                    _ => return Err(wrong("EXACT or GAUSS_NEWTON")),
+                }
+            }
+            other => return Err(PyTypeError::new_err(format!("IPMSettings has no field `{other}`"))),
+        }
+    }
+    s.validate().py()?;
+    Ok(s)
+}
+
+/// The problem a `DenseProblem`'s callbacks and bounds describe.
+#[allow(clippy::too_many_arguments)]
+fn problem_of(
+    cost: &PyFunction,
+    eq: Option<PyRef<'_, PyFunction>>,
+    ineq: Option<PyRef<'_, PyFunction>>,
+    x_lb: &Bound<'_, PyAny>,
+    x_ub: &Bound<'_, PyAny>,
+    eq_rhs: &Bound<'_, PyAny>,
+    ineq_lb: &Bound<'_, PyAny>,
+    ineq_ub: &Bound<'_, PyAny>,
+) -> PyResult<Problem> {
+    let mut problem = Problem::new(cost.0.function()).py()?;
+    if let Some(g) = eq {
+        problem = problem.eq_constraints(g.0.function(), bound(eq_rhs)?).py()?;
+    }
+    if let Some(h) = ineq {
+        problem = problem.ineq_constraints(h.0.function(), bound(ineq_lb)?, bound(ineq_ub)?).py()?;
+    }
+    problem.bounds(bound(x_lb)?, bound(x_ub)?).py()
+}
+
+/// Builds an interior-point solver (`kkt`: "dense"); arguments as `sqp_solver`'s.
+#[pyfunction]
+#[pyo3(signature = (name, kkt, cost, eq, ineq, x_lb, x_ub, eq_rhs, ineq_lb, ineq_ub, settings))]
+#[allow(clippy::too_many_arguments)]
+pub fn ipm_solver(
+    py: Python<'_>,
+    name: &str,
+    kkt: &str,
+    cost: &PyFunction,
+    eq: Option<PyRef<'_, PyFunction>>,
+    ineq: Option<PyRef<'_, PyFunction>>,
+    x_lb: &Bound<'_, PyAny>,
+    x_ub: &Bound<'_, PyAny>,
+    eq_rhs: &Bound<'_, PyAny>,
+    ineq_lb: &Bound<'_, PyAny>,
+    ineq_ub: &Bound<'_, PyAny>,
+    settings: &Bound<'_, PyDict>,
+) -> PyResult<PySolver> {
+    if kkt != "dense" {
+        return Err(PyValueError::new_err(format!("unknown KKT solver {kkt}")));
+    }
+    let settings = ipm_settings_from(settings)?;
+    let problem = problem_of(cost, eq, ineq, x_lb, x_ub, eq_rhs, ineq_lb, ineq_ub)?;
+    let solver = py.detach(|| IpmFunction::dense(name, &problem, settings.clone())).py()?;
+    Ok(PySolver {
+        solver: Arc::new(Method::Ipm(solver)),
+        settings: Mutex::new(MethodSettings::Ipm(settings)),
+        qp_backend: None,
+    })
+}
+
 /// Builds a solver: `backend` is "dense" or "sparse"; functions are the problem's callbacks;
 /// bounds are floats or lists of floats (already defaulted by the Python side).
 #[pyfunction]
@@ -112,24 +314,21 @@ pub fn sqp_solver(
     ineq_lb: &Bound<'_, PyAny>,
     ineq_ub: &Bound<'_, PyAny>,
     settings: &Bound<'_, PyDict>,
-) -> PyResult<PySqpSolver> {
+) -> PyResult<PySolver> {
     let backend = match backend {
         "dense" => QpBackend::PiqpDense,
         "sparse" => QpBackend::PiqpSparse,
         other => return Err(PyValueError::new_err(format!("unknown backend {other}"))),
     };
     let settings = settings_from(settings)?;
-    let mut problem = Problem::new(cost.0.function()).py()?;
-    if let Some(g) = eq {
-        problem = problem.eq_constraints(g.0.function(), bound(eq_rhs)?).py()?;
-    }
-    if let Some(h) = ineq {
-        problem = problem.ineq_constraints(h.0.function(), bound(ineq_lb)?, bound(ineq_ub)?).py()?;
-    }
-    problem = problem.bounds(bound(x_lb)?, bound(x_ub)?).py()?;
+    let problem = problem_of(cost, eq, ineq, x_lb, x_ub, eq_rhs, ineq_lb, ineq_ub)?;
     // Deriving sparse Hessians of large problems takes a while: let other threads run.
     let solver = py.detach(|| SqpFunction::new(name, &problem, settings.clone(), backend)).py()?;
-    Ok(PySqpSolver { solver: Arc::new(solver), settings: Mutex::new(settings), qp_backend: None })
+    Ok(PySolver {
+        solver: Arc::new(Method::Sqp(solver)),
+        settings: Mutex::new(MethodSettings::Sqp(settings)),
+        qp_backend: None,
+    })
 }
 
 /// The native side of `anvil.opti.MultistageProblem`: a checked multistage problem (every
@@ -324,12 +523,16 @@ pub fn multistage_sqp_solver(
     problem: &PyMultistageProblem,
     qp_backend: Option<&str>,
     settings: &Bound<'_, PyDict>,
-) -> PyResult<PySqpSolver> {
+) -> PyResult<PySolver> {
     let (backend_name, backend) = multistage_qp_backend(qp_backend)?;
     let settings = settings_from(settings)?;
     let problem = &problem.0;
     let solver = py.detach(|| SqpFunction::multistage(name, problem, settings.clone(), backend)).py()?;
-    Ok(PySqpSolver { solver: Arc::new(solver), settings: Mutex::new(settings), qp_backend: Some(backend_name) })
+    Ok(PySolver {
+        solver: Arc::new(Method::Sqp(solver)),
+        settings: Mutex::new(MethodSettings::Sqp(settings)),
+        qp_backend: Some(backend_name),
+    })
 }
 
 type Arrays<'py> = (
@@ -341,7 +544,7 @@ type Arrays<'py> = (
 );
 
 #[pymethods]
-impl PySqpSolver {
+impl PySolver {
     /// The solver's name.
     #[getter]
     fn name(&self) -> &str {
@@ -357,7 +560,7 @@ impl PySqpSolver {
     /// `(nx, neq, nineq)`.
     #[getter]
     fn dims(&self) -> (usize, usize, usize) {
-        (self.solver.nx(), self.solver.neq(), self.solver.nineq())
+        self.solver.dims()
     }
 
     /// The parameter's shape.
@@ -372,15 +575,16 @@ impl PySqpSolver {
         self.solver.warnings().to_vec()
     }
 
-    /// Replaces the settings (a dict of `SQPSettings` fields).
+    /// Replaces the settings (a dict of the method's settings fields).
     fn set_settings(&self, settings: &Bound<'_, PyDict>) -> PyResult<()> {
-        let s = settings_from(settings)?;
-        if s.hessian_approximation != self.solver.settings().hessian_approximation {
+        let s = self.solver.settings_from(settings)?;
+        let built = self.solver.hessian_approximation();
+        if s.hessian_approximation() != built {
             return Err(PyValueError::new_err(format!(
                 "the Hessian approximation of solver `{}` is fixed when it is built ({}); build a new solver for {}",
                 self.solver.name(),
-                self.solver.settings().hessian_approximation.python_name(),
-                s.hessian_approximation.python_name()
+                built.python_name(),
+                s.hessian_approximation().python_name()
             )));
         }
         *self.settings.lock().unwrap_or_else(|e| e.into_inner()) = s;
@@ -395,17 +599,17 @@ impl PySqpSolver {
     /// Compiles (or loads from the cache) the native solver.
     fn compile(&self, py: Python<'_>) -> PyResult<()> {
         let solver = self.solver.clone();
-        py.detach(move || solver.compile().map(|_| ())).py()
+        py.detach(move || solver.compile()).py()
     }
 
     /// The solver's C++ declarations (its part of a module's header).
     fn header_code(&self) -> PyResult<String> {
-        Ok(anvil::ModuleItem::source(&*self.solver).py()?.header)
+        Ok(self.solver.module_item().source().py()?.header)
     }
 
     /// The solver's C++ definitions (its part of a module's source).
     fn source_code(&self) -> PyResult<String> {
-        Ok(anvil::ModuleItem::source(&*self.solver).py()?.source)
+        Ok(self.solver.module_item().source().py()?.source)
     }
 
     /// Solves; arrays are flat float64 (lengths checked natively), `None` multipliers are
@@ -433,7 +637,7 @@ impl PySqpSolver {
         let solution = py
             .detach(move || {
                 let warm = WarmStart { lam_eq: le.as_deref(), lam_ineq: li.as_deref(), lam_box: lb.as_deref() };
-                solver.solve_with(&x0, &p, &warm, &settings)
+                solver.solve(&x0, &p, &warm, &settings)
             })
             .py()?;
         let i = solution.info;

@@ -6,9 +6,11 @@
 
 mod common;
 
-use anvil::opti::{Problem, SolutionMut, SqpFunction, SqpSettings, Status, WarmStart};
+use anvil::opti::{
+    IpmFunction, IpmSettings, MuStrategy, Problem, SolutionMut, SqpFunction, SqpSettings, Status, WarmStart,
+};
 use anvil::{generate_module, Arg, Error, ModuleItem, NumericalFunction, Tensor};
-use common::solver_harness::check_module_against_jit;
+use common::solver_harness::{check_module_against_jit, Run};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
@@ -269,11 +271,18 @@ fn generated_module_compiles_cleanly_runs_under_sanitizers_and_never_allocates_i
     let guide = SqpFunction::dense("aot_guide", &guide_problem(), SqpSettings::default()).unwrap();
     let hs = SqpFunction::sparse("aot_hs071", &hs071(), SqpSettings::default()).unwrap();
     let hs_dense = SqpFunction::dense("aot_hs071_dense", &hs071(), SqpSettings::default()).unwrap();
+    let ipm = IpmFunction::dense("aot_ipm_hs071", &hs071(), IpmSettings::default()).unwrap();
+    let ipm_guide = IpmFunction::dense("aot_ipm_guide", &guide_problem(), IpmSettings::default()).unwrap();
     let plain = NumericalFunction::new("plain", |[x]| x.sin(), [Arg::new(3)]).unwrap();
-    let runs: Vec<(&SqpFunction, &[f64], &[f64])> =
-        vec![(&guide, &[0.5, 0.5, 0.0, 0.0], &[]), (&hs, &HS071_X0, &[25.0]), (&hs_dense, &HS071_X0, &[25.0])];
+    let runs: Vec<Run> = vec![
+        (&guide, &[0.5, 0.5, 0.0, 0.0], &[]),
+        (&hs, &HS071_X0, &[25.0]),
+        (&hs_dense, &HS071_X0, &[25.0]),
+        (&ipm, &HS071_X0, &[25.0]),
+        (&ipm_guide, &[0.5, 0.5, 0.0, 0.0], &[]),
+    ];
     let dir = std::env::temp_dir().join(format!("anvil_opti_module_{}", std::process::id()));
-    let items: Vec<&dyn ModuleItem> = vec![&guide, &hs, &hs_dense, &plain];
+    let items: Vec<&dyn ModuleItem> = vec![&guide, &hs, &hs_dense, &ipm, &ipm_guide, &plain];
     let (hpp, cpp) = generate_module("sqpmod", &items, &dir).unwrap();
     let header = std::fs::read_to_string(hpp).unwrap();
     let source = std::fs::read_to_string(cpp).unwrap();
@@ -284,6 +293,12 @@ fn generated_module_compiles_cleanly_runs_under_sanitizers_and_never_allocates_i
     let runtime = std::fs::read_to_string(dir.join("anvil_opti.cpp")).unwrap();
     assert!(runtime.contains("#include <piqp/piqp.hpp>") && runtime.contains("Qp* Qp::dense(int n, int p, int m)"));
     assert!(header.contains("namespace aot_hs071 {") && header.contains("constexpr int NP = 1;"));
+    // The interior-point method is in the module once, for both of its solvers.
+    assert_eq!(
+        source.lines().filter(|l| *l == "namespace anvil_ipm {").count(),
+        1,
+        "the interior-point runtime is emitted once"
+    );
     check_module_against_jit(&dir, "sqpmod", &runs, 1e-9);
     if std::env::var_os("ANVIL_KEEP").is_none() {
         std::fs::remove_dir_all(dir).unwrap();
@@ -302,8 +317,7 @@ fn modules_compiled_with_different_flags_share_one_runtime() {
     let dir = std::env::temp_dir().join(format!("anvil_opti_mix_{}", std::process::id()));
     generate_module("mix_a", &[&guide as &dyn ModuleItem], &dir).unwrap();
     generate_module("mix_b", &[&hs as &dyn ModuleItem], &dir).unwrap();
-    let runs: Vec<(&SqpFunction, &[f64], &[f64])> =
-        vec![(&guide, &[0.5, 0.5, 0.0, 0.0], &[]), (&hs, &HS071_X0, &[25.0])];
+    let runs: Vec<Run> = vec![(&guide, &[0.5, 0.5, 0.0, 0.0], &[]), (&hs, &HS071_X0, &[25.0])];
     std::fs::write(dir.join("main.cpp"), common::solver_harness::harness_of(&["mix_a", "mix_b"], &runs)).unwrap();
     let compile = |source: &str, object: &str, flags: &[&str]| {
         let mut cmd = Command::new("g++");
@@ -333,7 +347,7 @@ fn modules_compiled_with_different_flags_share_one_runtime() {
         let words: Vec<&str> = line.split_whitespace().collect();
         assert_eq!((words[0], words[1]), (solver.name(), "0"), "{line}: not solved");
         let x: Vec<f64> = words[4..].iter().map(|v| v.parse().unwrap()).collect();
-        assert_close(line, &x, &solver.solve(x0, p, &WarmStart::default()).unwrap().x, 1e-9);
+        assert_close(line, &x, &solver.jit_solve(x0, p).x, 1e-9);
     }
     assert_eq!(stdout.lines().count(), 4, "{stdout}");
     // Two runtimes in one program do not link.
@@ -375,5 +389,124 @@ fn solves_do_not_depend_on_earlier_solves() {
             );
             assert_eq!(again.info.iterations, first.info.iterations);
         }
+    }
+}
+
+// The interior-point solver (IpmFunction): the same problems, optima and multipliers as the
+// SQP solvers; the Python tests compare it with Ipopt over the whole problem collection.
+
+#[test]
+fn ipm_reaches_the_known_optima_with_the_sqp_multipliers() {
+    let sqp = SqpFunction::dense("ipm_ref_hs071", &hs071(), SqpSettings::default()).unwrap();
+    let reference = sqp.solve(&HS071_X0, &[25.0], &WarmStart::default()).unwrap();
+    for settings in
+        [IpmSettings::default(), IpmSettings { mu_strategy: MuStrategy::Adaptive, ..IpmSettings::default() }]
+    {
+        let ipm = IpmFunction::dense("ipm_hs071", &hs071(), settings).unwrap();
+        let sol = ipm.solve(&HS071_X0, &[25.0], &WarmStart::default()).unwrap();
+        assert_eq!(sol.info.status, Status::Solved, "{sol:?}");
+        assert_close("x", &sol.x, &HS071_X, 1e-7);
+        assert_close("lam_eq", &sol.lam_eq, &reference.lam_eq, 1e-6);
+        assert_close("lam_ineq", &sol.lam_ineq, &reference.lam_ineq, 1e-6);
+        assert_close("lam_box", &sol.lam_box, &reference.lam_box, 1e-6);
+        assert!((sol.info.objective - 17.014_017_29).abs() < 1e-7);
+        assert!(sol.info.stat_res <= 1e-7 && sol.info.eq_res <= 1e-8 && sol.info.ineq_res <= 1e-7);
+        assert!(sol.info.iterations >= 5 && sol.info.qp_iterations == 0, "{:?}", sol.info);
+    }
+    let guide = IpmFunction::dense("ipm_guide", &guide_problem(), IpmSettings::default()).unwrap();
+    let sol = guide.solve(&[0.5, 0.5, 0.0, 0.0], &[], &WarmStart::default()).unwrap();
+    assert_eq!(sol.info.status, Status::Solved, "{sol:?}");
+    assert_close("x", &sol.x, &[0.0, 1.0, 1.0, -1.0], 1e-7);
+    assert_close("lam_eq", &sol.lam_eq, &[2.0], 1e-7);
+    assert_close("lam_box", &sol.lam_box, &[0.0, 0.0, 1.0, -1.0], 1e-7);
+}
+
+#[test]
+fn ipm_warm_start_from_a_neighbouring_solution_takes_fewer_iterations() {
+    let cold = IpmFunction::dense("ipm_cold", &hs071(), IpmSettings::default()).unwrap();
+    let a = cold.solve(&HS071_X0, &[25.0], &WarmStart::default()).unwrap();
+    let b = cold.solve(&HS071_X0, &[25.5], &WarmStart::default()).unwrap();
+    let warm_settings = IpmSettings {
+        warm_start_init_point: true,
+        mu_init: 1e-6,
+        warm_start_bound_push: 1e-6,
+        ..IpmSettings::default()
+    };
+    let warm = IpmFunction::dense("ipm_warm", &hs071(), warm_settings).unwrap();
+    let start = WarmStart { lam_eq: Some(&a.lam_eq), lam_ineq: Some(&a.lam_ineq), lam_box: Some(&a.lam_box) };
+    let c = warm.solve(&a.x, &[25.5], &start).unwrap();
+    assert_eq!((b.info.status, c.info.status), (Status::Solved, Status::Solved));
+    assert_close("x", &c.x, &b.x, 1e-6);
+    assert!(c.info.iterations < b.info.iterations, "warm {} vs cold {}", c.info.iterations, b.info.iterations);
+}
+
+#[test]
+fn ipm_solve_into_does_not_allocate() {
+    let solver = IpmFunction::dense("ipm_no_alloc", &hs071(), IpmSettings::default()).unwrap();
+    let settings = IpmSettings::default();
+    let (mut x, mut lam_eq, mut lam_ineq, mut lam_box) = ([0.0; 4], [0.0; 1], [0.0; 1], [0.0; 4]);
+    let mut solve = || {
+        let out = SolutionMut { x: &mut x, lam_eq: &mut lam_eq, lam_ineq: &mut lam_ineq, lam_box: &mut lam_box };
+        solver.solve_into(&HS071_X0, &[25.0], &WarmStart::default(), out, &settings).unwrap()
+    };
+    assert_eq!(solve().status, Status::Solved);
+    let before = ALLOCATIONS.with(Cell::get);
+    let info = solve();
+    assert_eq!(ALLOCATIONS.with(Cell::get) - before, 0, "solve_into allocated");
+    assert_eq!(info.status, Status::Solved);
+    assert_close("x", &x, &HS071_X, 1e-7);
+}
+
+#[test]
+fn ipm_bad_settings_arguments_and_names_are_errors() {
+    let mut solver = IpmFunction::dense("ipm_bad_args", &hs071(), IpmSettings::default()).unwrap();
+    let d = IpmSettings::default;
+    for (settings, needle) in [
+        (IpmSettings { tol: 0.0, ..d() }, "tol"),
+        (IpmSettings { mu_init: f64::NAN, ..d() }, "mu_init"),
+        (IpmSettings { bound_push: 0.7, ..d() }, "bound_push"),
+        (IpmSettings { bound_relax_factor: -1.0, ..d() }, "bound_relax_factor"),
+        (IpmSettings { nlp_scaling_max_gradient: f64::INFINITY, ..d() }, "nlp_scaling_max_gradient"),
+        (IpmSettings { max_iter: usize::MAX, ..d() }, "max_iter"),
+        (IpmSettings { hessian_approximation: anvil::opti::HessianApproximation::GaussNewton, ..d() }, "Hessian"),
+    ] {
+        let message = problem_message(solver.set_settings(settings).unwrap_err());
+        assert!(message.contains(needle), "`{needle}` not in: {message}");
+    }
+    assert_eq!(solver.settings(), &d(), "a rejected setting changes nothing");
+    let w = WarmStart::default();
+    for (result, needle) in [
+        (solver.solve(&[1.0; 3], &[25.0], &w), "`x0` has 3 entries, expected 4"),
+        (solver.solve(&HS071_X0, &[], &w), "`p` has 0 entries, expected 1"),
+        (solver.solve(&HS071_X0, &[25.0], &WarmStart { lam_eq: Some(&[0.0, 1.0]), ..w }), "`lam_eq0` has 2"),
+    ] {
+        let message = problem_message(result.unwrap_err());
+        assert!(message.contains(needle), "`{needle}` not in: {message}");
+    }
+    // Non-finite input is the solver's verdict, naming the argument.
+    let sol = solver.solve(&[1.0, f64::NAN, 1.0, 1.0], &[25.0], &w).unwrap();
+    assert_eq!((sol.info.status, sol.info.invalid_input), (Status::InvalidInput, Some("x0")));
+    let sol = solver.solve(&HS071_X0, &[f64::INFINITY], &w).unwrap();
+    assert_eq!((sol.info.status, sol.info.invalid_input), (Status::InvalidInput, Some("p")));
+    for name in ["anvil_ipm", "not a name", "main"] {
+        let e = IpmFunction::dense(name, &hs071(), d()).unwrap_err();
+        assert!(matches!(e, Error::InvalidName { .. }), "{name}: {e:?}");
+    }
+    let message =
+        problem_message(IpmFunction::dense("ipm_bad", &hs071(), IpmSettings { tol: -1.0, ..d() }).unwrap_err());
+    assert!(message.contains("tol"), "{message}");
+}
+
+/// A module holding only interior-point solvers needs no runtime library: it compiles on
+/// its own, without PIQP or Eigen.
+#[test]
+fn ipm_module_needs_no_third_party_code() {
+    let ipm = IpmFunction::dense("solo_ipm", &guide_problem(), IpmSettings::default()).unwrap();
+    let dir = std::env::temp_dir().join(format!("anvil_ipm_module_{}", std::process::id()));
+    generate_module("ipmmod", &[&ipm as &dyn ModuleItem], &dir).unwrap();
+    assert!(!dir.join("anvil_opti.cpp").exists(), "an interior-point module needs no solver runtime");
+    check_module_against_jit(&dir, "ipmmod", &[(&ipm, &[0.5, 0.5, 0.0, 0.0], &[])], 1e-9);
+    if std::env::var_os("ANVIL_KEEP").is_none() {
+        std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -62,9 +62,11 @@ from . import _travel
 from . import CodegenIntConstant, NumericalFunction, _anvil
 
 __all__ = [
+    "DenseIPMFunction",
     "DenseProblem",
     "DenseSQPFunction",
     "HessianApproximation",
+    "IPMSettings",
     "MultistageProblem",
     "SQPResult",
     "SQPSettings",
@@ -174,29 +176,91 @@ class SQPSettings:
         return cls(**values)
 
     def _as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for field in dataclasses.fields(self):
-            value = getattr(self, field.name)
-            if field.name == "hessian_approximation":
-                if not isinstance(value, HessianApproximation):
-                    raise TypeError(f"SQPSettings.hessian_approximation must be a HessianApproximation, got {value!r}")
-                value = value.value
-            elif field.name in ("line_search", "final_stationarity"):
-                if not isinstance(value, (bool, np.bool_)):
-                    raise TypeError(f"SQPSettings.{field.name} must be a bool, got {value!r}")
-                value = bool(value)
-            elif field.type in ("int", int):
-                if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-                    raise TypeError(f"SQPSettings.{field.name} must be an int, got {value!r}")
-                if value < 0:
-                    raise ValueError(f"SQPSettings.{field.name} must be >= 0, got {value}")
-                value = int(value)
-            else:
-                if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
-                    raise TypeError(f"SQPSettings.{field.name} must be a number, got {value!r}")
-                value = float(value)
-            out[field.name] = value
-        return out
+        return _settings_dict(self)
+
+
+def _settings_dict(settings: Any) -> dict[str, Any]:
+    """A settings dataclass as the native side takes it, each field's type checked (the error
+    names the field)."""
+    cls = type(settings).__name__
+    out: dict[str, Any] = {}
+    for field in dataclasses.fields(settings):
+        value = getattr(settings, field.name)
+        where = f"{cls}.{field.name}"
+        if field.name == "hessian_approximation":
+            if not isinstance(value, HessianApproximation):
+                raise TypeError(f"{where} must be a HessianApproximation, got {value!r}")
+            value = value.value
+        elif field.type in ("bool", bool):
+            if not isinstance(value, (bool, np.bool_)):
+                raise TypeError(f"{where} must be a bool, got {value!r}")
+            value = bool(value)
+        elif field.type in ("str", str):
+            if not isinstance(value, str):
+                raise TypeError(f"{where} must be a str, got {value!r}")
+        elif field.type in ("int", int):
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+                raise TypeError(f"{where} must be an int, got {value!r}")
+            if value < 0:
+                raise ValueError(f"{where} must be >= 0, got {value}")
+            value = int(value)
+        else:
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+                raise TypeError(f"{where} must be a number, got {value!r}")
+            value = float(value)
+        out[field.name] = value
+    return out
+
+
+@dataclasses.dataclass
+class IPMSettings:
+    """Settings of an interior-point solver (``DenseIPMFunction``): Ipopt's options of the same
+    names, with Ipopt's defaults. All but ``hessian_approximation`` may change between solves.
+
+    A solve ends ``SOLVED`` when the scaled optimality error is at most ``tol`` and the unscaled
+    dual infeasibility, constraint violation and complementarity are within ``dual_inf_tol``,
+    ``constr_viol_tol`` and ``compl_inf_tol`` (or when the error stayed below
+    ``acceptable_tol`` for ``acceptable_iter`` iterations in a row: Ipopt's "acceptable level").
+
+    >>> IPMSettings(mu_strategy="adaptive").tol
+    1e-08
+    """
+
+    #: Most iterations (restoration iterations included).
+    max_iter: int = 3000
+    tol: float = 1e-8
+    acceptable_tol: float = 1e-6
+    #: Consecutive acceptable iterations that end a solve (0: never).
+    acceptable_iter: int = 15
+    constr_viol_tol: float = 1e-4
+    dual_inf_tol: float = 1.0
+    compl_inf_tol: float = 1e-4
+    #: The initial barrier parameter (small, e.g. 1e-4, for a warm start).
+    mu_init: float = 0.1
+    #: ``"monotone"`` (Fiacco-McCormick, robust) or ``"adaptive"`` (LOQO's rule, fewer
+    #: iterations on many problems).
+    mu_strategy: str = "monotone"
+    #: How far the initial point is pushed from its bounds (relative, at least 1).
+    bound_push: float = 1e-2
+    #: ... at most this fraction of the distance between two bounds.
+    bound_frac: float = 1e-2
+    #: Bounds relaxed by this relative amount (equal bounds keep an interior).
+    bound_relax_factor: float = 1e-8
+    #: The cost and constraints are scaled so their gradients at x0 are at most this (0: off).
+    nlp_scaling_max_gradient: float = 100.0
+    #: Most second-order corrections per iteration.
+    max_soc: int = 4
+    #: Warm start (MPC): push x0 from its bounds by only ``warm_start_bound_push`` and keep the
+    #: given multipliers.
+    warm_start_init_point: bool = False
+    warm_start_bound_push: float = 1e-9
+    #: 0: silent; 1: one line per iteration in Ipopt's columns (on the process's stdout).
+    verbose: int = 0
+    #: ``EXACT``, or ``GAUSS_NEWTON`` for a least-squares cost (the cost returns the residual).
+    hessian_approximation: HessianApproximation = HessianApproximation.EXACT
+
+    def _as_dict(self) -> dict[str, Any]:
+        return _settings_dict(self)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -289,9 +353,8 @@ class _Travels:
 def _restore(data: bytes) -> Any:
     """The problem or solver of anvil's object format ``data``."""
     document, functions = _travel.unpack(data)
-    return _kind(document, (DenseProblem, SparseProblem, MultistageProblem, DenseSQPFunction, SparseSQPFunction))._rebuild(
-        document, functions
-    )
+    classes = (DenseProblem, SparseProblem, MultistageProblem, DenseSQPFunction, SparseSQPFunction, DenseIPMFunction)
+    return _kind(document, classes)._rebuild(document, functions)
 
 
 def _kind(document: dict[str, Any], classes: tuple[Any, ...]) -> Any:
@@ -715,58 +778,39 @@ def _vector(value: Any, n: int, what: str, solver: str, layout: str = "") -> np.
     return np.ascontiguousarray(arr, dtype=np.float64)
 
 
-class _SQPFunction(_Travels):
+class _Solver(_Travels):
+    """What every generated solver shares: its settings, sizes, functions, code and calls."""
+
     _backend = ""
+    _settings_class: Any = None
 
     def __init__(
         self,
         name: str,
         problem: DenseProblem | MultistageProblem,
-        settings: Optional[SQPSettings] = None,
+        settings: Any = None,
         qp_backend: Optional[str] = None,
     ) -> None:
-        cls = type(self).__name__
         if not isinstance(name, str):
             raise TypeError(f"name must be a str, got {type(name).__name__}")
         if not isinstance(problem, (DenseProblem, MultistageProblem)):
             raise TypeError(
                 f"problem must be a DenseProblem, SparseProblem or MultistageProblem, got {type(problem).__name__}"
             )
-        settings = SQPSettings() if settings is None else settings
-        if not isinstance(settings, SQPSettings):
-            raise TypeError(f"settings must be an SQPSettings, got {type(settings).__name__}")
+        kind = self._settings_class
+        settings = kind() if settings is None else settings
+        if not isinstance(settings, kind):
+            raise TypeError(f"settings must be an {kind.__name__}, got {type(settings).__name__}")
         if qp_backend is not None and not isinstance(qp_backend, str):
             raise TypeError(f"qp_backend must be a str or None, got {type(qp_backend).__name__}")
-        if isinstance(problem, MultistageProblem):
-            if self._backend != "sparse":
-                raise TypeError(
-                    f"{cls} does not solve a MultistageProblem (its derivatives are sparse, stage by stage): "
-                    "use SparseSQPFunction"
-                )
-            self._native = _anvil.multistage_sqp_solver(name, problem._native, qp_backend, settings._as_dict())
-        else:
-            if qp_backend is not None:
-                raise TypeError(
-                    f"qp_backend is for a MultistageProblem; {cls} solves a {type(problem).__name__} with "
-                    f"PIQP's {self._backend} backend (leave qp_backend None)"
-                )
-            self._native = _anvil.sqp_solver(
-                name,
-                self._backend,
-                problem.cost_fn._native,
-                _native(problem.eq_constraints_fn),
-                _native(problem.ineq_constraints_fn),
-                problem.x_lb,
-                problem.x_ub,
-                problem.eq_rhs,
-                problem.ineq_lb,
-                problem.ineq_ub,
-                settings._as_dict(),
-            )
+        self._native = self._build(name, problem, settings, qp_backend)
         self._settings = dataclasses.replace(settings)
         self.problem = problem
         for message in self._native.warnings:
             warnings.warn(message, UserWarning, stacklevel=3)
+
+    def _build(self, name: str, problem: Any, settings: Any, qp_backend: Optional[str]) -> Any:
+        raise NotImplementedError
 
     @property
     def name(self) -> str:
@@ -774,14 +818,16 @@ class _SQPFunction(_Travels):
         return self._native.name
 
     @property
-    def settings(self) -> SQPSettings:
-        """A copy of the settings solves use; assign a new SQPSettings to change them."""
+    def settings(self) -> Any:
+        """A copy of the settings solves use; assign new settings (of the solver's kind) to
+        change them."""
         return dataclasses.replace(self._settings)
 
     @settings.setter
-    def settings(self, value: SQPSettings) -> None:
-        if not isinstance(value, SQPSettings):
-            raise TypeError(f"settings must be an SQPSettings, got {type(value).__name__}")
+    def settings(self, value: Any) -> None:
+        kind = self._settings_class
+        if not isinstance(value, kind):
+            raise TypeError(f"settings must be an {kind.__name__}, got {type(value).__name__}")
         self._native.set_settings(value._as_dict())
         self._settings = dataclasses.replace(value)
 
@@ -925,14 +971,47 @@ class _SQPFunction(_Travels):
         }
 
     @classmethod
-    def _rebuild(cls, document: dict[str, Any], functions: list[Any]) -> "_SQPFunction":
+    def _rebuild(cls, document: dict[str, Any], functions: list[Any]) -> "_Solver":
         inner = document["problem"]
         problem = _kind(inner, (DenseProblem, SparseProblem, MultistageProblem))._rebuild(inner, functions)
         fields = dict(document["settings"])
         fields["hessian_approximation"] = HessianApproximation(fields["hessian_approximation"])
-        return cls(
-            name=document["name"], problem=problem, settings=SQPSettings(**fields), qp_backend=document["qp_backend"]
-        )
+        settings = cls._settings_class(**fields)
+        return cls(name=document["name"], problem=problem, settings=settings, qp_backend=document["qp_backend"])
+
+
+class _SQPFunction(_Solver):
+    _settings_class = SQPSettings
+
+    def _build(self, name: str, problem: Any, settings: Any, qp_backend: Optional[str]) -> Any:
+        cls = type(self).__name__
+        if isinstance(problem, MultistageProblem):
+            if self._backend != "sparse":
+                raise TypeError(
+                    f"{cls} does not solve a MultistageProblem (its derivatives are sparse, stage by stage): "
+                    "use SparseSQPFunction"
+                )
+            return _anvil.multistage_sqp_solver(name, problem._native, qp_backend, settings._as_dict())
+        if qp_backend is not None:
+            raise TypeError(
+                f"qp_backend is for a MultistageProblem; {cls} solves a {type(problem).__name__} with "
+                f"PIQP's {self._backend} backend (leave qp_backend None)"
+            )
+        return _anvil.sqp_solver(name, self._backend, *_problem_args(problem), settings._as_dict())
+
+
+def _problem_args(problem: DenseProblem) -> tuple[Any, ...]:
+    """A DenseProblem's callbacks and bounds, as the native solver builders take them."""
+    return (
+        problem.cost_fn._native,
+        _native(problem.eq_constraints_fn),
+        _native(problem.ineq_constraints_fn),
+        problem.x_lb,
+        problem.x_ub,
+        problem.eq_rhs,
+        problem.ineq_lb,
+        problem.ineq_ub,
+    )
 
 
 class DenseSQPFunction(_SQPFunction):
@@ -943,6 +1022,48 @@ class DenseSQPFunction(_SQPFunction):
       problem: a DenseProblem (or SparseProblem); a MultistageProblem takes SparseSQPFunction.
       settings: SQPSettings (default: ``SQPSettings()``).
       qp_backend: None (only a MultistageProblem's solver chooses one).
+    """
+
+    _backend = "dense"
+
+
+class _IPMFunction(_Solver):
+    _settings_class = IPMSettings
+
+    def _build(self, name: str, problem: Any, settings: Any, qp_backend: Optional[str]) -> Any:
+        cls = type(self).__name__
+        if isinstance(problem, MultistageProblem):
+            raise TypeError(
+                f"{cls} solves a DenseProblem or SparseProblem; for a MultistageProblem use "
+                "SparseSQPFunction (the interior-point method's stage-wise KKT solver is not built yet)"
+            )
+        if qp_backend is not None:
+            raise TypeError(f"{cls} solves no QPs: leave qp_backend None")
+        return _anvil.ipm_solver(name, self._backend, *_problem_args(problem), settings._as_dict())
+
+
+class DenseIPMFunction(_IPMFunction):
+    """A primal-dual interior-point solver (Ipopt's method: filter line search, second-order
+    corrections, inertia correction, feasibility restoration), generated as C++ with dense
+    derivatives and a dense LDL' of its KKT systems: for small and medium problems (up to a
+    few hundred variables and constraints). It needs neither PIQP nor Eigen and compiles in
+    about a second. Calls return an ``SQPResult`` (the same fields and multiplier convention
+    as the SQP solvers; ``qp_iterations`` is 0).
+
+    Args:
+      name: a C++ identifier (the solver's namespace; its functions are ``<name>_*``).
+      problem: a DenseProblem (or SparseProblem).
+      settings: IPMSettings (default: ``IPMSettings()``).
+
+    >>> import anvil as av
+    >>> from anvil.opti import DenseProblem, DenseIPMFunction
+    >>> args = (av.Arg(2), av.Arg(0))
+    >>> f = av.NumericalFunction("ipm_doc_f", lambda x, p: (x[0] - 1.0) ** 2 + (x[1] - 2.0) ** 2, args)
+    >>> g = av.NumericalFunction("ipm_doc_g", lambda x, p: (x[0] + x[1]).reshape(1), args)
+    >>> solver = DenseIPMFunction("ipm_doc", DenseProblem(cost_fn=f, eq_constraints_fn=g, eq_rhs=1.0))
+    >>> res = solver([0.0, 0.0])
+    >>> res.status.name, [round(float(v), 6) for v in res.x], round(float(res.lam_eq[0]), 6)
+    ('SOLVED', [0.0, 1.0], 2.0)
     """
 
     _backend = "dense"

@@ -73,8 +73,8 @@ pub fn check_identifier(name: &str, what: &str) -> Result<()> {
 
 /// Global names a generated module declares besides the user's: the program's entry point
 /// (every program including the header defines `main`), and the namespaces of the solver
-/// runtime and the libraries it compiles (PIQP, Eigen).
-const MODULE_NAMES: &[&str] = &["main", "anvil_opti", "piqp", "Eigen"];
+/// runtimes (anvil_opti, anvil_ipm) and the libraries they compile (PIQP, Eigen).
+const MODULE_NAMES: &[&str] = &["main", "anvil_opti", "anvil_ipm", "piqp", "Eigen"];
 
 /// Macro prefixes of the solver runtime's libraries.
 const MACRO_PREFIXES: &[&str] = &["ANVIL_", "EIGEN_", "PIQP_"];
@@ -114,6 +114,7 @@ mod tests {
             "main",
             "piqp",
             "anvil_opti",
+            "anvil_ipm",
             "Eigen",
             "EIGEN_ASM_COMMENT",
             "PIQP_INF",

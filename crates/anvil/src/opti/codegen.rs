@@ -3,7 +3,7 @@
 
 use super::derive::{Derived, Matrix, Storage};
 use super::layout::{Gathered, Layout};
-use super::settings::{SqpSettings, Status, MAX_MERIT_MEMORY};
+use super::settings::{SettingField, SqpSettings, Status, MAX_MERIT_MEMORY};
 use super::stagewise::{Dynamics, StageCall, StageDerived, StageMultipliers, StageRole, TermLayout};
 use crate::render::ItemSource;
 use minijinja::{context, Environment, Value};
@@ -14,19 +14,20 @@ fn templates() -> &'static Environment<'static> {
     static ENV: OnceLock<Environment<'static>> = OnceLock::new();
     ENV.get_or_init(|| {
         crate::render::template_environment(&[
-            ("sqp_header.j2", include_str!("templates/sqp_header.j2")),
+            ("solver_header.j2", include_str!("templates/solver_header.j2")),
             ("sqp_source.j2", include_str!("templates/sqp_source.j2")),
-            ("sqp_support.j2", include_str!("templates/sqp_support.j2")),
+            ("matrices.j2", include_str!("templates/matrices.j2")),
             ("sqp_common.j2", include_str!("templates/sqp_common.j2")),
             ("sqp_solve.j2", include_str!("templates/sqp_solve.j2")),
             ("convexify.j2", include_str!("templates/convexify.j2")),
             ("qp_piqp.j2", include_str!("templates/qp_piqp.j2")),
             ("elastic.j2", include_str!("templates/elastic.j2")),
-            ("sqp_jit.j2", include_str!("templates/sqp_jit.j2")),
+            ("solver_jit.j2", include_str!("templates/solver_jit.j2")),
             ("ms_source.j2", include_str!("templates/ms_source.j2")),
             ("ms_blocks.j2", include_str!("templates/ms_blocks.j2")),
             ("ms_riccati.j2", include_str!("templates/ms_riccati.j2")),
             ("ms_qp.j2", include_str!("templates/ms_qp.j2")),
+            ("ipm_source.j2", include_str!("templates/ipm_source.j2")),
         ])
     })
 }
@@ -53,7 +54,7 @@ pub(crate) struct SolverLayout<'a> {
 }
 
 /// A double as a C++ literal that reads back exactly (`kInf` for infinity).
-fn cpp_f64(v: f64) -> String {
+pub(crate) fn cpp_f64(v: f64) -> String {
     if v == f64::INFINITY {
         "kInf".into()
     } else if v == f64::NEG_INFINITY {
@@ -140,27 +141,6 @@ struct StatusContext {
     code: i32,
 }
 
-fn settings_context(s: &SqpSettings) -> Value {
-    context! {
-        max_iter => s.max_iter,
-        tol_stat => cpp_f64(s.tol_stat),
-        tol_eq => cpp_f64(s.tol_eq),
-        tol_ineq => cpp_f64(s.tol_ineq),
-        tol_comp => cpp_f64(s.tol_comp),
-        hessian_regularization => cpp_f64(s.hessian_regularization),
-        line_search => if s.line_search { "true" } else { "false" },
-        armijo => cpp_f64(s.armijo),
-        backtrack => cpp_f64(s.backtrack),
-        max_line_search_steps => s.max_line_search_steps,
-        merit_memory => s.merit_memory,
-        qp_eps_abs => cpp_f64(s.qp_eps_abs),
-        qp_eps_rel => cpp_f64(s.qp_eps_rel),
-        qp_max_iter => s.qp_max_iter,
-        verbose => s.verbose,
-        final_stationarity => if s.final_stationarity { "true" } else { "false" },
-    }
-}
-
 fn layout_context(l: &SolverLayout) -> Value {
     let d = l.derived;
     let matrices = [
@@ -187,7 +167,6 @@ fn layout_context(l: &SolverLayout) -> Value {
         sources, gathered,
         name => l.name,
         sparse,
-        qp_label => if sparse { "PIQP sparse" } else { "PIQP dense" },
         nx => l.nx, neq => l.neq, nineq => l.nineq, np => l.np,
         nq => d.q_rows.len(),
         q_rows => join(&d.q_rows),
@@ -200,7 +179,9 @@ fn layout_context(l: &SolverLayout) -> Value {
         values_fn => global(d.values.name()),
         linearize_fn => global(d.linearize.name()),
         hessian_fn => global(d.hessian.name()),
-        s => settings_context(l.settings),
+        settings => l.settings.fields(),
+        kind => "SQP solver",
+        method => format!("with {} QPs", if sparse { "PIQP sparse" } else { "PIQP dense" }),
         max_merit_memory => MAX_MERIT_MEMORY,
         statuses,
     }
@@ -209,7 +190,53 @@ fn layout_context(l: &SolverLayout) -> Value {
 /// The solver's part of a module.
 pub(crate) fn render_solver(layout: &SolverLayout) -> ItemSource {
     let ctx = layout_context(layout);
-    ItemSource { header: render("sqp_header.j2", ctx.clone()), source: render("sqp_source.j2", ctx) }
+    ItemSource { header: render("solver_header.j2", ctx.clone()), source: render("sqp_source.j2", ctx) }
+}
+
+/// What the templates need to know about an interior-point solver.
+pub(crate) struct IpmLayout<'a> {
+    pub name: &'a str,
+    pub settings: &'a [SettingField],
+    pub derived: &'a Derived,
+    pub nx: usize,
+    pub neq: usize,
+    pub nineq: usize,
+    pub np: usize,
+    pub x_lb: &'a [f64],
+    pub x_ub: &'a [f64],
+    /// Bounds of the inequality rows with a finite bound (`derived.q_rows`).
+    pub q_lb: &'a [f64],
+    pub q_ub: &'a [f64],
+}
+
+/// The interior-point solver's part of a module (the method itself is the `anvil_ipm` item).
+pub(crate) fn render_ipm(l: &IpmLayout) -> ItemSource {
+    let d = l.derived;
+    let statuses: Vec<StatusContext> =
+        Status::ALL.iter().map(|s| StatusContext { name: s.cpp_name(), code: *s as i32 }).collect();
+    let ctx = context! {
+        name => l.name,
+        kind => "Interior-point solver",
+        method => "by a primal-dual interior-point method with a filter line search, its KKT systems factorised densely",
+        nx => l.nx, neq => l.neq, nineq => l.nineq, np => l.np,
+        nq => d.q_rows.len(),
+        q_rows => join(&d.q_rows),
+        q_lb => join(l.q_lb.iter().map(|&v| cpp_f64(v))),
+        q_ub => join(l.q_ub.iter().map(|&v| cpp_f64(v))),
+        x_lb => join(l.x_lb.iter().map(|&v| cpp_f64(v))),
+        x_ub => join(l.x_ub.iter().map(|&v| cpp_f64(v))),
+        matrices => [
+            matrix_context("JacEq", "Jacobian of the equality constraints", &d.jac_eq),
+            matrix_context("JacQ", "Jacobian of the inequality rows with a finite bound", &d.jac_q),
+            matrix_context("Hess", "Hessian of the Lagrangian", &d.hess),
+        ],
+        values_fn => global(d.values.name()),
+        linearize_fn => global(d.linearize.name()),
+        hessian_fn => global(d.hessian.name()),
+        settings => l.settings,
+        statuses,
+    };
+    ItemSource { header: render("solver_header.j2", ctx.clone()), source: render("ipm_source.j2", ctx) }
 }
 
 /// What the templates need to know about a multistage solver with the Riccati backend.
@@ -318,7 +345,6 @@ pub(crate) fn render_multistage(l: &StageLayout) -> ItemSource {
         Status::ALL.iter().map(|s| StatusContext { name: s.cpp_name(), code: *s as i32 }).collect();
     let ctx = context! {
         name => l.name,
-        qp_label => "anvil's block-tridiagonal (Riccati) interior-point",
         nx => l.nx, neq => l.neq, nineq => l.nineq, np => l.np,
         nz => l.nz,
         horizon => l.horizon,
@@ -342,16 +368,18 @@ pub(crate) fn render_multistage(l: &StageLayout) -> ItemSource {
         stage_out_len => stage_out_len(&d.calls, l.nz),
         ng => l.global_param,
         nps => l.stage_param,
-        s => settings_context(l.settings),
+        settings => l.settings.fields(),
+        kind => "SQP solver",
+        method => "with anvil's block-tridiagonal (Riccati) interior-point QPs",
         max_merit_memory => MAX_MERIT_MEMORY,
         statuses,
     };
-    ItemSource { header: render("sqp_header.j2", ctx.clone()), source: render("ms_source.j2", ctx) }
+    ItemSource { header: render("solver_header.j2", ctx.clone()), source: render("ms_source.j2", ctx) }
 }
 
-/// The `extern "C"` entry points the JIT loads.
-pub(crate) fn render_jit_shim(name: &str) -> String {
-    render("sqp_jit.j2", context! { name })
+/// The `extern "C"` entry points the JIT loads, reading `settings` from its flat array.
+pub(crate) fn render_jit_shim(name: &str, settings: &[SettingField]) -> String {
+    render("solver_jit.j2", context! { name, settings })
 }
 
 /// A name declared at global scope (a function's namespace, a codegen constant) as the

@@ -25,8 +25,10 @@
 mod codegen;
 mod deps;
 mod derive;
+mod ipm;
 mod layout;
 mod multistage;
+mod native;
 mod problem;
 mod runtime;
 mod settings;
@@ -35,8 +37,10 @@ mod solver;
 mod stagewise;
 
 pub use deps::{include_dirs, runtime_library, set_bundled_dirs, PIQP_VERSION};
+pub use ipm::{IpmFunction, IpmSettings, MuStrategy};
 pub use multistage::{ControlProblem, MultistageProblem, StateControl};
+pub use native::JitSolver;
 pub use problem::{Bound, Problem, INFINITE_BOUND};
 pub use settings::{HessianApproximation, Info, SqpSettings, Status};
 pub use solution::{Solution, SolutionMut, WarmStart};
-pub use solver::{JitSolver, QpBackend, SqpFunction};
+pub use solver::{QpBackend, SqpFunction};

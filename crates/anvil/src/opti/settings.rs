@@ -190,35 +190,111 @@ impl SqpSettings {
         Ok(())
     }
 
-    /// The runtime settings as the generated code's flat array of doubles (the JIT passes
-    /// settings to native code as plain scalars, in this order).
-    pub(crate) fn to_scalars(&self) -> [f64; SETTINGS_LEN] {
+    /// The runtime settings as the generated code declares them, in the order the JIT passes
+    /// them to native code (as plain scalars).
+    pub(crate) fn fields(&self) -> [SettingField; SQP_SETTINGS] {
+        use SettingField as F;
         [
-            self.max_iter as f64,
-            self.tol_stat,
-            self.tol_eq,
-            self.tol_ineq,
-            self.tol_comp,
-            self.hessian_regularization,
-            f64::from(u8::from(self.line_search)),
-            self.armijo,
-            self.backtrack,
-            self.max_line_search_steps as f64,
-            self.merit_memory as f64,
-            self.qp_eps_abs,
-            self.qp_eps_rel,
-            self.qp_max_iter as f64,
-            f64::from(self.verbose),
-            f64::from(u8::from(self.final_stationarity)),
+            F::int("max_iter", self.max_iter, ""),
+            F::double("tol_stat", self.tol_stat, ""),
+            F::double("tol_eq", self.tol_eq, ""),
+            F::double("tol_ineq", self.tol_ineq, ""),
+            F::double("tol_comp", self.tol_comp, ""),
+            F::double(
+                "hessian_regularization",
+                self.hessian_regularization,
+                "Smallest eigenvalue of the convexified Hessian.",
+            ),
+            F::bool("line_search", self.line_search, "Backtracking on the l1 merit function (false: full steps)."),
+            F::double("armijo", self.armijo, ""),
+            F::double("backtrack", self.backtrack, ""),
+            F::int("max_line_search_steps", self.max_line_search_steps, ""),
+            F::int(
+                "merit_memory",
+                self.merit_memory,
+                "Merit values the non-monotone line search compares with (1 to 16).",
+            ),
+            F::double("qp_eps_abs", self.qp_eps_abs, ""),
+            F::double("qp_eps_rel", self.qp_eps_rel, ""),
+            F::int("qp_max_iter", self.qp_max_iter, ""),
+            F::int("verbose", self.verbose as usize, "0: silent; 1: one line per iteration on stdout."),
+            F::bool(
+                "final_stationarity",
+                self.final_stationarity,
+                "At the iteration limit, also evaluate the derivatives at the returned point (false: \
+                 only values; Info::stat_res is then NaN).",
+            ),
         ]
     }
 }
 
+/// One runtime setting of a generated solver: a member of its C++ `Settings` struct (with
+/// the solver's value as its default) and one scalar of the JIT's flat settings array.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SettingField {
+    pub name: &'static str,
+    kind: FieldKind,
+    /// The value as the JIT passes it.
+    pub scalar: f64,
+    pub doc: &'static str,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum FieldKind {
+    Int,
+    Double,
+    Bool,
+}
+
+impl SettingField {
+    pub(crate) fn int(name: &'static str, value: usize, doc: &'static str) -> Self {
+        SettingField { name, kind: FieldKind::Int, scalar: value as f64, doc }
+    }
+
+    pub(crate) fn double(name: &'static str, value: f64, doc: &'static str) -> Self {
+        SettingField { name, kind: FieldKind::Double, scalar: value, doc }
+    }
+
+    pub(crate) fn bool(name: &'static str, value: bool, doc: &'static str) -> Self {
+        SettingField { name, kind: FieldKind::Bool, scalar: f64::from(u8::from(value)), doc }
+    }
+}
+
+/// What the templates read: `name`, `cpp_type`, `default` (a C++ literal) and `doc`.
+impl serde::Serialize for SettingField {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let (cpp_type, default) = match self.kind {
+            FieldKind::Int => ("int", (self.scalar as i64).to_string()),
+            FieldKind::Double => ("double", super::codegen::cpp_f64(self.scalar)),
+            FieldKind::Bool => ("bool", (self.scalar != 0.0).to_string()),
+        };
+        let mut map = serializer.serialize_map(Some(4))?;
+        map.serialize_entry("name", self.name)?;
+        map.serialize_entry("cpp_type", cpp_type)?;
+        map.serialize_entry("default", &default)?;
+        map.serialize_entry("doc", self.doc)?;
+        map.end()
+    }
+}
+
+/// The most settings a solver has (the JIT's settings array is this long).
+pub(crate) const MAX_SETTINGS: usize = 32;
+
+const SQP_SETTINGS: usize = 16;
+const _: () = assert!(SQP_SETTINGS <= MAX_SETTINGS);
+
+/// The scalars the JIT passes for `fields` (no allocation: solves call this).
+pub(crate) fn scalars(fields: &[SettingField]) -> [f64; MAX_SETTINGS] {
+    let mut out = [0.0; MAX_SETTINGS];
+    for (slot, field) in out.iter_mut().zip(fields) {
+        *slot = field.scalar;
+    }
+    out
+}
+
 /// The generated code keeps this many merit values (the array is sized at compile time).
 pub(crate) const MAX_MERIT_MEMORY: usize = 16;
-
-/// Number of runtime settings passed to native code.
-pub(crate) const SETTINGS_LEN: usize = 16;
 
 /// How a solve ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -4,18 +4,18 @@ use super::codegen::{self, SolverLayout, StageLayout};
 use super::deps;
 use super::derive::{Derived, Storage};
 use super::multistage::MultistageProblem;
+use super::native::{check_lengths, Dims, JitSolver};
 use super::problem::Problem;
 use super::runtime::Runtime;
-use super::settings::{Info, SqpSettings, INFO_LEN, SETTINGS_LEN};
+use super::settings::{self as settings_table, Info, SqpSettings};
 use super::solution::{Solution, SolutionMut, WarmStart};
 use super::stagewise::{self, StageDerived};
 use crate::error::{Error, Result};
 use crate::function::{
     check_identifier, module_text, Arg, CodegenIntConstant, Includes, ModuleItem, NumericalFunction, MAX_NAME_LEN,
 };
-use crate::jit::{self, CompilerOptions, Library, Unit, WorkspacePool};
+use crate::jit::{self, CompilerOptions, Unit};
 use crate::render::ItemSource;
-use std::ffi::c_void;
 use std::sync::{Arc, Mutex};
 
 /// The QP solver a generated SQP solver calls.
@@ -110,15 +110,6 @@ impl Derivation {
             Derivation::Stages(s) => &s.derived.q_rows,
         }
     }
-}
-
-/// Problem sizes.
-#[derive(Clone, Debug)]
-struct Dims {
-    nx: usize,
-    neq: usize,
-    nineq: usize,
-    param: Arg,
 }
 
 /// Room the derived functions' names need after the solver's (`_linearize`, `_cost_hess0`).
@@ -432,7 +423,7 @@ impl SqpFunction {
     /// The translation unit the JIT compiles: the solver's module and its entry points.
     pub fn jit_source(&self) -> Result<String> {
         let text = module_text(&self.name, &[self as &dyn ModuleItem], &[])?;
-        Ok(text.single_unit(&codegen::render_jit_shim(&self.name)))
+        Ok(text.single_unit(&codegen::render_jit_shim(&self.name, &self.settings.fields())))
     }
 
     /// Compiles (or finds in the cache) and loads the native solver; `solve` does this on
@@ -505,25 +496,7 @@ impl SqpFunction {
         out: SolutionMut,
         settings: &SqpSettings,
     ) -> Result<Info> {
-        let d = &self.dims;
-        let np = d.param.numel();
-        self.check_len("x0", x0.len(), d.nx)?;
-        self.check_len("p", p.len(), np)?;
-        for (what, value, n) in
-            [("lam_eq0", warm.lam_eq, d.neq), ("lam_ineq0", warm.lam_ineq, d.nineq), ("lam_box0", warm.lam_box, d.nx)]
-        {
-            if let Some(v) = value {
-                self.check_len(what, v.len(), n)?;
-            }
-        }
-        for (what, len, n) in [
-            ("x", out.x.len(), d.nx),
-            ("lam_eq", out.lam_eq.len(), d.neq),
-            ("lam_ineq", out.lam_ineq.len(), d.nineq),
-            ("lam_box", out.lam_box.len(), d.nx),
-        ] {
-            self.check_len(what, len, n)?;
-        }
+        check_lengths(&self.name, &self.dims, x0, p, warm, &out)?;
         if settings.hessian_approximation != self.settings.hessian_approximation {
             return Err(Error::Problem {
                 what: "solve",
@@ -533,18 +506,7 @@ impl SqpFunction {
         }
         settings.validate()?;
         let jit = self.compile()?;
-        jit.solve(x0, p, warm, out, settings)
-    }
-
-    fn check_len(&self, what: &str, got: usize, expected: usize) -> Result<()> {
-        if got == expected {
-            return Ok(());
-        }
-        Err(Error::Problem {
-            what: "solve",
-            name: self.name.clone(),
-            message: format!("`{what}` has {got} entries, expected {expected}"),
-        })
+        jit.solve(x0, p, warm, out, &settings_table::scalars(&settings.fields()))
     }
 }
 
@@ -583,104 +545,6 @@ impl std::fmt::Debug for SqpFunction {
             .field("neq", &self.dims.neq)
             .field("nineq", &self.dims.nineq)
             .finish_non_exhaustive()
-    }
-}
-
-type Call =
-    unsafe extern "C" fn(*mut c_void, *const f64, *const f64, *const f64, *const f64, *const f64, *const f64, *mut f64);
-type Get = unsafe extern "C" fn(*mut c_void, *mut f64);
-
-/// A loaded native solver: its entry points and a pool of workspaces.
-pub struct JitSolver {
-    call: Call,
-    get_x: Get,
-    get_lam_eq: Get,
-    get_lam_ineq: Get,
-    get_lam_box: Get,
-    dims: Dims,
-    // Before the library: the workspaces are freed through it.
-    pool: WorkspacePool,
-    // Dropped last: the entry points live in it.
-    library: Library,
-}
-
-impl JitSolver {
-    fn load(path: &std::path::Path, name: &str, dims: Dims) -> Result<JitSolver> {
-        let library = Library::load(path)?;
-        let symbol = |what: &str| format!("jit_{name}_{what}");
-        // SAFETY: the generated shim defines these symbols with exactly these signatures;
-        // they are used only while `library` is alive (it is dropped last).
-        unsafe {
-            let what = format!("a workspace of the solver in `{}`", path.display());
-            Ok(JitSolver {
-                pool: WorkspacePool::new(&library, name, what, None)?,
-                call: library.symbol(&symbol("call"))?,
-                get_x: library.symbol(&symbol("get_x"))?,
-                get_lam_eq: library.symbol(&symbol("get_lam_eq"))?,
-                get_lam_ineq: library.symbol(&symbol("get_lam_ineq"))?,
-                get_lam_box: library.symbol(&symbol("get_lam_box"))?,
-                dims,
-                library,
-            })
-        }
-    }
-
-    /// The library's path.
-    pub fn path(&self) -> &std::path::Path {
-        self.library.path()
-    }
-
-    /// Runs a solve; lengths were checked by the caller.
-    fn solve(&self, x0: &[f64], p: &[f64], warm: &WarmStart, out: SolutionMut, settings: &SqpSettings) -> Result<Info> {
-        self.pool.with(|_| {}, |ws| self.solve_in(ws, x0, p, warm, out, settings))
-    }
-
-    /// [`solve`](Self::solve) in the workspace `ws`.
-    fn solve_in(
-        &self,
-        ws: *mut c_void,
-        x0: &[f64],
-        p: &[f64],
-        warm: &WarmStart,
-        out: SolutionMut,
-        settings: &SqpSettings,
-    ) -> Info {
-        let scalars: [f64; SETTINGS_LEN] = settings.to_scalars();
-        let mut info = [0.0; INFO_LEN];
-        let ptr = |v: Option<&[f64]>| v.map_or(std::ptr::null(), |s| s.as_ptr());
-        let p_ptr = if p.is_empty() { std::ptr::null() } else { p.as_ptr() };
-        let start = std::time::Instant::now();
-        // SAFETY: every pointer is null (allowed where a size is zero or a warm start is
-        // absent) or points to a slice of the size the solver was generated for (checked by
-        // `SqpFunction::solve_into`); the workspace is this call's alone.
-        unsafe {
-            (self.call)(
-                ws,
-                x0.as_ptr(),
-                p_ptr,
-                ptr(warm.lam_eq),
-                ptr(warm.lam_ineq),
-                ptr(warm.lam_box),
-                scalars.as_ptr(),
-                info.as_mut_ptr(),
-            );
-        }
-        let elapsed = start.elapsed().as_secs_f64();
-        // SAFETY: each output slice has the length of what the getter writes.
-        unsafe {
-            (self.get_x)(ws, out.x.as_mut_ptr());
-            (self.get_lam_eq)(ws, out.lam_eq.as_mut_ptr());
-            (self.get_lam_ineq)(ws, out.lam_ineq.as_mut_ptr());
-            (self.get_lam_box)(ws, out.lam_box.as_mut_ptr());
-        }
-        debug_assert_eq!(out.x.len(), self.dims.nx);
-        Info::from_scalars(&info, elapsed)
-    }
-}
-
-impl std::fmt::Debug for JitSolver {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("JitSolver").field("path", &self.path()).finish_non_exhaustive()
     }
 }
 

@@ -1,18 +1,48 @@
 //! A C++ harness for generated solver modules: solves each solver twice from a guess,
 //! printing status, iterations, allocations during `solve` (with `-DCOUNT_MALLOC`) and x.
 
-use anvil::opti::{SqpFunction, WarmStart};
+use anvil::opti::{IpmFunction, Solution, SqpFunction, WarmStart};
 use std::fmt::Write;
 use std::path::Path;
 use std::process::Command;
 
+/// A generated solver the harness runs (SQP or interior-point): its name, and its JIT solve
+/// to compare with.
+pub trait Solver {
+    fn name(&self) -> &str;
+    fn jit_solve(&self, x0: &[f64], p: &[f64]) -> Solution;
+}
+
+impl Solver for SqpFunction {
+    fn name(&self) -> &str {
+        SqpFunction::name(self)
+    }
+
+    fn jit_solve(&self, x0: &[f64], p: &[f64]) -> Solution {
+        self.solve(x0, p, &WarmStart::default()).unwrap()
+    }
+}
+
+impl Solver for IpmFunction {
+    fn name(&self) -> &str {
+        IpmFunction::name(self)
+    }
+
+    fn jit_solve(&self, x0: &[f64], p: &[f64]) -> Solution {
+        self.solve(x0, p, &WarmStart::default()).unwrap()
+    }
+}
+
+/// One solve the harness runs: (solver, x0, p).
+pub type Run<'a> = (&'a dyn Solver, &'a [f64], &'a [f64]);
+
 /// The harness's `main.cpp` for `runs` of (solver, x0, p).
-pub fn harness(module: &str, runs: &[(&SqpFunction, &[f64], &[f64])]) -> String {
+pub fn harness(module: &str, runs: &[Run]) -> String {
     harness_of(&[module], runs)
 }
 
 /// The harness's `main.cpp` for `runs` of solvers of any of `modules`.
-pub fn harness_of(modules: &[&str], runs: &[(&SqpFunction, &[f64], &[f64])]) -> String {
+pub fn harness_of(modules: &[&str], runs: &[Run]) -> String {
     let includes: String = modules.iter().map(|m| format!("#include \"{m}.hpp\"\n")).collect();
     let mut s = format!(
         r#"{includes}#include <cstdio>
@@ -90,12 +120,7 @@ pub fn build_and_run(compiler: &str, flags: &[&str], dir: &Path, module: &str, e
 /// under ASan and UBSan, and clang++ (g++ without it) with `malloc` interposed — and checks
 /// every solve: solved, no allocation in `solve` (counted build), the JIT's iterations and x
 /// (to `tol`). Returns the AOT x of every line (each run twice, per build).
-pub fn check_module_against_jit(
-    dir: &Path,
-    module: &str,
-    runs: &[(&SqpFunction, &[f64], &[f64])],
-    tol: f64,
-) -> Vec<Vec<f64>> {
+pub fn check_module_against_jit(dir: &Path, module: &str, runs: &[Run], tol: f64) -> Vec<Vec<f64>> {
     std::fs::write(dir.join("main.cpp"), harness(module, runs)).unwrap();
     let clang = Command::new("clang++").arg("--version").output().is_ok_and(|o| o.status.success());
     let counting = if clang { "clang++" } else { "g++" };
@@ -119,7 +144,7 @@ pub fn check_module_against_jit(
                 assert_eq!(words[3], "0", "{line}: solve allocated");
             }
             let x: Vec<f64> = words[4..].iter().map(|v| v.parse().unwrap()).collect();
-            let jit = solver.solve(x0, p, &WarmStart::default()).unwrap();
+            let jit = solver.jit_solve(x0, p);
             assert_eq!(words[2], jit.info.iterations.to_string(), "{line}: iterations differ from the JIT's");
             assert_eq!(x.len(), jit.x.len(), "{line}");
             for (i, (a, b)) in x.iter().zip(&jit.x).enumerate() {

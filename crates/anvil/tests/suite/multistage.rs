@@ -10,7 +10,7 @@ use anvil::opti::{
     SqpSettings, Status, WarmStart,
 };
 use anvil::{generate_module, Arg, CodegenIntConstant, Error, ModuleItem, NumericalFunction, Tensor};
-use common::solver_harness::check_module_against_jit;
+use common::solver_harness::{check_module_against_jit, Run};
 use ndarray::ArrayD;
 
 const DT: f64 = 0.05;
@@ -525,8 +525,7 @@ fn generated_multistage_module_compiles_cleanly_runs_under_sanitizers_and_never_
     let zeros = vec![0.0; 105];
     let x_init = [0.1, 0.0, 0.0, 0.0];
     let (di_zeros, di_init) = (vec![0.0; 33], [1.0, 0.5]);
-    let runs: Vec<(&SqpFunction, &[f64], &[f64])> =
-        vec![(&exact, &zeros, &x_init), (&gn, &zeros, &x_init), (&z_form, &di_zeros, &di_init)];
+    let runs: Vec<Run> = vec![(&exact, &zeros, &x_init), (&gn, &zeros, &x_init), (&z_form, &di_zeros, &di_init)];
     let dir = std::env::temp_dir().join(format!("anvil_multistage_module_{}", std::process::id()));
     let items: Vec<&dyn ModuleItem> = vec![&exact, &gn, &z_form];
     let (hpp, cpp) = generate_module("ocpmod", &items, &dir).unwrap();

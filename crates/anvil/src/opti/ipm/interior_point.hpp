@@ -1,0 +1,861 @@
+// A primal-dual interior-point method for nonlinear programs with a filter line search
+// (Waechter & Biegler, "On the implementation of an interior-point filter line-search
+// algorithm for large-scale nonlinear programming", Math. Program. 106, 2006: the method of
+// Ipopt; equation numbers below are the paper's).
+//
+//   min f(x)  s.t.  c(x) = 0,  d(x) - s = 0,  x_L <= x <= x_U,  d_L <= s <= d_U
+//
+// The problem P (the generated glue) evaluates the scaled functions and owns the KKT matrix:
+//   static constexpr int kNx, kNeq, kNq;             sizes of x, c and d
+//   static const double kXLb[], kXUb[], kQLb[], kQUb[];  unscaled bounds (+-inf: none)
+//   double obj_scale, row_scale[kNeq + kNq];         set by choose_scaling()
+//   void choose_scaling(const double* grad, double max_gradient);  // after a unit-scale linearize
+//   bool values(const double* x, double* f, double* c, double* d);
+//   bool linearize(const double* x, double* f, double* grad, double* c, double* d);  // keeps J
+//   void add_jacobian_transpose_times(const double* yc, const double* yd, double* out);  // += J'y
+//   bool hessian(const double* x, const double* yc, const double* yd);  // of f + yc'c + yd'd
+//   Inertia factorize(bool with_hessian, const double* diag_x, const double* diag_y);
+//   void solve(double* rhs);   // the last factorisation; rhs of kNx + kNeq + kNq entries
+// where the factorised matrix is [H + diag(diag_x), J'; J, diag(diag_y)] (H omitted when
+// with_hessian is false), J = [J_c; J_d].
+//
+// Part of anvil's interior-point runtime (see dense_ldl.hpp for how it is included).
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+struct IpmOptions {
+  int max_iter;
+  double tol, acceptable_tol;
+  int acceptable_iter;
+  double constr_viol_tol, dual_inf_tol, compl_inf_tol;
+  double mu_init;
+  bool adaptive_mu;
+  double bound_push, bound_frac, bound_relax_factor, nlp_scaling_max_gradient;
+  int max_soc;
+  bool warm_start;
+  double warm_start_bound_push;
+  int verbose;
+};
+
+enum class IpmOutcome { Solved, MaxIter, Infeasible, NonFinite, RestorationFailed };
+
+struct IpmReport {
+  IpmOutcome outcome;
+  int iterations;
+  // Unscaled, at the returned point: objective, stationarity, equality violation, inequality
+  // and bound violation, complementarity (as the SQP solvers define them).
+  double objective, stat, eq, ineq, comp;
+};
+
+// Signed multipliers (positive: the upper bound is active), unscaled: L = f + lam_eq'c +
+// lam_q'd + lam_box'x.
+struct IpmMultipliers {
+  const double *lam_eq, *lam_q, *lam_box;
+};
+
+constexpr int ipm_storage(int n) { return n > 0 ? n : 1; }
+
+// max(a, b); a NaN argument gives the other.
+inline double max_of(double a, double b) { return a > b || b != b ? a : b; }
+
+inline bool all_finite(const double* v, int n) {
+  for (int i = 0; i < n; ++i) {
+    if (!std::isfinite(v[i])) return false;
+  }
+  return true;
+}
+
+template <class P>
+class InteriorPoint {
+ public:
+  static constexpr int NX = P::kNx, NEQ = P::kNeq, NQ = P::kNq;
+  static constexpr int NY = NEQ + NQ, NK = NX + NY;
+
+  // The iterate (scaled problem); read by the glue after run().
+  double x[NX], s[ipm_storage(NQ)], yc[ipm_storage(NEQ)], yd[ipm_storage(NQ)];
+  double zl[NX], zu[NX], vl[ipm_storage(NQ)], vu[ipm_storage(NQ)];
+
+  // Solves from x0 (and, with warm.lam_* non-null, those multipliers). `warm` entries may be
+  // null. Writes x, the unscaled signed multipliers and the report.
+  IpmReport run(P& p, const double* x0, IpmMultipliers warm, const IpmOptions& o, double* x_out, double* lam_eq,
+                double* lam_q, double* lam_box) {
+    IpmReport report{IpmOutcome::MaxIter, 0, nan(), nan(), nan(), nan(), nan()};
+    const IpmOutcome start = initialize(p, x0, warm, o);
+    if (start != IpmOutcome::Solved) {
+      report.outcome = start;
+    } else {
+      report.outcome = iterate(p, o, &report.iterations);
+    }
+    unscale(p, x_out, lam_eq, lam_q, lam_box);
+    measure(p, x_out, lam_q, lam_box, &report);
+    return report;
+  }
+
+ private:
+  // Constants of the method (the paper's and Ipopt's defaults).
+  static constexpr double kKappaEps = 10.0, kKappaMu = 0.2, kThetaMu = 1.5, kTauMin = 0.99;
+  static constexpr double kKappaSigma = 1e10, kKappaD = 1e-5, kSMax = 100.0;
+  static constexpr double kGammaTheta = 1e-5, kGammaPhi = 1e-8, kDelta = 1.0, kSTheta = 1.1, kSPhi = 2.3;
+  static constexpr double kEta = 1e-8, kGammaAlpha = 0.05, kKappaSoc = 0.99;
+  static constexpr double kDeltaW0 = 1e-4, kDeltaWMin = 1e-20, kDeltaWMax = 1e40, kKappaWMinus = 1.0 / 3.0;
+  static constexpr double kKappaWPlus = 8.0, kKappaWPlusBar = 100.0, kDeltaCBar = 1e-8, kKappaC = 0.25;
+  static constexpr double kMultInitMax = 1e3;
+  static constexpr int kFilterCapacity = 256, kMaxBacktracks = 40, kMaxRestoration = 100;
+
+  // Relaxed, scaled bounds of x and s; whether each is finite.
+  double xl_[NX], xu_[NX], dl_[ipm_storage(NQ)], du_[ipm_storage(NQ)];
+  bool hl_[NX], hu_[NX], hdl_[ipm_storage(NQ)], hdu_[ipm_storage(NQ)];
+  // Values at the iterate.
+  double f_, grad_[NX], c_[ipm_storage(NEQ)], d_[ipm_storage(NQ)];
+  // The search direction.
+  double dx_[NX], ds_[ipm_storage(NQ)], dyc_[ipm_storage(NEQ)], dyd_[ipm_storage(NQ)];
+  double dzl_[NX], dzu_[NX], dvl_[ipm_storage(NQ)], dvu_[ipm_storage(NQ)];
+  // A trial point.
+  double xt_[NX], st_[ipm_storage(NQ)], ft_, ct_[ipm_storage(NEQ)], dt_[ipm_storage(NQ)];
+  // The KKT system's diagonals and right-hand side; the s-rows' eliminated parts.
+  double diag_x_[NX], diag_y_[ipm_storage(NY)], rhs_[NK], rs_[ipm_storage(NQ)], ds_diag_[ipm_storage(NQ)];
+  // The barrier gradient, the dual residual; the second-order correction's constraint values.
+  double gphi_x_[NX], gphi_s_[ipm_storage(NQ)], rx_[NX];
+  double csoc_[ipm_storage(NEQ)], dsoc_[ipm_storage(NQ)];
+  // The filter: pairs (theta, phi) a trial point must improve on.
+  double filter_theta_[kFilterCapacity], filter_phi_[kFilterCapacity];
+  int filter_len_;
+  double mu_, tau_, delta_w_last_, delta_w_, theta_min_, theta_max_;
+  int acceptable_count_;
+  // How the last step was accepted, as Ipopt prints it: 'f' by the Armijo condition, 'h' by
+  // the filter, upper case after a second-order correction, 't' a tiny step.
+  char step_kind_;
+
+  static double nan() { return std::numeric_limits<double>::quiet_NaN(); }
+  static double inf() { return std::numeric_limits<double>::infinity(); }
+  static double max2(double a, double b) { return a > b ? a : b; }
+  static double min2(double a, double b) { return a < b ? a : b; }
+  static double norm_inf(const double* v, int n) {
+    double m = 0.0;
+    for (int i = 0; i < n; ++i) m = max2(m, std::fabs(v[i]));
+    return m;
+  }
+  static bool finite(const double* v, int n) {
+    for (int i = 0; i < n; ++i) {
+      if (!std::isfinite(v[i])) return false;
+    }
+    return true;
+  }
+
+  // The relaxed bound below v (Ipopt's bound_relax_factor): strictly feasible interiors exist
+  // for equal bounds, and rounding cannot make a bound unreachable.
+  static double relax_down(double v, double factor) { return v - factor * max2(1.0, std::fabs(v)); }
+  static double relax_up(double v, double factor) { return v + factor * max2(1.0, std::fabs(v)); }
+
+  // v pushed into the interior of [lo, hi] (section 3.6).
+  static double push(double v, double lo, double hi, bool has_lo, bool has_hi, double k1, double k2) {
+    double pl = k1 * max2(1.0, std::fabs(lo)), pu = k1 * max2(1.0, std::fabs(hi));
+    if (has_lo && has_hi) {
+      pl = min2(pl, k2 * (hi - lo));
+      pu = min2(pu, k2 * (hi - lo));
+    }
+    if (has_lo) v = max2(v, lo + pl);
+    if (has_hi) v = min2(v, hi - pu);
+    if (has_lo && has_hi && !(v > lo && v < hi)) v = 0.5 * (lo + hi);
+    return v;
+  }
+
+  IpmOutcome initialize(P& p, const double* x0, IpmMultipliers warm, const IpmOptions& o) {
+    for (int j = 0; j < NX; ++j) {
+      x[j] = x0[j];
+      zl[j] = zu[j] = 0.0;
+    }
+    for (int i = 0; i < NEQ; ++i) yc[i] = 0.0;
+    for (int i = 0; i < NQ; ++i) s[i] = yd[i] = vl[i] = vu[i] = 0.0;
+    // Scaling by the gradients at the starting point (section 3.8).
+    for (int j = 0; j < NX; ++j) {
+      hl_[j] = std::isfinite(P::kXLb[j]);
+      hu_[j] = std::isfinite(P::kXUb[j]);
+      xl_[j] = hl_[j] ? relax_down(P::kXLb[j], o.bound_relax_factor) : -inf();
+      xu_[j] = hu_[j] ? relax_up(P::kXUb[j], o.bound_relax_factor) : inf();
+    }
+    const double k1 = o.warm_start ? o.warm_start_bound_push : o.bound_push;
+    const double k2 = o.warm_start ? o.warm_start_bound_push : o.bound_frac;
+    for (int j = 0; j < NX; ++j) x[j] = push(x[j], xl_[j], xu_[j], hl_[j], hu_[j], k1, k2);
+    p.obj_scale = 1.0;
+    for (int i = 0; i < NY; ++i) p.row_scale[i] = 1.0;
+    if (!p.linearize(x, &f_, grad_, c_, d_)) return IpmOutcome::NonFinite;
+    if (o.nlp_scaling_max_gradient > 0.0) {
+      p.choose_scaling(grad_, o.nlp_scaling_max_gradient);
+      if (!p.linearize(x, &f_, grad_, c_, d_)) return IpmOutcome::NonFinite;
+    }
+    for (int i = 0; i < NQ; ++i) {
+      const double scale = p.row_scale[NEQ + i];
+      hdl_[i] = std::isfinite(P::kQLb[i]);
+      hdu_[i] = std::isfinite(P::kQUb[i]);
+      dl_[i] = hdl_[i] ? relax_down(scale * P::kQLb[i], o.bound_relax_factor) : -inf();
+      du_[i] = hdu_[i] ? relax_up(scale * P::kQUb[i], o.bound_relax_factor) : inf();
+      s[i] = push(d_[i], dl_[i], du_[i], hdl_[i], hdu_[i], k1, k2);
+    }
+    mu_ = o.mu_init;
+    tau_ = max2(kTauMin, 1.0 - mu_);
+    delta_w_last_ = 0.0;
+    delta_w_ = 0.0;
+    acceptable_count_ = 0;
+    step_kind_ = ' ';
+    const double theta = constraint_violation(c_, d_, s);
+    theta_max_ = 1e4 * max2(1.0, theta);
+    theta_min_ = 1e-4 * max2(1.0, theta);
+    filter_len_ = 0;
+    if (warm.lam_box != nullptr || warm.lam_eq != nullptr || warm.lam_q != nullptr) {
+      warm_multipliers(p, warm, o);
+    } else {
+      for (int j = 0; j < NX; ++j) {
+        zl[j] = hl_[j] ? 1.0 : 0.0;
+        zu[j] = hu_[j] ? 1.0 : 0.0;
+      }
+      for (int i = 0; i < NQ; ++i) {
+        vl[i] = hdl_[i] ? 1.0 : 0.0;
+        vu[i] = hdu_[i] ? 1.0 : 0.0;
+      }
+      least_squares_multipliers(p);
+    }
+    return IpmOutcome::Solved;
+  }
+
+  // Multipliers of a warm start, scaled, the bound multipliers kept off zero.
+  void warm_multipliers(P& p, IpmMultipliers warm, const IpmOptions& o) {
+    const double floor = o.warm_start_bound_push;
+    for (int j = 0; j < NX; ++j) {
+      const double lam = warm.lam_box != nullptr ? warm.lam_box[j] * p.obj_scale : 0.0;
+      zl[j] = hl_[j] ? max2(-lam, floor) : 0.0;
+      zu[j] = hu_[j] ? max2(lam, floor) : 0.0;
+    }
+    for (int i = 0; i < NEQ; ++i) yc[i] = warm.lam_eq != nullptr ? warm.lam_eq[i] * p.obj_scale / p.row_scale[i] : 0.0;
+    for (int i = 0; i < NQ; ++i) {
+      yd[i] = warm.lam_q != nullptr ? warm.lam_q[i] * p.obj_scale / p.row_scale[NEQ + i] : 0.0;
+      vl[i] = hdl_[i] ? max2(-yd[i], floor) : 0.0;
+      vu[i] = hdu_[i] ? max2(yd[i], floor) : 0.0;
+    }
+  }
+
+  // y minimising the dual residual ||grad f + J'y - z|| (section 3.6), or 0 if that is large.
+  void least_squares_multipliers(P& p) {
+    for (int i = 0; i < NEQ; ++i) yc[i] = 0.0;
+    for (int i = 0; i < NQ; ++i) yd[i] = 0.0;
+    if (NY == 0) return;
+    for (int j = 0; j < NX; ++j) diag_x_[j] = 1.0;
+    for (int i = 0; i < NEQ; ++i) diag_y_[i] = -kDeltaCBar;
+    for (int i = 0; i < NQ; ++i) diag_y_[NEQ + i] = -1.0;
+    const Inertia inertia = p.factorize(false, diag_x_, diag_y_);
+    if (inertia.zero > 0) return;
+    for (int j = 0; j < NX; ++j) rhs_[j] = -(grad_[j] - zl[j] + zu[j]);
+    for (int i = 0; i < NEQ; ++i) rhs_[NX + i] = 0.0;
+    for (int i = 0; i < NQ; ++i) rhs_[NX + NEQ + i] = vl[i] - vu[i];
+    p.solve(rhs_);
+    if (!finite(rhs_ + NX, NY) || norm_inf(rhs_ + NX, NY) > kMultInitMax) return;
+    for (int i = 0; i < NEQ; ++i) yc[i] = rhs_[NX + i];
+    for (int i = 0; i < NQ; ++i) yd[i] = rhs_[NX + NEQ + i];
+  }
+
+  // ||c||_1 + ||d - s||_1 (scaled): the filter's constraint violation theta.
+  double constraint_violation(const double* c, const double* d, const double* sv) const {
+    double t = 0.0;
+    for (int i = 0; i < NEQ; ++i) t += std::fabs(c[i]);
+    for (int i = 0; i < NQ; ++i) t += std::fabs(d[i] - sv[i]);
+    return t;
+  }
+
+  // The barrier function phi_mu (with Ipopt's damping of one-sided bounds) at (f, xv, sv).
+  double barrier(double f, const double* xv, const double* sv) const {
+    double phi = f;
+    for (int j = 0; j < NX; ++j) {
+      if (hl_[j]) phi -= mu_ * std::log(xv[j] - xl_[j]) - (hu_[j] ? 0.0 : kKappaD * mu_ * (xv[j] - xl_[j]));
+      if (hu_[j]) phi -= mu_ * std::log(xu_[j] - xv[j]) - (hl_[j] ? 0.0 : kKappaD * mu_ * (xu_[j] - xv[j]));
+    }
+    for (int i = 0; i < NQ; ++i) {
+      if (hdl_[i]) phi -= mu_ * std::log(sv[i] - dl_[i]) - (hdu_[i] ? 0.0 : kKappaD * mu_ * (sv[i] - dl_[i]));
+      if (hdu_[i]) phi -= mu_ * std::log(du_[i] - sv[i]) - (hdl_[i] ? 0.0 : kKappaD * mu_ * (du_[i] - sv[i]));
+    }
+    return phi;
+  }
+
+  // The barrier gradient at the iterate, and the dual residual of the barrier problem without
+  // its bound multipliers: rx = grad phi_x + J'y.
+  void barrier_gradient(P& p) {
+    for (int j = 0; j < NX; ++j) {
+      double g = grad_[j];
+      if (hl_[j]) g -= mu_ / (x[j] - xl_[j]) - (hu_[j] ? 0.0 : kKappaD * mu_);
+      if (hu_[j]) g += mu_ / (xu_[j] - x[j]) - (hl_[j] ? 0.0 : kKappaD * mu_);
+      gphi_x_[j] = g;
+      rx_[j] = g;
+    }
+    p.add_jacobian_transpose_times(yc, yd, rx_);
+    for (int i = 0; i < NQ; ++i) {
+      double g = 0.0;
+      if (hdl_[i]) g -= mu_ / (s[i] - dl_[i]) - (hdu_[i] ? 0.0 : kKappaD * mu_);
+      if (hdu_[i]) g += mu_ / (du_[i] - s[i]) - (hdl_[i] ? 0.0 : kKappaD * mu_);
+      gphi_s_[i] = g;
+    }
+  }
+
+  // The optimality error of the barrier problem for mu (0: the NLP's), scaled (eq. 5).
+  double optimality_error(P& p, double mu) {
+    for (int j = 0; j < NX; ++j) rx_[j] = grad_[j] - zl[j] + zu[j];
+    p.add_jacobian_transpose_times(yc, yd, rx_);
+    double dual = norm_inf(rx_, NX), primal = norm_inf(c_, NEQ), compl_ = 0.0;
+    double multipliers = 0.0, bound_multipliers = 0.0;
+    int count = 0, bound_count = 0;
+    for (int i = 0; i < NQ; ++i) {
+      dual = max2(dual, std::fabs(-yd[i] - vl[i] + vu[i]));
+      primal = max2(primal, std::fabs(d_[i] - s[i]));
+    }
+    for (int j = 0; j < NX; ++j) {
+      if (hl_[j]) compl_ = max2(compl_, std::fabs((x[j] - xl_[j]) * zl[j] - mu));
+      if (hu_[j]) compl_ = max2(compl_, std::fabs((xu_[j] - x[j]) * zu[j] - mu));
+      bound_multipliers += std::fabs(zl[j]) + std::fabs(zu[j]);
+      bound_count += (hl_[j] ? 1 : 0) + (hu_[j] ? 1 : 0);
+    }
+    for (int i = 0; i < NQ; ++i) {
+      if (hdl_[i]) compl_ = max2(compl_, std::fabs((s[i] - dl_[i]) * vl[i] - mu));
+      if (hdu_[i]) compl_ = max2(compl_, std::fabs((du_[i] - s[i]) * vu[i] - mu));
+      bound_multipliers += std::fabs(vl[i]) + std::fabs(vu[i]);
+      bound_count += (hdl_[i] ? 1 : 0) + (hdu_[i] ? 1 : 0);
+    }
+    for (int i = 0; i < NEQ; ++i) multipliers += std::fabs(yc[i]);
+    for (int i = 0; i < NQ; ++i) multipliers += std::fabs(yd[i]);
+    count = NY + bound_count;
+    const double sd = count > 0 ? max2(kSMax, (multipliers + bound_multipliers) / count) / kSMax : 1.0;
+    const double sc = bound_count > 0 ? max2(kSMax, bound_multipliers / bound_count) / kSMax : 1.0;
+    return max2(max2(dual / sd, primal), compl_ / sc);
+  }
+
+  // Whether the unscaled residuals also meet their tolerances (Ipopt's dual_inf_tol, ...).
+  bool unscaled_ok(P& p, double dual_tol, double viol_tol, double compl_tol) {
+    double dual = norm_inf(rx_, NX) / p.obj_scale, viol = 0.0, compl_ = 0.0;
+    for (int i = 0; i < NEQ; ++i) viol = max2(viol, std::fabs(c_[i]) / p.row_scale[i]);
+    for (int i = 0; i < NQ; ++i) {
+      dual = max2(dual, std::fabs(-yd[i] - vl[i] + vu[i]) / p.obj_scale);
+      viol = max2(viol, std::fabs(d_[i] - s[i]) / p.row_scale[NEQ + i]);
+      if (hdl_[i]) compl_ = max2(compl_, (s[i] - dl_[i]) * vl[i] / p.obj_scale);
+      if (hdu_[i]) compl_ = max2(compl_, (du_[i] - s[i]) * vu[i] / p.obj_scale);
+    }
+    for (int j = 0; j < NX; ++j) {
+      if (hl_[j]) compl_ = max2(compl_, (x[j] - xl_[j]) * zl[j] / p.obj_scale);
+      if (hu_[j]) compl_ = max2(compl_, (xu_[j] - x[j]) * zu[j] / p.obj_scale);
+    }
+    return dual <= dual_tol && viol <= viol_tol && compl_ <= compl_tol;
+  }
+
+  // The diagonals of the KKT matrix with the regularisation (delta_w, delta_c); s is
+  // eliminated (its rows' diagonal is -(1 / (Sigma_s + delta_w) + delta_c)).
+  void kkt_diagonals(double delta_w, double delta_c) {
+    for (int j = 0; j < NX; ++j) {
+      double sigma = delta_w;
+      if (hl_[j]) sigma += zl[j] / (x[j] - xl_[j]);
+      if (hu_[j]) sigma += zu[j] / (xu_[j] - x[j]);
+      diag_x_[j] = sigma;
+    }
+    for (int i = 0; i < NEQ; ++i) diag_y_[i] = -delta_c;
+    for (int i = 0; i < NQ; ++i) {
+      double sigma = delta_w;
+      if (hdl_[i]) sigma += vl[i] / (s[i] - dl_[i]);
+      if (hdu_[i]) sigma += vu[i] / (du_[i] - s[i]);
+      ds_diag_[i] = sigma;
+      diag_y_[NEQ + i] = -(1.0 / sigma + delta_c);
+    }
+  }
+
+  // Factorises the KKT matrix with inertia correction (Algorithm IC); false if no
+  // regularisation gives the right inertia.
+  bool factorize_corrected(P& p) {
+    double delta_w = 0.0, delta_c = 0.0;
+    for (;;) {
+      kkt_diagonals(delta_w, delta_c);
+      const Inertia inertia = p.factorize(true, diag_x_, diag_y_);
+      if (inertia.zero == 0 && inertia.positive == NX && inertia.negative == NY) break;
+      if (inertia.zero > 0 && delta_c == 0.0 && NY > 0) {
+        delta_c = kDeltaCBar * std::pow(mu_, kKappaC);
+        continue;
+      }
+      if (delta_w == 0.0) {
+        delta_w = delta_w_last_ == 0.0 ? kDeltaW0 : max2(kDeltaWMin, kKappaWMinus * delta_w_last_);
+      } else {
+        delta_w *= delta_w_last_ == 0.0 ? kKappaWPlusBar : kKappaWPlus;
+      }
+      if (delta_w > kDeltaWMax) return false;
+    }
+    delta_w_ = delta_w;
+    if (delta_w > 0.0) delta_w_last_ = delta_w;
+    return true;
+  }
+
+  // Solves for the direction with the factorised matrix; `cv`, `dv`: the constraint values
+  // the step must zero (c and d - s, or the second-order correction's).
+  void direction(P& p, const double* cv, const double* dv) {
+    for (int j = 0; j < NX; ++j) rhs_[j] = -rx_[j];
+    for (int i = 0; i < NEQ; ++i) rhs_[NX + i] = -cv[i];
+    for (int i = 0; i < NQ; ++i) {
+      rs_[i] = -(gphi_s_[i] - yd[i]);
+      rhs_[NX + NEQ + i] = -dv[i] + rs_[i] / ds_diag_[i];
+    }
+    p.solve(rhs_);
+    for (int j = 0; j < NX; ++j) dx_[j] = rhs_[j];
+    for (int i = 0; i < NEQ; ++i) dyc_[i] = rhs_[NX + i];
+    for (int i = 0; i < NQ; ++i) {
+      dyd_[i] = rhs_[NX + NEQ + i];
+      ds_[i] = (rs_[i] + dyd_[i]) / ds_diag_[i];
+    }
+    for (int j = 0; j < NX; ++j) {
+      dzl_[j] = hl_[j] ? (mu_ - zl[j] * (x[j] - xl_[j]) - zl[j] * dx_[j]) / (x[j] - xl_[j]) : 0.0;
+      dzu_[j] = hu_[j] ? (mu_ - zu[j] * (xu_[j] - x[j]) + zu[j] * dx_[j]) / (xu_[j] - x[j]) : 0.0;
+    }
+    for (int i = 0; i < NQ; ++i) {
+      dvl_[i] = hdl_[i] ? (mu_ - vl[i] * (s[i] - dl_[i]) - vl[i] * ds_[i]) / (s[i] - dl_[i]) : 0.0;
+      dvu_[i] = hdu_[i] ? (mu_ - vu[i] * (du_[i] - s[i]) + vu[i] * ds_[i]) / (du_[i] - s[i]) : 0.0;
+    }
+  }
+
+  // The largest step in (0, 1] that keeps each distance to a bound above (1 - tau) of itself
+  // (the fraction-to-the-boundary rule, eq. 15).
+  double primal_step_limit() const {
+    double alpha = 1.0;
+    for (int j = 0; j < NX; ++j) {
+      if (hl_[j] && dx_[j] < 0.0) alpha = min2(alpha, -tau_ * (x[j] - xl_[j]) / dx_[j]);
+      if (hu_[j] && dx_[j] > 0.0) alpha = min2(alpha, tau_ * (xu_[j] - x[j]) / dx_[j]);
+    }
+    for (int i = 0; i < NQ; ++i) {
+      if (hdl_[i] && ds_[i] < 0.0) alpha = min2(alpha, -tau_ * (s[i] - dl_[i]) / ds_[i]);
+      if (hdu_[i] && ds_[i] > 0.0) alpha = min2(alpha, tau_ * (du_[i] - s[i]) / ds_[i]);
+    }
+    return alpha;
+  }
+
+  double dual_step_limit() const {
+    double alpha = 1.0;
+    const auto limit = [&](double z, double dz, bool has) {
+      if (has && dz < 0.0) alpha = min2(alpha, -tau_ * z / dz);
+    };
+    for (int j = 0; j < NX; ++j) {
+      limit(zl[j], dzl_[j], hl_[j]);
+      limit(zu[j], dzu_[j], hu_[j]);
+    }
+    for (int i = 0; i < NQ; ++i) {
+      limit(vl[i], dvl_[i], hdl_[i]);
+      limit(vu[i], dvu_[i], hdu_[i]);
+    }
+    return alpha;
+  }
+
+  bool filter_accepts(double theta, double phi) const {
+    for (int k = 0; k < filter_len_; ++k) {
+      if (theta >= filter_theta_[k] && phi >= filter_phi_[k]) return false;
+    }
+    return true;
+  }
+
+  // Adds the margin pair of (theta, phi) (eq. 22), dropping the entries it dominates.
+  void augment_filter(double theta, double phi) {
+    const double t = (1.0 - kGammaTheta) * theta, f = phi - kGammaPhi * theta;
+    int kept = 0;
+    for (int k = 0; k < filter_len_; ++k) {
+      if (filter_theta_[k] >= t && filter_phi_[k] >= f) continue;
+      filter_theta_[kept] = filter_theta_[k];
+      filter_phi_[kept] = filter_phi_[k];
+      ++kept;
+    }
+    filter_len_ = kept;
+    if (filter_len_ == kFilterCapacity) {
+      // Full: the oldest entry goes (the filter only has to prevent cycling among recent points).
+      for (int k = 1; k < filter_len_; ++k) {
+        filter_theta_[k - 1] = filter_theta_[k];
+        filter_phi_[k - 1] = filter_phi_[k];
+      }
+      --filter_len_;
+    }
+    filter_theta_[filter_len_] = t;
+    filter_phi_[filter_len_] = f;
+    ++filter_len_;
+  }
+
+  // Evaluates the trial point x + alpha dx, s + alpha ds; false if not finite.
+  bool evaluate_trial(P& p, double alpha) {
+    for (int j = 0; j < NX; ++j) xt_[j] = x[j] + alpha * dx_[j];
+    for (int i = 0; i < NQ; ++i) st_[i] = s[i] + alpha * ds_[i];
+    return p.values(xt_, &ft_, ct_, dt_) && std::isfinite(ft_) && finite(ct_, NEQ) && finite(dt_, NQ);
+  }
+
+  // Whether a trial point with (theta_t, phi_t) is acceptable after a step of length alpha
+  // (eqs. 18-21); `armijo` says whether the Armijo condition decided.
+  bool acceptable(double theta, double phi, double slope, double theta_t, double phi_t, double alpha,
+                  bool* armijo) const {
+    *armijo = false;
+    if (!(theta_t <= theta_max_) || !std::isfinite(phi_t)) return false;
+    const double slack = 10.0 * std::numeric_limits<double>::epsilon() * std::fabs(phi);
+    const bool switching =
+        slope < 0.0 && alpha * std::pow(-slope, kSPhi) > kDelta * std::pow(theta, kSTheta);
+    bool ok;
+    if (switching && theta <= theta_min_) {
+      *armijo = true;
+      ok = phi_t <= phi + kEta * alpha * slope + slack;
+    } else {
+      ok = theta_t <= (1.0 - kGammaTheta) * theta || phi_t <= phi - kGammaPhi * theta + slack;
+    }
+    return ok && filter_accepts(theta_t, phi_t);
+  }
+
+  // The smallest step length before restoration takes over (eq. 23).
+  double min_step(double theta, double slope) const {
+    double m = kGammaTheta;
+    if (slope < 0.0) {
+      m = min2(m, kGammaPhi * theta / -slope);
+      if (theta <= theta_min_) m = min2(m, kDelta * std::pow(theta, kSTheta) / std::pow(-slope, kSPhi));
+    }
+    return kGammaAlpha * m;
+  }
+
+  // The backtracking filter line search with second-order corrections (Algorithm A, steps
+  // A-5); on success the trial point in xt_/st_ (values in ft_, ct_, dt_) and its step
+  // length; false if the step length fell below its minimum.
+  bool line_search(P& p, const IpmOptions& o, double* alpha_out, int* backtracks) {
+    const double theta = constraint_violation(c_, d_, s), phi = barrier(f_, x, s);
+    double slope = 0.0;
+    for (int j = 0; j < NX; ++j) slope += gphi_x_[j] * dx_[j];
+    for (int i = 0; i < NQ; ++i) slope += gphi_s_[i] * ds_[i];
+    const double alpha_max = primal_step_limit();
+    const double alpha_min = min_step(theta, slope);
+    double alpha = alpha_max;
+    *backtracks = 0;
+    // A step that changes nothing measurable is taken (Ipopt's tiny-step rule).
+    bool tiny = true;
+    for (int j = 0; j < NX && tiny; ++j) tiny = std::fabs(dx_[j]) <= 10.0 * 2.2e-16 * (1.0 + std::fabs(x[j]));
+    if (tiny && theta <= 1e-12 && evaluate_trial(p, alpha)) {
+      *alpha_out = alpha;
+      step_kind_ = 't';
+      return true;
+    }
+    for (int k = 0; k < kMaxBacktracks; ++k, alpha *= 0.5, ++*backtracks) {
+      if (alpha < alpha_min) return false;
+      if (!evaluate_trial(p, alpha)) continue;
+      const double theta_t = constraint_violation(ct_, dt_, st_), phi_t = barrier(ft_, xt_, st_);
+      bool armijo = false;
+      if (acceptable(theta, phi, slope, theta_t, phi_t, alpha, &armijo)) {
+        if (!armijo) augment_filter(theta, phi);
+        *alpha_out = alpha;
+        step_kind_ = armijo ? 'f' : 'h';
+        return true;
+      }
+      if (k == 0 && theta_t >= theta && o.max_soc > 0) {
+        if (second_order_correction(p, o, theta, phi, slope, alpha)) {
+          *alpha_out = alpha;
+          return true;
+        }
+        // The corrections overwrote the direction: back to the Newton step.
+        direction(p, c_, dtheta_rows());
+      }
+    }
+    return false;
+  }
+
+  // Second-order corrections after the full step was rejected (section 2.4): the step that
+  // zeroes c(x_k) alpha + c(x_trial) (accumulated), up to max_soc times while the
+  // violation keeps falling. On success the corrected step is in dx_ (and the trial point).
+  bool second_order_correction(P& p, const IpmOptions& o, double theta, double phi, double slope, double alpha) {
+    for (int i = 0; i < NEQ; ++i) csoc_[i] = alpha * c_[i] + ct_[i];
+    for (int i = 0; i < NQ; ++i) dsoc_[i] = alpha * (d_[i] - s[i]) + (dt_[i] - st_[i]);
+    double theta_old = constraint_violation(ct_, dt_, st_);
+    for (int k = 0; k < o.max_soc; ++k) {
+      direction(p, csoc_, dsoc_);
+      const double a = primal_step_limit();
+      if (!evaluate_trial(p, a)) return false;
+      const double theta_t = constraint_violation(ct_, dt_, st_), phi_t = barrier(ft_, xt_, st_);
+      bool armijo = false;
+      if (acceptable(theta, phi, slope, theta_t, phi_t, alpha, &armijo)) {
+        if (!armijo) augment_filter(theta, phi);
+        step_kind_ = armijo ? 'F' : 'H';
+        // The caller scales the duals' step by alpha; the corrected step is taken at length a.
+        for (int j = 0; j < NX; ++j) dx_[j] *= a / alpha;
+        for (int i = 0; i < NQ; ++i) ds_[i] *= a / alpha;
+        return true;
+      }
+      if (theta_t > kKappaSoc * theta_old) break;
+      theta_old = theta_t;
+      for (int i = 0; i < NEQ; ++i) csoc_[i] = a * csoc_[i] + ct_[i];
+      for (int i = 0; i < NQ; ++i) dsoc_[i] = a * dsoc_[i] + (dt_[i] - st_[i]);
+    }
+    return false;
+  }
+
+  // Takes the trial point with duals moved by alpha (y) and alpha_z (z, v), then keeps the
+  // bound multipliers within kKappaSigma of mu over their distances (eq. 16).
+  void accept(double alpha, double alpha_z) {
+    for (int j = 0; j < NX; ++j) x[j] = xt_[j];
+    for (int i = 0; i < NQ; ++i) s[i] = st_[i];
+    for (int i = 0; i < NEQ; ++i) yc[i] += alpha * dyc_[i];
+    for (int i = 0; i < NQ; ++i) yd[i] += alpha * dyd_[i];
+    for (int j = 0; j < NX; ++j) {
+      zl[j] += alpha_z * dzl_[j];
+      zu[j] += alpha_z * dzu_[j];
+    }
+    for (int i = 0; i < NQ; ++i) {
+      vl[i] += alpha_z * dvl_[i];
+      vu[i] += alpha_z * dvu_[i];
+    }
+    reset_bound_multipliers();
+  }
+
+  static double reset(double z, double dist, double mu) {
+    return max2(min2(z, kKappaSigma * mu / dist), mu / (kKappaSigma * dist));
+  }
+
+  void reset_bound_multipliers() {
+    for (int j = 0; j < NX; ++j) {
+      if (hl_[j]) zl[j] = reset(zl[j], x[j] - xl_[j], mu_);
+      if (hu_[j]) zu[j] = reset(zu[j], xu_[j] - x[j], mu_);
+    }
+    for (int i = 0; i < NQ; ++i) {
+      if (hdl_[i]) vl[i] = reset(vl[i], s[i] - dl_[i], mu_);
+      if (hdu_[i]) vu[i] = reset(vu[i], du_[i] - s[i], mu_);
+    }
+  }
+
+  // The average complementarity and its smallest term over the average (for the adaptive
+  // barrier update).
+  double average_complementarity(double* centrality) const {
+    double sum = 0.0, smallest = inf();
+    int n = 0;
+    const auto add = [&](bool has, double dist, double z) {
+      if (!has) return;
+      sum += dist * z;
+      smallest = min2(smallest, dist * z);
+      ++n;
+    };
+    for (int j = 0; j < NX; ++j) {
+      add(hl_[j], x[j] - xl_[j], zl[j]);
+      add(hu_[j], xu_[j] - x[j], zu[j]);
+    }
+    for (int i = 0; i < NQ; ++i) {
+      add(hdl_[i], s[i] - dl_[i], vl[i]);
+      add(hdu_[i], du_[i] - s[i], vu[i]);
+    }
+    if (n == 0) {
+      *centrality = 1.0;
+      return 0.0;
+    }
+    *centrality = sum > 0.0 ? smallest / (sum / n) : 1.0;
+    return sum / n;
+  }
+
+  // The barrier parameter for this iteration: the monotone (Fiacco-McCormick) rule of
+  // section 2.1, or with adaptive_mu the LOQO rule from the current complementarity, kept
+  // monotone (never increasing) so that the filter stays valid between resets.
+  void update_barrier(P& p, const IpmOptions& o, bool first) {
+    const double mu_min = o.tol / 10.0;
+    if (o.adaptive_mu) {
+      double xi = 1.0;
+      const double average = average_complementarity(&xi);
+      const double sigma = 0.1 * std::pow(min2(0.05 * (1.0 - xi) / max2(xi, 1e-20), 2.0), 3.0);
+      const double candidate = max2(mu_min, sigma * average);
+      if (candidate < mu_) {
+        mu_ = candidate;
+        tau_ = max2(kTauMin, 1.0 - mu_);
+        filter_len_ = 0;
+      }
+    }
+    while (mu_ > mu_min && optimality_error(p, mu_) <= kKappaEps * mu_) {
+      mu_ = max2(mu_min, min2(kKappaMu * mu_, std::pow(mu_, kThetaMu)));
+      tau_ = max2(kTauMin, 1.0 - mu_);
+      filter_len_ = 0;
+      if (!first) break;
+    }
+  }
+
+  void print_header() const {
+    std::printf("iter    objective    inf_pr   inf_du lg(mu)  ||d||  lg(rg) alpha_du alpha_pr  ls\n");
+  }
+
+  void print_line(P& p, int k, char mark, char kind, double alpha_du, double alpha_pr, int ls) {
+    double inf_pr = 0.0;
+    for (int i = 0; i < NEQ; ++i) inf_pr = max2(inf_pr, std::fabs(c_[i]) / p.row_scale[i]);
+    for (int i = 0; i < NQ; ++i) inf_pr = max2(inf_pr, std::fabs(d_[i] - s[i]) / p.row_scale[NEQ + i]);
+    double inf_du = norm_inf(rx_, NX);
+    for (int i = 0; i < NQ; ++i) inf_du = max2(inf_du, std::fabs(-yd[i] - vl[i] + vu[i]));
+    char rg[8] = "   - ";
+    if (delta_w_ > 0.0) std::snprintf(rg, sizeof rg, "%5.1f", std::log10(delta_w_));
+    std::printf("%4d%c%14.7e %7.2e %7.2e %5.1f %7.2e %s %7.2e %7.2e%c %2d\n", k, mark, f_ / p.obj_scale, inf_pr,
+                inf_du, std::log10(mu_), max2(norm_inf(dx_, NX), norm_inf(ds_, NQ)), rg, alpha_du, alpha_pr, kind, ls);
+    std::fflush(stdout);
+  }
+
+  // The main loop (Algorithm A).
+  IpmOutcome iterate(P& p, const IpmOptions& o, int* iterations) {
+    if (o.verbose > 0) print_header();
+    double alpha_pr = 0.0, alpha_du = 0.0;
+    int ls = 0;
+    char mark = ' ';
+    for (int k = 0;; ++k) {
+      *iterations = k;
+      const double error = optimality_error(p, 0.0);
+      if (o.verbose > 0) print_line(p, k, mark, k == 0 ? ' ' : step_kind_, alpha_du, alpha_pr, ls);
+      mark = ' ';
+      if (error <= o.tol && unscaled_ok(p, o.dual_inf_tol, o.constr_viol_tol, o.compl_inf_tol)) {
+        return IpmOutcome::Solved;
+      }
+      acceptable_count_ = error <= o.acceptable_tol && unscaled_ok(p, 1e10, 1e-2, 1e-2) ? acceptable_count_ + 1 : 0;
+      if (o.acceptable_iter > 0 && acceptable_count_ >= o.acceptable_iter) return IpmOutcome::Solved;
+      if (k >= o.max_iter) return IpmOutcome::MaxIter;
+      update_barrier(p, o, k == 0);
+      if (!p.hessian(x, yc, yd)) return IpmOutcome::NonFinite;
+      barrier_gradient(p);
+      bool searched = factorize_corrected(p);
+      if (searched) {
+        direction(p, c_, dtheta_rows());
+        searched = finite(dx_, NX) && finite(ds_, NQ);
+      }
+      double alpha = 0.0;
+      if (searched) searched = line_search(p, o, &alpha, &ls);
+      if (searched) {
+        alpha_pr = alpha;
+        alpha_du = dual_step_limit();
+        accept(alpha, alpha_du);
+        if (!p.linearize(x, &f_, grad_, c_, d_)) return IpmOutcome::NonFinite;
+        continue;
+      }
+      const IpmOutcome restored = restore(p, o, &k);
+      if (restored != IpmOutcome::Solved) {
+        *iterations = k;
+        return restored;
+      }
+      mark = 'r';
+      step_kind_ = 'r';
+      alpha_pr = alpha_du = 1.0;
+      ls = 0;
+    }
+  }
+
+  // d - s at the iterate (scratch in dsoc_).
+  const double* dtheta_rows() {
+    for (int i = 0; i < NQ; ++i) dsoc_[i] = d_[i] - s[i];
+    return dsoc_;
+  }
+
+  // The feasibility restoration phase (section 3.3), in a simple form: regularised
+  // Gauss-Newton steps on the constraint violation (the KKT matrix without the Hessian, a
+  // proximity weight sqrt(mu) on the step), each kept inside the bounds, until the iterate
+  // is acceptable to the filter with its violation reduced. Ends Infeasible at a point
+  // where no step reduces the violation (a stationary point of ||c||^2 that is not feasible).
+  IpmOutcome restore(P& p, const IpmOptions& o, int* k) {
+    const double theta_start = constraint_violation(c_, d_, s);
+    augment_filter(theta_start, barrier(f_, x, s));
+    const double zeta = max2(std::sqrt(mu_), 1e-8);
+    for (int r = 0; r < kMaxRestoration; ++r) {
+      if (*k >= o.max_iter) return IpmOutcome::MaxIter;
+      ++*k;
+      const double theta = constraint_violation(c_, d_, s);
+      kkt_diagonals(zeta, kDeltaCBar);
+      p.factorize(false, diag_x_, diag_y_);
+      for (int j = 0; j < NX; ++j) {
+        rhs_[j] = 0.0;
+        if (hl_[j]) rhs_[j] += mu_ / (x[j] - xl_[j]);
+        if (hu_[j]) rhs_[j] -= mu_ / (xu_[j] - x[j]);
+      }
+      for (int i = 0; i < NEQ; ++i) rhs_[NX + i] = -c_[i];
+      for (int i = 0; i < NQ; ++i) {
+        rs_[i] = 0.0;
+        if (hdl_[i]) rs_[i] += mu_ / (s[i] - dl_[i]);
+        if (hdu_[i]) rs_[i] -= mu_ / (du_[i] - s[i]);
+        rhs_[NX + NEQ + i] = -(d_[i] - s[i]) + rs_[i] / ds_diag_[i];
+      }
+      p.solve(rhs_);
+      for (int j = 0; j < NX; ++j) dx_[j] = rhs_[j];
+      for (int i = 0; i < NQ; ++i) ds_[i] = (rs_[i] + rhs_[NX + NEQ + i]) / ds_diag_[i];
+      if (!finite(dx_, NX) || !finite(ds_, NQ)) return IpmOutcome::RestorationFailed;
+      double alpha = primal_step_limit();
+      bool moved = false;
+      for (int b = 0; b < kMaxBacktracks && alpha > 1e-12; ++b, alpha *= 0.5) {
+        if (!evaluate_trial(p, alpha)) continue;
+        if (constraint_violation(ct_, dt_, st_) <= (1.0 - 1e-4 * alpha) * theta) {
+          moved = true;
+          break;
+        }
+      }
+      if (!moved) return locally_infeasible(p, o) ? IpmOutcome::Infeasible : IpmOutcome::RestorationFailed;
+      for (int j = 0; j < NX; ++j) x[j] = xt_[j];
+      for (int i = 0; i < NQ; ++i) s[i] = st_[i];
+      reset_bound_multipliers();
+      if (!p.linearize(x, &f_, grad_, c_, d_)) return IpmOutcome::NonFinite;
+      const double theta_new = constraint_violation(c_, d_, s);
+      if (theta_new <= 0.9 * theta_start && filter_accepts(theta_new, barrier(f_, x, s))) {
+        least_squares_multipliers(p);
+        return IpmOutcome::Solved;
+      }
+      if (locally_infeasible(p, o)) return IpmOutcome::Infeasible;
+    }
+    return IpmOutcome::RestorationFailed;
+  }
+
+  // Whether the iterate is (to first order) a stationary point of the constraint violation
+  // ||c||^2 + ||d - s||^2 that violates the constraints: its gradient, with the components
+  // that point into an active bound removed, vanishes.
+  bool locally_infeasible(P& p, const IpmOptions& o) {
+    double viol = 0.0;
+    for (int i = 0; i < NEQ; ++i) viol = max2(viol, std::fabs(c_[i]) / p.row_scale[i]);
+    for (int i = 0; i < NQ; ++i) viol = max2(viol, std::fabs(d_[i] - s[i]) / p.row_scale[NEQ + i]);
+    if (viol <= o.constr_viol_tol) return false;
+    for (int i = 0; i < NQ; ++i) dsoc_[i] = d_[i] - s[i];
+    for (int j = 0; j < NX; ++j) rx_[j] = 0.0;
+    p.add_jacobian_transpose_times(c_, dsoc_, rx_);
+    double g = 0.0;
+    for (int j = 0; j < NX; ++j) {
+      // Scaled by the distance to the bound the descent direction -g moves toward.
+      double room = 1.0;
+      if (rx_[j] > 0.0 && hl_[j]) room = min2(1.0, x[j] - xl_[j]);
+      if (rx_[j] < 0.0 && hu_[j]) room = min2(1.0, xu_[j] - x[j]);
+      g = max2(g, std::fabs(rx_[j]) * room);
+    }
+    for (int i = 0; i < NQ; ++i) {
+      const double gs = -dsoc_[i];
+      double room = 1.0;
+      if (gs > 0.0 && hdl_[i]) room = min2(1.0, s[i] - dl_[i]);
+      if (gs < 0.0 && hdu_[i]) room = min2(1.0, du_[i] - s[i]);
+      g = max2(g, std::fabs(gs) * room);
+    }
+    return g <= 1e-6 * max2(1.0, constraint_violation(c_, d_, s));
+  }
+
+  // The unscaled point and signed multipliers.
+  void unscale(P& p, double* x_out, double* lam_eq, double* lam_q, double* lam_box) const {
+    for (int j = 0; j < NX; ++j) {
+      x_out[j] = x[j];
+      lam_box[j] = (zu[j] - zl[j]) / p.obj_scale;
+    }
+    for (int i = 0; i < NEQ; ++i) lam_eq[i] = yc[i] * p.row_scale[i] / p.obj_scale;
+    for (int i = 0; i < NQ; ++i) lam_q[i] = yd[i] * p.row_scale[NEQ + i] / p.obj_scale;
+  }
+
+  static double violation(double v, double lb, double ub) { return max2(0.0, max2(lb - v, v - ub)); }
+  static double complementarity(double lam, double v, double lb, double ub) {
+    if (lam > 0.0) return std::isfinite(ub) ? lam * std::fabs(ub - v) : lam;
+    if (lam < 0.0) return std::isfinite(lb) ? -lam * std::fabs(v - lb) : -lam;
+    return 0.0;
+  }
+
+  // The report's residuals at the returned point, unscaled, with the problem's own bounds.
+  void measure(P& p, const double* xv, const double* lam_q, const double* lam_box, IpmReport* r) {
+    r->objective = f_ / p.obj_scale;
+    r->eq = 0.0;
+    for (int i = 0; i < NEQ; ++i) r->eq = max2(r->eq, std::fabs(c_[i]) / p.row_scale[i]);
+    r->ineq = 0.0;
+    r->comp = 0.0;
+    for (int i = 0; i < NQ; ++i) {
+      const double d = d_[i] / p.row_scale[NEQ + i];
+      r->ineq = max2(r->ineq, violation(d, P::kQLb[i], P::kQUb[i]));
+      r->comp = max2(r->comp, complementarity(lam_q[i], d, P::kQLb[i], P::kQUb[i]));
+    }
+    for (int j = 0; j < NX; ++j) {
+      r->ineq = max2(r->ineq, violation(xv[j], P::kXLb[j], P::kXUb[j]));
+      r->comp = max2(r->comp, complementarity(lam_box[j], xv[j], P::kXLb[j], P::kXUb[j]));
+    }
+    for (int j = 0; j < NX; ++j) rx_[j] = grad_[j] + zu[j] - zl[j];
+    p.add_jacobian_transpose_times(yc, yd, rx_);
+    r->stat = norm_inf(rx_, NX) / p.obj_scale;
+    if (!std::isfinite(r->objective)) r->objective = nan();
+  }
+};

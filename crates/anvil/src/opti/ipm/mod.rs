@@ -1,0 +1,326 @@
+//! `IpmFunction`: a generated primal-dual interior-point solver for nonlinear programs, with
+//! a filter line search (Wächter & Biegler 2006, the method of Ipopt).
+//!
+//! The method is a real C++ header templated on the problem (`interior_point.hpp`, with the
+//! dense LDLᵀ it factorises KKT systems with, `dense_ldl.hpp`): a module holds it once, as the
+//! `anvil_ipm` item. The generated glue (`templates/ipm_source.j2`) adapts a problem's
+//! derived functions to it: scaled values, derivatives and the KKT matrix. It needs neither
+//! PIQP nor Eigen, and compiles in about a second.
+
+mod settings;
+
+pub use settings::{IpmSettings, MuStrategy};
+
+use super::codegen::{self, IpmLayout};
+use super::derive::{Derived, Storage};
+use super::native::{check_lengths, Dims, JitSolver};
+use super::problem::Problem;
+use super::settings::{self as settings_table, Info};
+use super::solution::{Solution, SolutionMut, WarmStart};
+use crate::error::{Error, Result};
+use crate::function::{check_identifier, module_text, Arg, Includes, ModuleItem, NumericalFunction, MAX_NAME_LEN};
+use crate::jit::{self, CompilerOptions, Unit};
+use crate::render::ItemSource;
+use std::sync::{Arc, Mutex};
+
+/// An interior-point solver for a [`Problem`], generated as allocation-free C++: each
+/// iteration evaluates the derivatives, factorises one KKT system (correcting its inertia),
+/// and searches along the Newton step with a filter, second-order corrections and, where
+/// no step is acceptable, a feasibility restoration phase. [`solve`](Self::solve) runs it
+/// through the JIT; [`crate::generate_module`] writes it into a C++ module (no third-party
+/// headers or libraries needed).
+///
+/// The result has the SQP solvers' fields and multiplier convention (signed multipliers for
+/// `L = f + λ_eqᵀ g_eq + λ_ineqᵀ g_ineq + λ_boxᵀ x`); `Info::qp_iterations` is 0.
+///
+/// ```
+/// use anvil::{Arg, NumericalFunction, opti::{IpmFunction, IpmSettings, Problem, Status, WarmStart}};
+/// # fn main() -> anvil::Result<()> {
+/// let args = || [Arg::new(2), Arg::new(0)];
+/// let f = NumericalFunction::new("rosen", |[x, _p]| {
+///     let (a, b) = (x.get(0), x.get(1));
+///     (1.0 - &a).square() + (&b - a.square()).square() * 100.0
+/// }, args())?;
+/// let problem = Problem::new(&f)?.bounds(-2.0, 0.5)?;
+/// let solver = IpmFunction::dense("rosen_ipm", &problem, IpmSettings::default())?;
+/// let solution = solver.solve(&[-1.0, 1.0], &[], &WarmStart::default())?;
+/// assert_eq!(solution.info.status, Status::Solved);
+/// // The optimum (0.5, 0.25) has x0 at its upper bound: a positive multiplier, 1.
+/// assert!((solution.x[0] - 0.5).abs() < 1e-7 && (solution.x[1] - 0.25).abs() < 1e-7);
+/// assert!((solution.lam_box[0] - 1.0).abs() < 1e-6);
+/// # Ok(()) }
+/// ```
+pub struct IpmFunction {
+    name: String,
+    settings: IpmSettings,
+    derived: Box<Derived>,
+    dims: Dims,
+    x_lb: Vec<f64>,
+    x_ub: Vec<f64>,
+    q_lb: Vec<f64>,
+    q_ub: Vec<f64>,
+    compiler: CompilerOptions,
+    jit: Mutex<Option<Arc<JitSolver>>>,
+}
+
+/// Room the derived functions' names need after the solver's (`_linearize`).
+const SUFFIX_ROOM: usize = 12;
+
+impl IpmFunction {
+    /// A solver whose KKT systems are factorised as dense matrices (Bunch–Kaufman LDLᵀ), with
+    /// dense derivatives: for problems of up to a few hundred variables and constraints.
+    pub fn dense(name: &str, problem: &Problem, settings: IpmSettings) -> Result<Self> {
+        check_identifier(name, "solver")?;
+        if name.len() + SUFFIX_ROOM > MAX_NAME_LEN {
+            return Err(Error::InvalidName {
+                name: name.into(),
+                reason: format!(
+                    "a solver's name may have at most {} characters (its functions add suffixes)",
+                    MAX_NAME_LEN - SUFFIX_ROOM
+                ),
+            });
+        }
+        settings.validate()?;
+        let kkt = problem.nx() + problem.neq() + problem.nineq();
+        crate::array::check_alloc(
+            || format!("the dense KKT matrix of solver `{name}` ({kkt} rows; use a sparse solver for large problems)"),
+            kkt.saturating_mul(kkt),
+            8,
+        )?;
+        let derived = Derived::new(name, problem, settings.hessian_approximation, Storage::Dense)?;
+        let (q_lb, q_ub) = derived.q_rows.iter().map(|&i| (problem.ineq_lb[i], problem.ineq_ub[i])).unzip();
+        Ok(IpmFunction {
+            name: name.into(),
+            settings,
+            derived: Box::new(derived),
+            dims: Dims { nx: problem.nx(), neq: problem.neq(), nineq: problem.nineq(), param: problem.param().clone() },
+            x_lb: problem.x_lb.clone(),
+            x_ub: problem.x_ub.clone(),
+            q_lb,
+            q_ub,
+            compiler: CompilerOptions::default(),
+            jit: Mutex::new(None),
+        })
+    }
+
+    /// The solver's name (its C++ namespace).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The settings solves use (and the generated `Settings` struct's defaults).
+    pub fn settings(&self) -> &IpmSettings {
+        &self.settings
+    }
+
+    /// Changes the settings of later solves; the Hessian approximation is fixed.
+    pub fn set_settings(&mut self, settings: IpmSettings) -> Result<()> {
+        self.check_settings(&settings)?;
+        self.settings = settings;
+        Ok(())
+    }
+
+    fn check_settings(&self, settings: &IpmSettings) -> Result<()> {
+        settings.validate()?;
+        if settings.hessian_approximation != self.settings.hessian_approximation {
+            return Err(Error::Problem {
+                what: "solver",
+                name: self.name.clone(),
+                message: format!(
+                    "the Hessian approximation is fixed when a solver is built ({:?}); build a new solver for {:?}",
+                    self.settings.hessian_approximation, settings.hessian_approximation
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// The same solver with other JIT compiler options (before the first solve).
+    pub fn with_compiler(mut self, options: CompilerOptions) -> Self {
+        self.compiler = options;
+        self.jit = Mutex::new(None);
+        self
+    }
+
+    /// Number of variables.
+    pub fn nx(&self) -> usize {
+        self.dims.nx
+    }
+
+    /// Number of equality constraints.
+    pub fn neq(&self) -> usize {
+        self.dims.neq
+    }
+
+    /// Number of inequality constraints.
+    pub fn nineq(&self) -> usize {
+        self.dims.nineq
+    }
+
+    /// The parameter's shape and dtype.
+    pub fn param(&self) -> &Arg {
+        &self.dims.param
+    }
+
+    /// The functions the solver evaluates: values at a trial point, the linearisation, the
+    /// Hessian of the Lagrangian.
+    pub fn functions(&self) -> [&NumericalFunction; 3] {
+        [&self.derived.values, &self.derived.linearize, &self.derived.hessian]
+    }
+
+    /// The translation unit the JIT compiles: the solver's module and its entry points.
+    pub fn jit_source(&self) -> Result<String> {
+        let text = module_text(&self.name, &[self as &dyn ModuleItem], &[])?;
+        Ok(text.single_unit(&codegen::render_jit_shim(&self.name, &self.settings.fields())))
+    }
+
+    /// Compiles (or finds in the cache) and loads the native solver; `solve` does this on
+    /// first use.
+    pub fn compile(&self) -> Result<Arc<JitSolver>> {
+        let mut slot = self.jit.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(jit) = slot.as_ref() {
+            return Ok(jit.clone());
+        }
+        let unit = Unit {
+            name: self.name.clone(),
+            source: self.jit_source()?,
+            include_dirs: Vec::new(),
+            defines: Vec::new(),
+            link: Vec::new(),
+            fingerprint: String::new(),
+        };
+        let path = jit::compile_unit(&unit, &self.compiler)?;
+        let jit = Arc::new(JitSolver::load(&path, &self.name, self.dims.clone())?);
+        *slot = Some(jit.clone());
+        Ok(jit)
+    }
+
+    /// Solves from `x0` with parameter `p` (`&[]` when the problem has none) and, if `warm`
+    /// has any, those multipliers as the initial ones.
+    pub fn solve(&self, x0: &[f64], p: &[f64], warm: &WarmStart) -> Result<Solution> {
+        self.solve_with(x0, p, warm, &self.settings)
+    }
+
+    /// [`solve`](Self::solve) with other settings (of the same Hessian approximation).
+    pub fn solve_with(&self, x0: &[f64], p: &[f64], warm: &WarmStart, settings: &IpmSettings) -> Result<Solution> {
+        let d = &self.dims;
+        let mut solution = Solution {
+            x: vec![0.0; d.nx],
+            lam_eq: vec![0.0; d.neq],
+            lam_ineq: vec![0.0; d.nineq],
+            lam_box: vec![0.0; d.nx],
+            info: Info::unsolved(),
+        };
+        let out = SolutionMut {
+            x: &mut solution.x,
+            lam_eq: &mut solution.lam_eq,
+            lam_ineq: &mut solution.lam_ineq,
+            lam_box: &mut solution.lam_box,
+        };
+        solution.info = self.solve_into(x0, p, warm, out, settings)?;
+        Ok(solution)
+    }
+
+    /// [`solve`](Self::solve) into caller-provided storage: no allocation once the solver is
+    /// compiled and a workspace is free (each concurrent solve needs one).
+    pub fn solve_into(
+        &self,
+        x0: &[f64],
+        p: &[f64],
+        warm: &WarmStart,
+        out: SolutionMut,
+        settings: &IpmSettings,
+    ) -> Result<Info> {
+        check_lengths(&self.name, &self.dims, x0, p, warm, &out)?;
+        self.check_settings(settings)?;
+        let jit = self.compile()?;
+        jit.solve(x0, p, warm, out, &settings_table::scalars(&settings.fields()))
+    }
+}
+
+impl ModuleItem for IpmFunction {
+    fn item_name(&self) -> &str {
+        &self.name
+    }
+
+    fn dependencies(&self) -> Vec<&dyn ModuleItem> {
+        let d = &self.derived;
+        vec![&IpmRuntime, &d.values, &d.linearize, &d.hessian]
+    }
+
+    fn includes(&self) -> Includes {
+        Includes { header: Vec::new(), source: codegen::source_includes() }
+    }
+
+    fn source(&self) -> Result<ItemSource> {
+        let (nx, neq, nineq, np) = (self.dims.nx, self.dims.neq, self.dims.nineq, self.dims.param.numel());
+        Ok(codegen::render_ipm(&IpmLayout {
+            name: &self.name,
+            settings: &self.settings.fields(),
+            derived: &self.derived,
+            nx,
+            neq,
+            nineq,
+            np,
+            x_lb: &self.x_lb,
+            x_ub: &self.x_ub,
+            q_lb: &self.q_lb,
+            q_ub: &self.q_ub,
+        }))
+    }
+}
+
+impl std::fmt::Debug for IpmFunction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IpmFunction")
+            .field("name", &self.name)
+            .field("nx", &self.dims.nx)
+            .field("neq", &self.dims.neq)
+            .field("nineq", &self.dims.nineq)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The interior-point method's headers, in the order they build on each other.
+const HEADERS: [&str; 2] = [include_str!("dense_ldl.hpp"), include_str!("interior_point.hpp")];
+
+/// The interior-point runtime as a module item (every interior-point solver depends on it;
+/// a module holds it once): the headers' code in `namespace anvil_ipm`, with internal
+/// linkage, their `#include`s among the module's.
+pub(crate) struct IpmRuntime;
+
+impl ModuleItem for IpmRuntime {
+    fn item_name(&self) -> &str {
+        "anvil_ipm"
+    }
+
+    fn includes(&self) -> Includes {
+        let mut source: Vec<String> = HEADERS
+            .iter()
+            .flat_map(|h| h.lines())
+            .filter_map(|l| l.strip_prefix("#include <").and_then(|r| r.strip_suffix('>')))
+            .map(String::from)
+            .collect();
+        source.sort();
+        source.dedup();
+        Includes { header: Vec::new(), source }
+    }
+
+    fn source(&self) -> Result<ItemSource> {
+        let mut text = String::from("namespace anvil_ipm {\nnamespace {\n");
+        for header in HEADERS {
+            for line in header.lines().filter(|l| !l.starts_with("#include")) {
+                text.push_str(line);
+                text.push('\n');
+            }
+        }
+        text.push_str("}  // namespace\n}  // namespace anvil_ipm\n");
+        Ok(ItemSource { header: String::new(), source: text })
+    }
+}
+
+/// Solvers are called from several threads at once.
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<IpmFunction>()
+};
