@@ -18,7 +18,7 @@ import tempfile
 import numpy as np
 
 import anvil as av
-from anvil.opti import SparseProblem, SparseSQPFunction, SQPSettings
+from anvil.opti import DenseIPMFunction, SparseProblem, SparseSQPFunction, SQPSettings
 
 args = (av.Arg(4), av.Arg(1))  # (x, p): every callback takes both
 cost = av.NumericalFunction("hs071_cost", lambda x, p: x[0] * x[3] * (x[0] + x[1] + x[2]) + x[2], args)
@@ -49,12 +49,21 @@ solver.settings = SQPSettings()
 nearby = solver(res.x, p=np.array([26.0]), lam_eq0=res.lam_eq, lam_ineq0=res.lam_ineq, lam_box0=res.lam_box)
 print(f"p = 26: f = {nearby.objective:.6f} in {nearby.iterations} iterations")
 
+# Which solver: the interior-point solver (Ipopt's method, generated the same way) for a
+# program solved once with the exact Hessian: it converges where Ipopt does, in Ipopt's
+# iterations, and needs neither PIQP nor Eigen (it compiles in about a second). The SQP solver
+# above for MPC (warm starts, real-time iteration), Gauss-Newton, large sparse problems and
+# multistage problems.
+ipm = DenseIPMFunction(name="hs071_ipm", problem=problem)
+r = ipm(np.array([1.0, 5.0, 5.0, 1.0]), p=np.array([25.0]))
+print(f"interior point: status {r.status.name}, f = {r.objective:.6f} in {r.iterations} iterations")
+
 # AOT: hs071.hpp/.cpp hold the solver and every function it calls; compile them against
 # PIQP and Eigen, whose directories anvil.opti.include_dirs() gives.
 out = tempfile.mkdtemp(prefix="anvil_sqp_")
 av.generate_module("hs071", [solver], directory=out)
 flags = " ".join(f"-isystem {d}" for d in av.opti.include_dirs())
-print(f"wrote {out}/hs071.hpp and hs071.cpp; build with:\n  g++ -std=c++17 -O2 {flags} -c hs071.cpp")
+print(f"wrote {out}/hs071.hpp, hs071.cpp and anvil_opti.cpp; build with:\n  g++ -std=c++17 -O2 {flags} -c hs071.cpp anvil_opti.cpp")
 
 if "--compile" in sys.argv:
     main = r"""
@@ -74,5 +83,7 @@ int main() {
     with open(os.path.join(out, "main.cpp"), "w") as f:
         f.write(main)
     include = [f"-isystem{d}" for d in av.opti.include_dirs()]
-    subprocess.run(["g++", "-std=c++17", "-O2", *include, "main.cpp", "hs071.cpp", "-o", "hs071"], cwd=out, check=True)
+    # anvil_opti.cpp: the solver runtime (PIQP's glue), written beside the module.
+    sources = ["main.cpp", "hs071.cpp", "anvil_opti.cpp"]
+    subprocess.run(["g++", "-std=c++17", "-O2", *include, *sources, "-o", "hs071"], cwd=out, check=True)
     subprocess.run([os.path.join(out, "hs071")], check=True)

@@ -1,6 +1,6 @@
-"""Solve time of anvil's SQP solvers (anvil.opti) next to CasADi's sqpmethod (with the qrqp
-and PIQP QP solvers) and Ipopt, on the same problems (tests/opti_problems.py), measured in
-the same run.
+"""Solve time of anvil's SQP solvers and its interior-point solver (anvil.opti) next to
+CasADi's sqpmethod (with the qrqp and PIQP QP solvers) and Ipopt, on the same problems
+(tests/opti_problems.py), measured in the same run.
 
     python crates/anvil-py/benches/opti_bench.py                 # every problem
     python crates/anvil-py/benches/opti_bench.py --markdown      # ...and a table for the README
@@ -49,11 +49,12 @@ TESTS = os.path.join(os.path.dirname(HERE), "tests")
 TOOLS = {
     "dense": "anvil dense",
     "sparse": "anvil sparse",
+    "ipm": "anvil IPM",
     "qrqp": "sqpmethod+qrqp",
     "piqp": "sqpmethod+piqp",
     "ipopt": "Ipopt",
 }
-ANVIL_TOOLS = ("dense", "sparse")
+ANVIL_TOOLS = ("dense", "sparse", "ipm")
 MIN_ROUNDS = 3
 #: Matches anvil's default tolerances (SQPSettings.tol_*).
 TOL = 1e-8
@@ -207,10 +208,17 @@ def anvil_solver(spec: Any, sparse: bool, name: Optional[str] = None) -> Any:
     return cls(name=name, problem=anvil_problem(spec, sparse), settings=SQPSettings())
 
 
-def anvil_runner(spec: Any, sparse: bool) -> Runner:
+def anvil_ipm_solver(spec: Any) -> Any:
+    from anvil.opti import DenseIPMFunction, IPMSettings
+    from opti_problems import anvil_problem
+
+    return DenseIPMFunction(f"{spec.name}_ipm", anvil_problem(spec, False), IPMSettings())
+
+
+def anvil_runner(spec: Any, kind: str) -> Runner:
     import numpy as np
 
-    solver = anvil_solver(spec, sparse)
+    solver = anvil_ipm_solver(spec) if kind == "ipm" else anvil_solver(spec, kind == "sparse")
     solver.compile()
     x0 = np.array(spec.x0, dtype=np.float64)
 
@@ -220,7 +228,7 @@ def anvil_runner(spec: Any, sparse: bool) -> Runner:
         )
 
     dims = (solver.nx, solver.neq, solver.nineq)
-    return Runner("sparse" if sparse else "dense", lambda: solver(x0), outcome, dims)
+    return Runner(kind, lambda: solver(x0), outcome, dims)
 
 
 def casadi_options(key: str, jit: bool) -> tuple[str, dict[str, Any]]:
@@ -357,9 +365,10 @@ def markdown(rows: list[tuple[Any, int, int, dict[str, Timing]]]) -> str:
         return f"{us(t.median)} ({o.iterations}{' / ok' if show_status else ''}){mark}"
 
     lines = [
-        "| problem | n | anvil dense µs (it) | anvil sparse µs (it) | sqpmethod+qrqp µs (it / status) "
-        "| sqpmethod+piqp µs (it / status) | Ipopt µs (it) | best anvil speed-up vs Ipopt |",
-        "|---|--:|--:|--:|--:|--:|--:|--:|",
+        "| problem | n | anvil dense µs (it) | anvil sparse µs (it) | anvil IPM µs (it) "
+        "| sqpmethod+qrqp µs (it / status) | sqpmethod+piqp µs (it / status) | Ipopt µs (it) "
+        "| best anvil speed-up vs Ipopt |",
+        "|---|--:|--:|--:|--:|--:|--:|--:|--:|",
     ]
     for spec, n, _, timings in rows:
         cells = [cell(spec, timings.get(k), k in ("qrqp", "piqp")) for k in TOOLS]
@@ -376,7 +385,7 @@ def markdown(rows: list[tuple[Any, int, int, dict[str, Timing]]]) -> str:
     lines.append("")
     lines.append(
         f"Median wall-clock time per solve, called from Python, in µs, over {span} round-robin rounds; "
-        f"it: SQP (Ipopt) iterations; tolerances {TOL:g}. {cpu_model()}, {os.cpu_count()} cores."
+        f"it: SQP, interior-point (Ipopt) iterations; tolerances {TOL:g}. {cpu_model()}, {os.cpu_count()} cores."
     )
     for (problem, where), tools in elsewhere.items():
         lines.append(f"† {problem}: {', '.join(tools)} converged to another local minimum ({where}).")
@@ -480,7 +489,9 @@ def run(args: argparse.Namespace) -> None:
 
     rows = []
     for spec in problems:
-        runners = [anvil_runner(spec, sparse) for sparse in (False, True) if sparse or not spec.large]
+        # The interior-point solver factorises its KKT systems densely: the small problems.
+        kinds = ["sparse"] if spec.large else ["dense", "sparse", "ipm"]
+        runners = [anvil_runner(spec, kind) for kind in kinds]
         if casadi is not None:
             runners += [casadi_runner(spec, key, args.casadi_jit) for key in ("qrqp", "piqp", "ipopt")]
         timings, rounds = measure(runners, args.repeat, args.max_seconds)

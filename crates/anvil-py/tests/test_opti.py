@@ -338,5 +338,6 @@ def test_example_runs(tmp_path):
     )
     assert out.returncode == 0, out.stderr
     assert "status SOLVED" in out.stdout and "p = 26: f = 17.5" in out.stdout
+    assert "interior point: status SOLVED, f = 17.014017" in out.stdout
     written = [d for d in os.listdir(tmp_path) if d.startswith("anvil_sqp_")]
     assert len(written) == 1 and os.path.isfile(os.path.join(tmp_path, written[0], "hs071.hpp"))

@@ -26,15 +26,24 @@ class DenseLdl {
   static constexpr int kSize = N;
   double a[N > 0 ? N * N : 1];
 
-  // Factorises `a`; returns the inertia. A pivot below `zero_pivot` times the matrix's largest
-  // entry counts as a zero eigenvalue (the matrix is then singular: solve() is not valid).
+  // Factorises `a`; returns the inertia. A 1x1 pivot below `zero_pivot` times the largest
+  // entry of its row in the original matrix counts as a zero eigenvalue (the matrix is then
+  // singular: solve() is not valid). Relative to the row, not to the whole matrix: a
+  // regularised KKT matrix has a huge diagonal in one block and legitimately tiny pivots
+  // (about -1/delta_w) in the other.
   Inertia factorize(double zero_pivot) {
     Inertia inertia{0, 0, 0};
-    double largest = 0.0;
-    for (int j = 0; j < N; ++j) {
-      for (int i = j; i < N; ++i) largest = std::fabs(at(i, j)) > largest ? std::fabs(at(i, j)) : largest;
+    for (int i = 0; i < N; ++i) {
+      original_[i] = i;
+      row_size_[i] = 0.0;
     }
-    const double tiny = zero_pivot * (largest > 1.0 ? largest : 1.0);
+    for (int j = 0; j < N; ++j) {
+      for (int i = j; i < N; ++i) {
+        const double v = std::fabs(at(i, j));
+        row_size_[i] = v > row_size_[i] ? v : row_size_[i];
+        row_size_[j] = v > row_size_[j] ? v : row_size_[j];
+      }
+    }
     // Bunch and Kaufman's threshold (1 + sqrt(17)) / 8: it bounds the growth of L's entries.
     const double alpha = 0.6403882032022076;
     for (int k = 0; k < N;) {
@@ -64,7 +73,7 @@ class DenseLdl {
         }
       }
       if (size == 1) {
-        eliminate_1x1(k, tiny, &inertia);
+        eliminate_1x1(k, zero_pivot * row_size_[original_[k]], &inertia);
       } else {
         eliminate_2x2(k, &inertia);
       }
@@ -140,6 +149,10 @@ class DenseLdl {
   int swaps_[N > 0 ? N : 1];
   // 1: a 1x1 pivot; 2: the first column of a 2x2 pivot; 0: its second column.
   int block_[N > 0 ? N : 1];
+  // The original index at each position (interchanges move them), and the largest entry of
+  // each original row.
+  int original_[N > 0 ? N : 1];
+  double row_size_[N > 0 ? N : 1];
 
   double& at(int i, int j) { return a[j * N + i]; }
   double at(int i, int j) const { return a[j * N + i]; }
@@ -155,6 +168,9 @@ class DenseLdl {
   void swap(int p, int q) {
     swaps_[p] = q;
     if (p == q) return;
+    const int t = original_[p];
+    original_[p] = original_[q];
+    original_[q] = t;
     exchange(at(p, p), at(q, q));
     for (int j = 0; j < p; ++j) exchange(at(p, j), at(q, j));
     for (int i = p + 1; i < q; ++i) exchange(at(i, p), at(q, i));
@@ -166,7 +182,7 @@ class DenseLdl {
     if (std::fabs(d) <= tiny) {
       // A zero pivot: the matrix is singular. Its column is left as it is.
       ++inertia->zero;
-      at(k, k) = d == 0.0 ? tiny : d;
+      at(k, k) = d != 0.0 ? d : (tiny > 0.0 ? tiny : 1.0);
       for (int i = k + 1; i < N; ++i) at(i, k) = 0.0;
       return;
     }

@@ -101,8 +101,12 @@ class InteriorPoint {
   static constexpr double kEta = 1e-8, kGammaAlpha = 0.05, kKappaSoc = 0.99;
   static constexpr double kDeltaW0 = 1e-4, kDeltaWMin = 1e-20, kDeltaWMax = 1e40, kKappaWMinus = 1.0 / 3.0;
   static constexpr double kKappaWPlus = 8.0, kKappaWPlusBar = 100.0, kDeltaCBar = 1e-8, kKappaC = 0.25;
-  static constexpr double kMultInitMax = 1e3;
+  static constexpr double kMultInitMax = 1e3, kTinyStepViolation = 1e-4;
   static constexpr int kFilterCapacity = 256, kMaxBacktracks = 40, kMaxRestoration = 100;
+  // Soft restoration (Ipopt's): consecutive steps at most, and the reduction of the
+  // barrier problem's optimality error each must achieve.
+  static constexpr int kMaxSoftSteps = 10;
+  static constexpr double kSoftReduction = 0.9999;
 
   // Relaxed, scaled bounds of x and s; whether each is finite.
   double xl_[NX], xu_[NX], dl_[ipm_storage(NQ)], du_[ipm_storage(NQ)];
@@ -119,6 +123,18 @@ class InteriorPoint {
   // The barrier gradient, the dual residual; the second-order correction's constraint values.
   double gphi_x_[NX], gphi_s_[ipm_storage(NQ)], rx_[NX];
   double csoc_[ipm_storage(NEQ)], dsoc_[ipm_storage(NQ)];
+  // Where the restoration phase started.
+  double xr_[NX], sr_[ipm_storage(NQ)];
+  // The iterate before a soft restoration step (restored if the step does not help).
+  double xb_[NX], sb_[ipm_storage(NQ)], ycb_[ipm_storage(NEQ)], ydb_[ipm_storage(NQ)];
+  double zlb_[NX], zub_[NX], vlb_[ipm_storage(NQ)], vub_[ipm_storage(NQ)];
+  int soft_steps_;
+  // The adaptive barrier update: whether mu is free (LOQO's rule) and the optimality errors
+  // of recent iterations it must keep improving on.
+  static constexpr int kReferences = 4;
+  bool free_mode_;
+  double references_[kReferences];
+  int reference_len_, reference_next_;
   // The filter: pairs (theta, phi) a trial point must improve on.
   double filter_theta_[kFilterCapacity], filter_phi_[kFilterCapacity];
   int filter_len_;
@@ -127,6 +143,7 @@ class InteriorPoint {
   // How the last step was accepted, as Ipopt prints it: 'f' by the Armijo condition, 'h' by
   // the filter, upper case after a second-order correction, 't' a tiny step.
   char step_kind_;
+  bool debug_ = false;
 
   static double nan() { return std::numeric_limits<double>::quiet_NaN(); }
   static double inf() { return std::numeric_limits<double>::infinity(); }
@@ -199,6 +216,9 @@ class InteriorPoint {
     delta_w_last_ = 0.0;
     delta_w_ = 0.0;
     acceptable_count_ = 0;
+    soft_steps_ = 0;
+    free_mode_ = o.adaptive_mu;
+    reference_len_ = reference_next_ = 0;
     step_kind_ = ' ';
     const double theta = constraint_violation(c_, d_, s);
     theta_max_ = 1e4 * max2(1.0, theta);
@@ -370,8 +390,11 @@ class InteriorPoint {
     for (;;) {
       kkt_diagonals(delta_w, delta_c);
       const Inertia inertia = p.factorize(true, diag_x_, diag_y_);
+      if (debug_) std::printf("    inertia %d %d %d dw %g dc %g\n", inertia.positive, inertia.negative, inertia.zero, delta_w, delta_c);
       if (inertia.zero == 0 && inertia.positive == NX && inertia.negative == NY) break;
-      if (inertia.zero > 0 && delta_c == 0.0 && NY > 0) {
+      // Too few negative eigenvalues (or zero ones) mean the constraint Jacobian is (nearly)
+      // rank deficient: no delta_w repairs that (it only adds positive curvature), delta_c does.
+      if ((inertia.zero > 0 || inertia.negative < NY) && delta_c == 0.0 && NY > 0) {
         delta_c = kDeltaCBar * std::pow(mu_, kKappaC);
         continue;
       }
@@ -523,14 +546,16 @@ class InteriorPoint {
     const double alpha_min = min_step(theta, slope);
     double alpha = alpha_max;
     *backtracks = 0;
-    // A step that changes nothing measurable is taken (Ipopt's tiny-step rule).
-    bool tiny = true;
+    // A step that changes nothing measurable, at a (nearly) feasible point, is taken
+    // (Ipopt's tiny-step rule; infeasible points go on to the restoration phase instead).
+    bool tiny = theta <= kTinyStepViolation;
     for (int j = 0; j < NX && tiny; ++j) tiny = std::fabs(dx_[j]) <= 10.0 * 2.2e-16 * (1.0 + std::fabs(x[j]));
-    if (tiny && theta <= 1e-12 && evaluate_trial(p, alpha)) {
+    if (tiny && evaluate_trial(p, alpha)) {
       *alpha_out = alpha;
       step_kind_ = 't';
       return true;
     }
+    if (debug_) std::printf("    ls alpha_max %g alpha_min %g theta %g slope %g\n", alpha_max, alpha_min, theta, slope);
     for (int k = 0; k < kMaxBacktracks; ++k, alpha *= 0.5, ++*backtracks) {
       if (alpha < alpha_min) return false;
       if (!evaluate_trial(p, alpha)) continue;
@@ -543,10 +568,7 @@ class InteriorPoint {
         return true;
       }
       if (k == 0 && theta_t >= theta && o.max_soc > 0) {
-        if (second_order_correction(p, o, theta, phi, slope, alpha)) {
-          *alpha_out = alpha;
-          return true;
-        }
+        if (second_order_correction(p, o, theta, phi, slope, alpha, alpha_out)) return true;
         // The corrections overwrote the direction: back to the Newton step.
         direction(p, c_, dtheta_rows());
       }
@@ -556,8 +578,10 @@ class InteriorPoint {
 
   // Second-order corrections after the full step was rejected (section 2.4): the step that
   // zeroes c(x_k) alpha + c(x_trial) (accumulated), up to max_soc times while the
-  // violation keeps falling. On success the corrected step is in dx_ (and the trial point).
-  bool second_order_correction(P& p, const IpmOptions& o, double theta, double phi, double slope, double alpha) {
+  // violation keeps falling. On success the corrected direction is in dx_ and its step
+  // length (by which the duals move too) in *taken.
+  bool second_order_correction(P& p, const IpmOptions& o, double theta, double phi, double slope, double alpha,
+                               double* taken) {
     for (int i = 0; i < NEQ; ++i) csoc_[i] = alpha * c_[i] + ct_[i];
     for (int i = 0; i < NQ; ++i) dsoc_[i] = alpha * (d_[i] - s[i]) + (dt_[i] - st_[i]);
     double theta_old = constraint_violation(ct_, dt_, st_);
@@ -570,9 +594,7 @@ class InteriorPoint {
       if (acceptable(theta, phi, slope, theta_t, phi_t, alpha, &armijo)) {
         if (!armijo) augment_filter(theta, phi);
         step_kind_ = armijo ? 'F' : 'H';
-        // The caller scales the duals' step by alpha; the corrected step is taken at length a.
-        for (int j = 0; j < NX; ++j) dx_[j] *= a / alpha;
-        for (int i = 0; i < NQ; ++i) ds_[i] *= a / alpha;
+        *taken = a;
         return true;
       }
       if (theta_t > kKappaSoc * theta_old) break;
@@ -644,27 +666,42 @@ class InteriorPoint {
   }
 
   // The barrier parameter for this iteration: the monotone (Fiacco-McCormick) rule of
-  // section 2.1, or with adaptive_mu the LOQO rule from the current complementarity, kept
-  // monotone (never increasing) so that the filter stays valid between resets.
-  void update_barrier(P& p, const IpmOptions& o, bool first) {
+  // section 2.1; or with adaptive_mu, LOQO's rule from the current complementarity (never
+  // increasing, so that the filter stays valid between resets) while the optimality error
+  // keeps falling, and the monotone rule from 0.8 times the average complementarity when it
+  // does not (Ipopt's safeguard), until that barrier problem is solved.
+  void update_barrier(P& p, const IpmOptions& o, bool first, double error) {
     const double mu_min = o.tol / 10.0;
-    if (o.adaptive_mu) {
+    if (o.adaptive_mu && free_mode_) {
+      double reference = 0.0;
+      for (int k = 0; k < reference_len_; ++k) reference = max2(reference, references_[k]);
       double xi = 1.0;
       const double average = average_complementarity(&xi);
-      const double sigma = 0.1 * std::pow(min2(0.05 * (1.0 - xi) / max2(xi, 1e-20), 2.0), 3.0);
-      const double candidate = max2(mu_min, sigma * average);
-      if (candidate < mu_) {
-        mu_ = candidate;
-        tau_ = max2(kTauMin, 1.0 - mu_);
-        filter_len_ = 0;
+      if (reference_len_ > 0 && error > kSoftReduction * reference) {
+        free_mode_ = false;
+        reference_len_ = 0;
+        set_mu(min2(mu_, max2(mu_min, 0.8 * average)));
+      } else {
+        references_[reference_next_] = error;
+        reference_next_ = (reference_next_ + 1) % kReferences;
+        reference_len_ = reference_len_ < kReferences ? reference_len_ + 1 : kReferences;
+        const double sigma = 0.1 * std::pow(min2(0.05 * (1.0 - xi) / max2(xi, 1e-20), 2.0), 3.0);
+        const double candidate = max2(mu_min, sigma * average);
+        if (candidate < mu_) set_mu(candidate);
+        return;
       }
     }
     while (mu_ > mu_min && optimality_error(p, mu_) <= kKappaEps * mu_) {
-      mu_ = max2(mu_min, min2(kKappaMu * mu_, std::pow(mu_, kThetaMu)));
-      tau_ = max2(kTauMin, 1.0 - mu_);
-      filter_len_ = 0;
+      set_mu(max2(mu_min, min2(kKappaMu * mu_, std::pow(mu_, kThetaMu))));
+      free_mode_ = o.adaptive_mu;
       if (!first) break;
     }
+  }
+
+  void set_mu(double mu) {
+    mu_ = mu;
+    tau_ = max2(kTauMin, 1.0 - mu_);
+    filter_len_ = 0;
   }
 
   void print_header() const {
@@ -687,6 +724,7 @@ class InteriorPoint {
   // The main loop (Algorithm A).
   IpmOutcome iterate(P& p, const IpmOptions& o, int* iterations) {
     if (o.verbose > 0) print_header();
+    debug_ = o.verbose > 1;
     double alpha_pr = 0.0, alpha_du = 0.0;
     int ls = 0;
     char mark = ' ';
@@ -701,7 +739,7 @@ class InteriorPoint {
       acceptable_count_ = error <= o.acceptable_tol && unscaled_ok(p, 1e10, 1e-2, 1e-2) ? acceptable_count_ + 1 : 0;
       if (o.acceptable_iter > 0 && acceptable_count_ >= o.acceptable_iter) return IpmOutcome::Solved;
       if (k >= o.max_iter) return IpmOutcome::MaxIter;
-      update_barrier(p, o, k == 0);
+      update_barrier(p, o, k == 0, error);
       if (!p.hessian(x, yc, yd)) return IpmOutcome::NonFinite;
       barrier_gradient(p);
       bool searched = factorize_corrected(p);
@@ -715,8 +753,22 @@ class InteriorPoint {
         alpha_pr = alpha;
         alpha_du = dual_step_limit();
         accept(alpha, alpha_du);
+        soft_steps_ = 0;
         if (!p.linearize(x, &f_, grad_, c_, d_)) return IpmOutcome::NonFinite;
         continue;
+      }
+      if (soft_steps_ < kMaxSoftSteps && finite(dx_, NX) && soft_restoration(p, &alpha_pr)) {
+        ++soft_steps_;
+        alpha_du = alpha_pr;
+        step_kind_ = 's';
+        continue;
+      }
+      soft_steps_ = 0;
+      free_mode_ = false;
+      // No acceptable step from a point that is already acceptable: done (as Ipopt).
+      if (error <= o.acceptable_tol && optimality_error(p, 0.0) <= o.acceptable_tol &&
+          unscaled_ok(p, 1e10, 1e-2, 1e-2)) {
+        return IpmOutcome::Solved;
       }
       const IpmOutcome restored = restore(p, o, &k);
       if (restored != IpmOutcome::Solved) {
@@ -730,35 +782,69 @@ class InteriorPoint {
     }
   }
 
+  // Ipopt's soft restoration, tried when the line search fails: the primal-dual step with
+  // one step length for primal and dual variables, kept if it reduces the barrier
+  // problem's optimality error (its trial point need not satisfy the filter). Ends with the
+  // iterate linearised; false (the iterate unchanged) if the step does not help.
+  bool soft_restoration(P& p, double* alpha_out) {
+    const double error = optimality_error(p, mu_);
+    const double alpha = min2(primal_step_limit(), dual_step_limit());
+    if (!evaluate_trial(p, alpha)) return false;
+    const auto copy = [](double* to, const double* from, int n) {
+      for (int i = 0; i < n; ++i) to[i] = from[i];
+    };
+    copy(xb_, x, NX), copy(sb_, s, NQ), copy(ycb_, yc, NEQ), copy(ydb_, yd, NQ);
+    copy(zlb_, zl, NX), copy(zub_, zu, NX), copy(vlb_, vl, NQ), copy(vub_, vu, NQ);
+    accept(alpha, alpha);
+    if (p.linearize(x, &f_, grad_, c_, d_) && optimality_error(p, mu_) <= kSoftReduction * error) {
+      *alpha_out = alpha;
+      return true;
+    }
+    copy(x, xb_, NX), copy(s, sb_, NQ), copy(yc, ycb_, NEQ), copy(yd, ydb_, NQ);
+    copy(zl, zlb_, NX), copy(zu, zub_, NX), copy(vl, vlb_, NQ), copy(vu, vub_, NQ);
+    p.linearize(x, &f_, grad_, c_, d_);
+    barrier_gradient(p);
+    return false;
+  }
+
   // d - s at the iterate (scratch in dsoc_).
   const double* dtheta_rows() {
     for (int i = 0; i < NQ; ++i) dsoc_[i] = d_[i] - s[i];
     return dsoc_;
   }
 
-  // The feasibility restoration phase (section 3.3), in a simple form: regularised
-  // Gauss-Newton steps on the constraint violation (the KKT matrix without the Hessian, a
-  // proximity weight sqrt(mu) on the step), each kept inside the bounds, until the iterate
-  // is acceptable to the filter with its violation reduced. Ends Infeasible at a point
-  // where no step reduces the violation (a stationary point of ||c||^2 that is not feasible).
+  // The feasibility restoration phase (section 3.3), in a simple form: Gauss-Newton steps
+  // on the constraint violation that stay near the point x_R where it started (Ipopt's
+  // proximity term zeta ||D_R (x - x_R)||^2, zeta = sqrt(mu), D_R = min(1, 1 / |x_R|)),
+  // each kept inside the bounds, until the iterate is acceptable to the filter with its
+  // violation reduced. Ends Infeasible at a point where no step reduces the violation (a
+  // stationary point of ||c||^2 that is not feasible).
   IpmOutcome restore(P& p, const IpmOptions& o, int* k) {
     const double theta_start = constraint_violation(c_, d_, s);
     augment_filter(theta_start, barrier(f_, x, s));
     const double zeta = max2(std::sqrt(mu_), 1e-8);
+    for (int j = 0; j < NX; ++j) xr_[j] = x[j];
+    for (int i = 0; i < NQ; ++i) sr_[i] = s[i];
+    const auto weight = [](double v) { return std::fabs(v) > 1.0 ? 1.0 / (v * v) : 1.0; };
     for (int r = 0; r < kMaxRestoration; ++r) {
       if (*k >= o.max_iter) return IpmOutcome::MaxIter;
       ++*k;
       const double theta = constraint_violation(c_, d_, s);
-      kkt_diagonals(zeta, kDeltaCBar);
+      kkt_diagonals(0.0, kDeltaCBar);
+      for (int j = 0; j < NX; ++j) diag_x_[j] += zeta * weight(xr_[j]);
+      for (int i = 0; i < NQ; ++i) {
+        ds_diag_[i] += zeta * weight(sr_[i]);
+        diag_y_[NEQ + i] = -(1.0 / ds_diag_[i] + kDeltaCBar);
+      }
       p.factorize(false, diag_x_, diag_y_);
       for (int j = 0; j < NX; ++j) {
-        rhs_[j] = 0.0;
+        rhs_[j] = -zeta * weight(xr_[j]) * (x[j] - xr_[j]);
         if (hl_[j]) rhs_[j] += mu_ / (x[j] - xl_[j]);
         if (hu_[j]) rhs_[j] -= mu_ / (xu_[j] - x[j]);
       }
       for (int i = 0; i < NEQ; ++i) rhs_[NX + i] = -c_[i];
       for (int i = 0; i < NQ; ++i) {
-        rs_[i] = 0.0;
+        rs_[i] = -zeta * weight(sr_[i]) * (s[i] - sr_[i]);
         if (hdl_[i]) rs_[i] += mu_ / (s[i] - dl_[i]);
         if (hdu_[i]) rs_[i] -= mu_ / (du_[i] - s[i]);
         rhs_[NX + NEQ + i] = -(d_[i] - s[i]) + rs_[i] / ds_diag_[i];

@@ -1,0 +1,173 @@
+// The interior-point runtime's headers on their own (tests/opti.rs compiles this with
+// -Wall -Wextra -Werror under ASan and UBSan): the dense LDL' against matrices of known
+// inertia, and the method on a small problem written by hand against its interface.
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+
+namespace anvil_ipm {
+namespace {
+#include "dense_ldl.hpp"
+#include "interior_point.hpp"
+}  // namespace
+}  // namespace anvil_ipm
+
+namespace {
+
+int failures = 0;
+
+void check(bool ok, const char* what) {
+  if (!ok) {
+    std::printf("FAILED: %s\n", what);
+    ++failures;
+  }
+}
+
+// A deterministic pseudo-random number in [-1, 1].
+double uniform(unsigned* state) {
+  *state = *state * 1664525u + 1013904223u;
+  return static_cast<double>(*state >> 8) / static_cast<double>(1u << 24) * 2.0 - 1.0;
+}
+
+// A = Q diag(d) Q' with Q a product of Householder reflections: its inertia is d's signs.
+template <int N>
+void known_inertia(unsigned seed, const double* d, anvil_ipm::Inertia want) {
+  double a[N * N];
+  for (int i = 0; i < N * N; ++i) a[i] = 0.0;
+  for (int i = 0; i < N; ++i) a[i * N + i] = d[i];
+  unsigned state = seed;
+  for (int r = 0; r < 3; ++r) {
+    double v[N], norm = 0.0;
+    for (int i = 0; i < N; ++i) {
+      v[i] = uniform(&state);
+      norm += v[i] * v[i];
+    }
+    // A <- H A H, H = I - 2 v v' / v'v.
+    double av[N], vav = 0.0;
+    for (int i = 0; i < N; ++i) {
+      av[i] = 0.0;
+      for (int j = 0; j < N; ++j) av[i] += a[j * N + i] * v[j];
+      vav += v[i] * av[i];
+    }
+    for (int i = 0; i < N; ++i) {
+      for (int j = 0; j < N; ++j) {
+        a[j * N + i] += -2.0 / norm * (v[i] * av[j] + av[i] * v[j]) + 4.0 * vav / (norm * norm) * v[i] * v[j];
+      }
+    }
+  }
+  anvil_ipm::DenseLdl<N> ldl;
+  for (int i = 0; i < N * N; ++i) ldl.a[i] = a[i];
+  const anvil_ipm::Inertia got = ldl.factorize(1e-12);
+  check(got.positive == want.positive && got.negative == want.negative && got.zero == want.zero, "inertia");
+  if (want.zero > 0) return;
+  double b[N], x[N];
+  for (int i = 0; i < N; ++i) b[i] = x[i] = uniform(&state);
+  ldl.solve(x);
+  // The backward error, relative to |A| |x| + |b|.
+  double residual = 0.0, scale = 0.0;
+  for (int i = 0; i < N; ++i) {
+    double r = -b[i], s = std::fabs(b[i]);
+    for (int j = 0; j < N; ++j) {
+      r += a[j * N + i] * x[j];
+      s += std::fabs(a[j * N + i] * x[j]);
+    }
+    residual = std::fabs(r) > residual ? std::fabs(r) : residual;
+    scale = s > scale ? s : scale;
+  }
+  check(residual <= 1e-13 * scale, "solve residual");
+}
+
+// min (x0 - 1)^2 + (x1 - 2)^2  s.t.  x0 + x1 = 1,  x0 x1 >= 0.1,  x0 >= 0.
+// On the line the cost 2 x0^2 + 2 falls toward x0 = 0, so the product is active at its
+// lower bound: x0 (1 - x0) = 0.1, x0 = (1 - sqrt(0.6)) / 2.
+struct Toy {
+  static constexpr int kNx = 2, kNeq = 1, kNq = 1;
+  static constexpr double kXLb[2] = {0.0, -std::numeric_limits<double>::infinity()};
+  static constexpr double kXUb[2] = {std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity()};
+  static constexpr double kQLb[1] = {0.1};
+  static constexpr double kQUb[1] = {std::numeric_limits<double>::infinity()};
+  double obj_scale = 1.0, row_scale[2] = {1.0, 1.0};
+  double jac[2][2] = {{0.0, 0.0}, {0.0, 0.0}}, hess[4] = {0.0, 0.0, 0.0, 0.0};
+  anvil_ipm::DenseLdl<4> kkt;
+
+  bool values(const double* x, double* f, double* c, double* d) const {
+    *f = obj_scale * ((x[0] - 1.0) * (x[0] - 1.0) + (x[1] - 2.0) * (x[1] - 2.0));
+    c[0] = row_scale[0] * (x[0] + x[1] - 1.0);
+    d[0] = row_scale[1] * x[0] * x[1];
+    return true;
+  }
+  bool linearize(const double* x, double* f, double* grad, double* c, double* d) {
+    values(x, f, c, d);
+    grad[0] = obj_scale * 2.0 * (x[0] - 1.0);
+    grad[1] = obj_scale * 2.0 * (x[1] - 2.0);
+    jac[0][0] = row_scale[0];
+    jac[0][1] = row_scale[0];
+    jac[1][0] = row_scale[1] * x[1];
+    jac[1][1] = row_scale[1] * x[0];
+    return true;
+  }
+  void choose_scaling(const double*, double) {}
+  void add_jacobian_transpose_times(const double* yc, const double* yd, double* out) const {
+    for (int j = 0; j < 2; ++j) out[j] += jac[0][j] * yc[0] + jac[1][j] * yd[0];
+  }
+  bool hessian(const double*, const double*, const double* yd) {
+    hess[0] = hess[3] = 2.0 * obj_scale;
+    hess[1] = hess[2] = row_scale[1] * yd[0];
+    return true;
+  }
+  anvil_ipm::Inertia factorize(bool with_hessian, const double* diag_x, const double* diag_y) {
+    double* a = kkt.a;
+    for (int k = 0; k < 16; ++k) a[k] = 0.0;
+    for (int j = 0; j < 2; ++j) {
+      for (int i = j; i < 2; ++i) a[j * 4 + i] = with_hessian ? hess[j * 2 + i] : 0.0;
+      a[j * 4 + j] += diag_x[j];
+      a[j * 4 + 2] = jac[0][j];
+      a[j * 4 + 3] = jac[1][j];
+    }
+    a[2 * 4 + 2] = diag_y[0];
+    a[3 * 4 + 3] = diag_y[1];
+    return kkt.factorize(1e-14);
+  }
+  void solve(double* rhs) const { kkt.solve(rhs); }
+};
+
+constexpr double Toy::kXLb[2];
+constexpr double Toy::kXUb[2];
+constexpr double Toy::kQLb[1];
+constexpr double Toy::kQUb[1];
+
+void toy_problem() {
+  static anvil_ipm::InteriorPoint<Toy> ipm;
+  Toy toy;
+  const anvil_ipm::IpmOptions options{3000, 1e-10, 1e-6, 15, 1e-4, 1.0, 1e-4, 0.1, false, 1e-2, 1e-2, 1e-8, 100.0, 4,
+                                      false, 1e-9, 0};
+  const double x0[2] = {2.0, 2.0};
+  double x[2], lam_eq[1], lam_q[1], lam_box[2];
+  const anvil_ipm::IpmReport r = ipm.run(toy, x0, anvil_ipm::IpmMultipliers{nullptr, nullptr, nullptr}, options, x,
+                                         lam_eq, lam_q, lam_box);
+  const double x0_opt = (1.0 - std::sqrt(0.6)) / 2.0;
+  check(r.outcome == anvil_ipm::IpmOutcome::Solved, "toy problem solved");
+  check(std::fabs(x[0] - x0_opt) < 1e-7 && std::fabs(x[1] - (1.0 - x0_opt)) < 1e-7, "toy optimum");
+  // The product constraint is active at its lower bound: a negative multiplier.
+  check(lam_q[0] < 0.0 && std::fabs(lam_box[0]) < 1e-6, "toy multiplier signs");
+  check(r.stat < 1e-8 && r.eq < 1e-10, "toy residuals");
+}
+
+}  // namespace
+
+int main() {
+  const double definite[6] = {1.0, 2.0, 3.0, 4.0, 5.0, 6.0};
+  known_inertia<6>(1, definite, anvil_ipm::Inertia{6, 0, 0});
+  const double kkt_like[6] = {3.0, 1e-3, 7.0, -2.0, -1e-6, -40.0};
+  known_inertia<6>(2, kkt_like, anvil_ipm::Inertia{3, 3, 0});
+  // Eigenvalues over nine orders of magnitude (the rotation spreads the largest over every
+  // row: an eigenvalue below about 1e-14 of it would be numerically zero).
+  const double wide[7] = {1e6, -1e-3, 1.0, -1.0, 1e4, -1e4, 1e-2};
+  known_inertia<7>(3, wide, anvil_ipm::Inertia{4, 3, 0});
+  const double singular[5] = {1.0, -1.0, 0.0, 2.0, -3.0};
+  known_inertia<5>(4, singular, anvil_ipm::Inertia{2, 2, 1});
+  toy_problem();
+  if (failures == 0) std::printf("ok\n");
+  return failures == 0 ? 0 : 1;
+}
