@@ -265,7 +265,7 @@ fn problem_of(
     problem.bounds(bound(x_lb)?, bound(x_ub)?).py()
 }
 
-/// Builds an interior-point solver (`kkt`: "dense"); arguments as `sqp_solver`'s.
+/// Builds an interior-point solver (`kkt`: "dense" or "sparse"); arguments as `sqp_solver`'s.
 #[pyfunction]
 #[pyo3(signature = (name, kkt, cost, eq, ineq, x_lb, x_ub, eq_rhs, ineq_lb, ineq_ub, settings))]
 #[allow(clippy::too_many_arguments)]
@@ -283,12 +283,15 @@ pub fn ipm_solver(
     ineq_ub: &Bound<'_, PyAny>,
     settings: &Bound<'_, PyDict>,
 ) -> PyResult<PySolver> {
-    if kkt != "dense" {
-        return Err(PyValueError::new_err(format!("unknown KKT solver {kkt}")));
-    }
+    let build = match kkt {
+        "dense" => IpmFunction::dense,
+        "sparse" => IpmFunction::sparse,
+        other => return Err(PyValueError::new_err(format!("unknown KKT solver {other}"))),
+    };
     let settings = ipm_settings_from(settings)?;
     let problem = problem_of(cost, eq, ineq, x_lb, x_ub, eq_rhs, ineq_lb, ineq_ub)?;
-    let solver = py.detach(|| IpmFunction::dense(name, &problem, settings.clone())).py()?;
+    // Sparse derivatives and the KKT matrix's ordering take a while on large problems.
+    let solver = py.detach(|| build(name, &problem, settings.clone())).py()?;
     Ok(PySolver {
         solver: Arc::new(Method::Ipm(solver)),
         settings: Mutex::new(MethodSettings::Ipm(settings)),

@@ -20,6 +20,7 @@ import pytest
 import anvil as av
 from anvil.opti import (
     DenseIPMFunction,
+    SparseIPMFunction,
     DenseProblem,
     HessianApproximation,
     IPMSettings,
@@ -32,6 +33,8 @@ sys.path.insert(0, os.path.dirname(__file__))
 from opti_problems import PROBLEMS, anvil_problem, casadi_nlp  # noqa: E402
 
 SMALL = [spec for spec in PROBLEMS if not spec.large]
+#: (problem, KKT solver): the dense one on the small problems, the sparse one on all.
+CASES = [(spec, sparse) for spec in PROBLEMS for sparse in (False, True) if sparse or not spec.large]
 
 
 def guesses(spec, count=3):
@@ -76,20 +79,35 @@ def violation(spec, x):
     )
 
 
-_SOLVES: dict[str, list[tuple[object, dict]]] = {}
+_SOLVES: dict[tuple[str, bool], list[tuple[object, dict]]] = {}
 
 
-def solves(spec):
+def solves(spec, sparse=False):
     """Each guess's (anvil result, Ipopt result) for `spec`, computed once per session."""
-    if spec.name not in _SOLVES:
-        solver = DenseIPMFunction(f"ipm_{spec.name}", anvil_problem(spec, False))
-        _SOLVES[spec.name] = [(solver(x0), ipopt(spec, x0)) for x0 in guesses(spec)]
-    return _SOLVES[spec.name]
+    key = (spec.name, sparse)
+    if key not in _SOLVES:
+        cls = SparseIPMFunction if sparse else DenseIPMFunction
+        solver = cls(f"ipm_{spec.name}_{'s' if sparse else 'd'}", anvil_problem(spec, sparse))
+        _SOLVES[key] = [(solver(x0), ipopt(spec, x0)) for x0 in guesses(spec)]
+    return _SOLVES[key]
 
 
-@pytest.mark.parametrize("spec", SMALL, ids=[s.name for s in SMALL])
-def test_agrees_with_ipopt_from_several_guesses(spec):
-    for k, (res, want) in enumerate(solves(spec)):
+# A known gap, recorded as an expected failure (strict: it reports when it is closed): on the
+# 300-variable hanging chain Ipopt needs 290-430 iterations and its restoration phase (an NLP
+# of its own); the simplified restoration phase here ends LINESEARCH_FAILED from two of the
+# three starts.
+KNOWN_GAPS = {"chain150": "the restoration phase is simpler than Ipopt's (issue 31)"}
+AGREEMENT = [
+    pytest.param(spec, sparse, marks=pytest.mark.xfail(reason=KNOWN_GAPS[spec.name], strict=True))
+    if spec.name in KNOWN_GAPS
+    else pytest.param(spec, sparse)
+    for spec, sparse in CASES
+]
+
+
+@pytest.mark.parametrize("spec,sparse", AGREEMENT, ids=[f"{s.name}-{'sparse' if sp else 'dense'}" for s, sp in CASES])
+def test_agrees_with_ipopt_from_several_guesses(spec, sparse):
+    for k, (res, want) in enumerate(solves(spec, sparse)):
         assert want["success"], f"Ipopt failed on {spec.name} from guess {k}"
         what = f"{spec.name}, guess {k}"
         assert res.status == SQPStatus.SOLVED, (what, res)
@@ -109,8 +127,9 @@ def test_agrees_with_ipopt_from_several_guesses(spec):
         assert res.iterations <= 1.5 * want["iterations"] + 3, (what, res.iterations, want["iterations"])
 
 
-def test_iterations_over_the_collection_are_within_1_2_times_ipopts():
-    pairs = [pair for spec in SMALL for pair in solves(spec)]
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
+def test_iterations_over_the_collection_are_within_1_2_times_ipopts(sparse):
+    pairs = [pair for spec in SMALL for pair in solves(spec, sparse)]
     ours = sum(res.iterations for res, _ in pairs)
     theirs = sum(want["iterations"] for _, want in pairs)
     assert ours <= 1.2 * theirs, (ours, theirs)

@@ -273,6 +273,7 @@ fn generated_module_compiles_cleanly_runs_under_sanitizers_and_never_allocates_i
     let hs_dense = SqpFunction::dense("aot_hs071_dense", &hs071(), SqpSettings::default()).unwrap();
     let ipm = IpmFunction::dense("aot_ipm_hs071", &hs071(), IpmSettings::default()).unwrap();
     let ipm_guide = IpmFunction::dense("aot_ipm_guide", &guide_problem(), IpmSettings::default()).unwrap();
+    let ipm_sparse = IpmFunction::sparse("aot_ipm_sparse", &hs071(), IpmSettings::default()).unwrap();
     let plain = NumericalFunction::new("plain", |[x]| x.sin(), [Arg::new(3)]).unwrap();
     let runs: Vec<Run> = vec![
         (&guide, &[0.5, 0.5, 0.0, 0.0], &[]),
@@ -280,9 +281,10 @@ fn generated_module_compiles_cleanly_runs_under_sanitizers_and_never_allocates_i
         (&hs_dense, &HS071_X0, &[25.0]),
         (&ipm, &HS071_X0, &[25.0]),
         (&ipm_guide, &[0.5, 0.5, 0.0, 0.0], &[]),
+        (&ipm_sparse, &HS071_X0, &[25.0]),
     ];
     let dir = std::env::temp_dir().join(format!("anvil_opti_module_{}", std::process::id()));
-    let items: Vec<&dyn ModuleItem> = vec![&guide, &hs, &hs_dense, &ipm, &ipm_guide, &plain];
+    let items: Vec<&dyn ModuleItem> = vec![&guide, &hs, &hs_dense, &ipm, &ipm_guide, &ipm_sparse, &plain];
     let (hpp, cpp) = generate_module("sqpmod", &items, &dir).unwrap();
     let header = std::fs::read_to_string(hpp).unwrap();
     let source = std::fs::read_to_string(cpp).unwrap();
@@ -399,10 +401,12 @@ fn solves_do_not_depend_on_earlier_solves() {
 fn ipm_reaches_the_known_optima_with_the_sqp_multipliers() {
     let sqp = SqpFunction::dense("ipm_ref_hs071", &hs071(), SqpSettings::default()).unwrap();
     let reference = sqp.solve(&HS071_X0, &[25.0], &WarmStart::default()).unwrap();
-    for settings in
-        [IpmSettings::default(), IpmSettings { mu_strategy: MuStrategy::Adaptive, ..IpmSettings::default() }]
-    {
-        let ipm = IpmFunction::dense("ipm_hs071", &hs071(), settings).unwrap();
+    let adaptive = IpmSettings { mu_strategy: MuStrategy::Adaptive, ..IpmSettings::default() };
+    for ipm in [
+        IpmFunction::dense("ipm_hs071", &hs071(), IpmSettings::default()).unwrap(),
+        IpmFunction::dense("ipm_hs071_adaptive", &hs071(), adaptive).unwrap(),
+        IpmFunction::sparse("ipm_hs071_sparse", &hs071(), IpmSettings::default()).unwrap(),
+    ] {
         let sol = ipm.solve(&HS071_X0, &[25.0], &WarmStart::default()).unwrap();
         assert_eq!(sol.info.status, Status::Solved, "{sol:?}");
         assert_close("x", &sol.x, &HS071_X, 1e-7);

@@ -71,6 +71,7 @@ __all__ = [
     "SQPResult",
     "SQPSettings",
     "SQPStatus",
+    "SparseIPMFunction",
     "SparseProblem",
     "SparseSQPFunction",
     "include_dirs",
@@ -353,7 +354,15 @@ class _Travels:
 def _restore(data: bytes) -> Any:
     """The problem or solver of anvil's object format ``data``."""
     document, functions = _travel.unpack(data)
-    classes = (DenseProblem, SparseProblem, MultistageProblem, DenseSQPFunction, SparseSQPFunction, DenseIPMFunction)
+    classes = (
+        DenseProblem,
+        SparseProblem,
+        MultistageProblem,
+        DenseSQPFunction,
+        SparseSQPFunction,
+        DenseIPMFunction,
+        SparseIPMFunction,
+    )
     return _kind(document, classes)._rebuild(document, functions)
 
 
@@ -1067,6 +1076,16 @@ class DenseIPMFunction(_IPMFunction):
     """
 
     _backend = "dense"
+
+
+class SparseIPMFunction(_IPMFunction):
+    """The interior-point solver of ``DenseIPMFunction`` with sparse derivatives and a sparse
+    LDL' of its KKT systems (a minimum-degree ordering and the symbolic factorisation are
+    computed when the solver is built; the generated code runs the numeric factorisation
+    only): for large sparse problems. Same arguments and results as ``DenseIPMFunction``.
+    """
+
+    _backend = "sparse"
 
 
 class SparseSQPFunction(_SQPFunction):

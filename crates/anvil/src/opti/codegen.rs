@@ -2,6 +2,7 @@
 //! templates in `templates/`.
 
 use super::derive::{Derived, Matrix, Storage};
+use super::ipm::SparseKkt;
 use super::layout::{Gathered, Layout};
 use super::settings::{SettingField, SqpSettings, Status, MAX_MERIT_MEMORY};
 use super::stagewise::{Dynamics, StageCall, StageDerived, StageMultipliers, StageRole, TermLayout};
@@ -207,6 +208,19 @@ pub(crate) struct IpmLayout<'a> {
     /// Bounds of the inequality rows with a finite bound (`derived.q_rows`).
     pub q_lb: &'a [f64],
     pub q_ub: &'a [f64],
+    /// The sparse KKT matrix's structure (`None`: dense).
+    pub kkt: Option<&'a SparseKkt>,
+}
+
+/// What the templates need of a sparse KKT structure.
+fn kkt_context(k: &SparseKkt) -> Value {
+    context! {
+        nnz => k.nnz(), l_nnz => k.l_nnz(),
+        perm => join(&k.perm), a_outer => join(&k.a_outer), a_inner => join(&k.a_inner),
+        parent => join(&k.parent), l_outer => join(&k.l_outer),
+        hess_dest => join(&k.hess_dest), jac_eq_dest => join(&k.jac_eq_dest), jac_q_dest => join(&k.jac_q_dest),
+        diag_x_dest => join(&k.diag_x_dest), diag_y_dest => join(&k.diag_y_dest),
+    }
 }
 
 /// The interior-point solver's part of a module (the method itself is the `anvil_ipm` item).
@@ -217,7 +231,11 @@ pub(crate) fn render_ipm(l: &IpmLayout) -> ItemSource {
     let ctx = context! {
         name => l.name,
         kind => "Interior-point solver",
-        method => "by a primal-dual interior-point method with a filter line search, its KKT systems factorised densely",
+        method => format!(
+            "by a primal-dual interior-point method with a filter line search, its KKT systems factorised {}",
+            if l.kkt.is_some() { "as sparse matrices" } else { "densely" }
+        ),
+        kkt => l.kkt.map(kkt_context),
         nx => l.nx, neq => l.neq, nineq => l.nineq, np => l.np,
         nq => d.q_rows.len(),
         q_rows => join(&d.q_rows),

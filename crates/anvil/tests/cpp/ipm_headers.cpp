@@ -9,6 +9,7 @@
 namespace anvil_ipm {
 namespace {
 #include "dense_ldl.hpp"
+#include "sparse_ldl.hpp"
 #include "interior_point.hpp"
 }  // namespace
 }  // namespace anvil_ipm
@@ -154,6 +155,47 @@ void toy_problem() {
   check(r.stat < 1e-8 && r.eq < 1e-10, "toy residuals");
 }
 
+// A KKT-like arrow matrix in the order x0, x1, x2, y (y couples to every x): the upper
+// triangle's columns are {0}, {1}, {2}, {0, 1, 2, 3}; the elimination tree is 0, 1, 2 -> 3
+// and each of the first three columns of L holds one entry (no fill).
+constexpr int kArrowOuter[5] = {0, 1, 2, 3, 7};
+constexpr int kArrowInner[7] = {0, 1, 2, 0, 1, 2, 3};
+constexpr int kArrowParent[4] = {3, 3, 3, -1};
+constexpr int kArrowLOuter[5] = {0, 1, 2, 3, 3};
+// The original order is (y, x0, x1, x2): position k holds original index kArrowPerm[k].
+constexpr int kArrowPerm[4] = {1, 2, 3, 0};
+
+void sparse_arrow() {
+  anvil_ipm::SparseLdl<4, 7, 3, kArrowOuter, kArrowInner, kArrowParent, kArrowLOuter, kArrowPerm> ldl;
+  // diag(2, -3, -1) on the x block, y's -1e-8: pivots 2, -3, -1 and 5/6, inertia (2, 2) (a
+  // KKT matrix of 3 variables and 1 constraint needs (3, 1)).
+  const double values[7] = {2.0, -3.0, -1.0, 1.0, 1.0, 1.0, -1e-8};
+  for (int k = 0; k < 7; ++k) ldl.a[k] = values[k];
+  anvil_ipm::Inertia in = ldl.factorize(1e-14);
+  check(in.positive == 2 && in.negative == 2 && in.zero == 0, "sparse inertia (indefinite x block)");
+  ldl.a[1] = 3.0;
+  ldl.a[2] = 4.0;
+  in = ldl.factorize(1e-14);
+  check(in.positive == 3 && in.negative == 1 && in.zero == 0, "sparse inertia (KKT)");
+  // Solve against the dense matrix in the original order (y first: Perm maps position k to
+  // original index Perm[k]).
+  const double dense[4][4] = {{-1e-8, 1.0, 1.0, 1.0}, {1.0, 2.0, 0.0, 0.0}, {1.0, 0.0, 3.0, 0.0}, {1.0, 0.0, 0.0, 4.0}};
+  const double b[4] = {1.0, -2.0, 0.5, 3.0};
+  double x[4] = {1.0, -2.0, 0.5, 3.0};
+  ldl.solve(x);
+  double residual = 0.0;
+  for (int i = 0; i < 4; ++i) {
+    double r = -b[i];
+    for (int j = 0; j < 4; ++j) r += dense[i][j] * x[j];
+    residual = std::fabs(r) > residual ? std::fabs(r) : residual;
+  }
+  check(residual < 1e-12, "sparse solve residual");
+  // A zero row: a zero eigenvalue, reported, never a division by zero.
+  for (int k = 0; k < 7; ++k) ldl.a[k] = 0.0;
+  in = ldl.factorize(1e-14);
+  check(in.zero == 4, "sparse zero matrix");
+}
+
 }  // namespace
 
 int main() {
@@ -168,6 +210,7 @@ int main() {
   const double singular[5] = {1.0, -1.0, 0.0, 2.0, -3.0};
   known_inertia<5>(4, singular, anvil_ipm::Inertia{2, 2, 1});
   toy_problem();
+  sparse_arrow();
   if (failures == 0) std::printf("ok\n");
   return failures == 0 ? 0 : 1;
 }

@@ -15,7 +15,7 @@
 //   void add_jacobian_transpose_times(const double* yc, const double* yd, double* out);  // += J'y
 //   bool hessian(const double* x, const double* yc, const double* yd);  // of f + yc'c + yd'd
 //   Inertia factorize(bool with_hessian, const double* diag_x, const double* diag_y);
-//   void solve(double* rhs);   // the last factorisation; rhs of kNx + kNeq + kNq entries
+//   void solve(double* rhs);   // with the last factorisation; rhs of kNx + kNeq + kNq entries
 // where the factorised matrix is [H + diag(diag_x), J'; J, diag(diag_y)] (H omitted when
 // with_hessian is false), J = [J_c; J_d].
 //

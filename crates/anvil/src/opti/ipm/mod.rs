@@ -2,17 +2,20 @@
 //! a filter line search (Wächter & Biegler 2006, the method of Ipopt).
 //!
 //! The method is a real C++ header templated on the problem (`interior_point.hpp`, with the
-//! dense LDLᵀ it factorises KKT systems with, `dense_ldl.hpp`): a module holds it once, as the
-//! `anvil_ipm` item. The generated glue (`templates/ipm_source.j2`) adapts a problem's
+//! LDLᵀ factorisations of its KKT systems: dense, `dense_ldl.hpp`, or sparse on a structure
+//! analysed at generation, `sparse_ldl.hpp` and [`sparse_kkt`]): a module holds it once, as
+//! the `anvil_ipm` item. The generated glue (`templates/ipm_source.j2`) adapts a problem's
 //! derived functions to it: scaled values, derivatives and the KKT matrix. It needs neither
 //! PIQP nor Eigen, and compiles in about a second.
 
 mod settings;
+mod sparse_kkt;
 
 pub use settings::{IpmSettings, MuStrategy};
+pub(crate) use sparse_kkt::SparseKkt;
 
 use super::codegen::{self, IpmLayout};
-use super::derive::{Derived, Storage};
+use super::derive::{Derived, Matrix, Storage};
 use super::native::{check_lengths, Dims, JitSolver};
 use super::problem::Problem;
 use super::settings::{self as settings_table, Info};
@@ -54,6 +57,8 @@ pub struct IpmFunction {
     name: String,
     settings: IpmSettings,
     derived: Box<Derived>,
+    /// The sparse KKT matrix's structure (`None`: factorised densely).
+    kkt: Option<Box<SparseKkt>>,
     dims: Dims,
     x_lb: Vec<f64>,
     x_ub: Vec<f64>,
@@ -66,33 +71,91 @@ pub struct IpmFunction {
 /// Room the derived functions' names need after the solver's (`_linearize`).
 const SUFFIX_ROOM: usize = 12;
 
+/// A solver's name leaves room for its functions' suffixes; its settings are valid.
+fn check_solver(name: &str, settings: &IpmSettings) -> Result<()> {
+    check_identifier(name, "solver")?;
+    if name.len() + SUFFIX_ROOM > MAX_NAME_LEN {
+        return Err(Error::InvalidName {
+            name: name.into(),
+            reason: format!(
+                "a solver's name may have at most {} characters (its functions add suffixes)",
+                MAX_NAME_LEN - SUFFIX_ROOM
+            ),
+        });
+    }
+    settings.validate()
+}
+
 impl IpmFunction {
     /// A solver whose KKT systems are factorised as dense matrices (Bunch–Kaufman LDLᵀ), with
     /// dense derivatives: for problems of up to a few hundred variables and constraints.
     pub fn dense(name: &str, problem: &Problem, settings: IpmSettings) -> Result<Self> {
-        check_identifier(name, "solver")?;
-        if name.len() + SUFFIX_ROOM > MAX_NAME_LEN {
-            return Err(Error::InvalidName {
-                name: name.into(),
-                reason: format!(
-                    "a solver's name may have at most {} characters (its functions add suffixes)",
-                    MAX_NAME_LEN - SUFFIX_ROOM
-                ),
-            });
-        }
-        settings.validate()?;
+        check_solver(name, &settings)?;
         let kkt = problem.nx() + problem.neq() + problem.nineq();
         crate::array::check_alloc(
-            || format!("the dense KKT matrix of solver `{name}` ({kkt} rows; use a sparse solver for large problems)"),
+            || {
+                format!(
+                    "the dense KKT matrix of solver `{name}` ({kkt} rows; use IpmFunction::sparse for large problems)"
+                )
+            },
             kkt.saturating_mul(kkt),
             8,
         )?;
         let derived = Derived::new(name, problem, settings.hessian_approximation, Storage::Dense)?;
+        Ok(IpmFunction::from_parts(name, problem, settings, derived, None))
+    }
+
+    /// A solver with sparse derivatives (on fixed patterns, by colouring) whose KKT systems
+    /// are factorised as sparse matrices: a minimum-degree ordering and the symbolic
+    /// factorisation are computed when the solver is built, the generated code runs only the
+    /// numeric LDLᵀ (no pivoting: the inertia correction regularises until the factorisation
+    /// exists with the right inertia; solves refine iteratively). For large sparse problems.
+    ///
+    /// ```
+    /// use anvil::{Arg, NumericalFunction, ndarray::s, opti::{IpmFunction, IpmSettings, Problem, Status, WarmStart}};
+    /// # fn main() -> anvil::Result<()> {
+    /// // A chain of 50 coupled quadratics, min Σ (x_i − x_{i+1})² + (x_0 − 1)² s.t. Σ x = 10.
+    /// let args = || [Arg::new(50), Arg::new(0)];
+    /// let f = NumericalFunction::new("chain_f", |[x, _p]| {
+    ///     let d = x.slice(s![..49]) - x.slice(s![1..]);
+    ///     (&d * &d).sum() + (x.get(0) - 1.0).square()
+    /// }, args())?;
+    /// let g = NumericalFunction::new("chain_g", |[x, _p]| x.sum().reshape([1]), args())?;
+    /// let problem = Problem::new(&f)?.eq_constraints(&g, 10.0)?;
+    /// let solver = IpmFunction::sparse("chain_ipm", &problem, IpmSettings::default())?;
+    /// let solution = solver.solve(&[0.0; 50], &[], &WarmStart::default())?;
+    /// assert_eq!(solution.info.status, Status::Solved);
+    /// assert!((solution.x.iter().sum::<f64>() - 10.0).abs() < 1e-8);
+    /// # Ok(()) }
+    /// ```
+    pub fn sparse(name: &str, problem: &Problem, settings: IpmSettings) -> Result<Self> {
+        check_solver(name, &settings)?;
+        let derived = Derived::new(name, problem, settings.hessian_approximation, Storage::Sparse)?;
+        let pattern = |m: &Matrix| match m {
+            Matrix::Sparse(p) => Ok(p.clone()),
+            Matrix::Dense { .. } => Err(Error::Problem {
+                what: "solver",
+                name: name.into(),
+                message: "a sparse solver's derivatives are sparse".into(),
+            }),
+        };
+        let kkt = SparseKkt::new(&pattern(&derived.hess)?, &pattern(&derived.jac_eq)?, &pattern(&derived.jac_q)?)?;
+        Ok(IpmFunction::from_parts(name, problem, settings, derived, Some(Box::new(kkt))))
+    }
+
+    fn from_parts(
+        name: &str,
+        problem: &Problem,
+        settings: IpmSettings,
+        derived: Derived,
+        kkt: Option<Box<SparseKkt>>,
+    ) -> Self {
         let (q_lb, q_ub) = derived.q_rows.iter().map(|&i| (problem.ineq_lb[i], problem.ineq_ub[i])).unzip();
-        Ok(IpmFunction {
+        IpmFunction {
             name: name.into(),
             settings,
             derived: Box::new(derived),
+            kkt,
             dims: Dims { nx: problem.nx(), neq: problem.neq(), nineq: problem.nineq(), param: problem.param().clone() },
             x_lb: problem.x_lb.clone(),
             x_ub: problem.x_ub.clone(),
@@ -100,7 +163,7 @@ impl IpmFunction {
             q_ub,
             compiler: CompilerOptions::default(),
             jit: Mutex::new(None),
-        })
+        }
     }
 
     /// The solver's name (its C++ namespace).
@@ -266,6 +329,7 @@ impl ModuleItem for IpmFunction {
             x_ub: &self.x_ub,
             q_lb: &self.q_lb,
             q_ub: &self.q_ub,
+            kkt: self.kkt.as_deref(),
         }))
     }
 }
@@ -274,6 +338,7 @@ impl std::fmt::Debug for IpmFunction {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("IpmFunction")
             .field("name", &self.name)
+            .field("kkt", &if self.kkt.is_some() { "sparse" } else { "dense" })
             .field("nx", &self.dims.nx)
             .field("neq", &self.dims.neq)
             .field("nineq", &self.dims.nineq)
@@ -282,7 +347,8 @@ impl std::fmt::Debug for IpmFunction {
 }
 
 /// The interior-point method's headers, in the order they build on each other.
-const HEADERS: [&str; 2] = [include_str!("dense_ldl.hpp"), include_str!("interior_point.hpp")];
+const HEADERS: [&str; 3] =
+    [include_str!("dense_ldl.hpp"), include_str!("sparse_ldl.hpp"), include_str!("interior_point.hpp")];
 
 /// The interior-point runtime as a module item (every interior-point solver depends on it;
 /// a module holds it once): the headers' code in `namespace anvil_ipm`, with internal
