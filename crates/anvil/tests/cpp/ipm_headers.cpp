@@ -89,6 +89,10 @@ struct Toy {
   static constexpr double kQLb[1] = {0.1};
   static constexpr double kQUb[1] = {std::numeric_limits<double>::infinity()};
   double obj_scale = 1.0, row_scale[2] = {1.0, 1.0};
+  double x_lb(int j) const { return kXLb[j]; }
+  double x_ub(int j) const { return kXUb[j]; }
+  double q_lb(int i) const { return kQLb[i]; }
+  double q_ub(int i) const { return kQUb[i]; }
   double jac[2][2] = {{0.0, 0.0}, {0.0, 0.0}}, hess[4] = {0.0, 0.0, 0.0, 0.0};
   anvil_ipm::DenseLdl<4> kkt;
 
@@ -114,6 +118,11 @@ struct Toy {
   }
   bool hessian(const double*, const double*, const double* yd) {
     hess[0] = hess[3] = 2.0 * obj_scale;
+    hess[1] = hess[2] = row_scale[1] * yd[0];
+    return true;
+  }
+  bool constraint_hessian(const double*, const double*, const double* yd) {
+    hess[0] = hess[3] = 0.0;
     hess[1] = hess[2] = row_scale[1] * yd[0];
     return true;
   }

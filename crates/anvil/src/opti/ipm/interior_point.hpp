@@ -7,13 +7,14 @@
 //
 // The problem P (the generated glue) evaluates the scaled functions and owns the KKT matrix:
 //   static constexpr int kNx, kNeq, kNq;             sizes of x, c and d
-//   static const double kXLb[], kXUb[], kQLb[], kQUb[];  unscaled bounds (+-inf: none)
+//   double x_lb(int j), x_ub(int j), q_lb(int i), q_ub(int i);  unscaled bounds (+-inf: none)
 //   double obj_scale, row_scale[kNeq + kNq];         set by choose_scaling()
 //   void choose_scaling(const double* grad, double max_gradient);  // after a unit-scale linearize
 //   bool values(const double* x, double* f, double* c, double* d);
 //   bool linearize(const double* x, double* f, double* grad, double* c, double* d);  // keeps J
 //   void add_jacobian_transpose_times(const double* yc, const double* yd, double* out);  // += J'y
 //   bool hessian(const double* x, const double* yc, const double* yd);  // of f + yc'c + yd'd
+//   bool constraint_hessian(const double* x, const double* yc, const double* yd);  // of yc'c + yd'd
 //   Inertia factorize(bool with_hessian, const double* diag_x, const double* diag_y);
 //   void solve(double* rhs);   // with the last factorisation; rhs of kNx + kNeq + kNq entries
 // where the factorised matrix is [H + diag(diag_x), J'; J, diag(diag_y)] (H omitted when
@@ -39,7 +40,8 @@ struct IpmOptions {
   int verbose;
 };
 
-enum class IpmOutcome { Solved, MaxIter, Infeasible, NonFinite, RestorationFailed };
+// Returned: the restoration phase's own solve ended because the outer method accepts its point.
+enum class IpmOutcome { Solved, MaxIter, Infeasible, NonFinite, RestorationFailed, Returned };
 
 struct IpmReport {
   IpmOutcome outcome;
@@ -67,8 +69,143 @@ inline bool all_finite(const double* v, int n) {
   return true;
 }
 
+template <class P, bool Outer = true>
+class InteriorPoint;
+
+// The restoration problem of the (scaled) problem P at the point x_R where the restoration
+// phase starts, as a problem of its own (section 3.3, Ipopt's form):
+//   min  rho sum(p + n) + zeta/2 ||D_R (x - x_R)||^2
+//   s.t. c(x) - p_c + n_c = 0,  d_L <= d(x) - p_d + n_d <= d_U,  x_L <= x <= x_U,  p, n >= 0
+// with zeta = sqrt(mu), D_R = diag(min(1, 1 / |x_R|)). Its variables are (x, p, n); its KKT
+// systems are P's with p and n eliminated (their blocks are diagonal), so P's factorisation
+// serves it. The restoration phase solves it with a second InteriorPoint (one without a
+// restoration phase of its own) until the outer method accepts the point.
 template <class P>
+struct RestorationNlp {
+  static constexpr int NXO = P::kNx, NY = P::kNeq + P::kNq;
+  static constexpr int kNx = NXO + 2 * NY, kNeq = P::kNeq, kNq = P::kNq;
+  static constexpr double kRho = 1000.0;
+
+  P* p = nullptr;
+  InteriorPoint<P, true>* outer = nullptr;
+  double obj_scale = 1.0, row_scale[ipm_storage(NY)];
+  double zeta = 0.0, xr[NXO], dr[NXO];
+  // The outer problem's (scaled, relaxed) bounds of d.
+  double q_lower[ipm_storage(kNq)], q_upper[ipm_storage(kNq)];
+
+  double x_lb(int j) const { return j < NXO ? p->x_lb(j) : 0.0; }
+  double x_ub(int j) const { return j < NXO ? p->x_ub(j) : std::numeric_limits<double>::infinity(); }
+  double q_lb(int i) const { return q_lower[i]; }
+  double q_ub(int i) const { return q_upper[i]; }
+  void choose_scaling(const double*, double) {}
+
+  bool values(const double* x, double* f, double* c, double* d) {
+    double f_outer = 0.0;
+    if (!p->values(x, &f_outer, c, d)) return false;
+    relax(x, c, d);
+    *f = objective(x);
+    return std::isfinite(*f);
+  }
+
+  bool linearize(const double* x, double* f, double* grad, double* c, double* d) {
+    if (!p->linearize(x, &f_outer_, grad_outer_, c, d)) return false;
+    relax(x, c, d);
+    *f = objective(x);
+    for (int j = 0; j < NXO; ++j) grad[j] = zeta * dr[j] * (x[j] - xr[j]);
+    for (int i = 0; i < 2 * NY; ++i) grad[NXO + i] = kRho;
+    return std::isfinite(*f);
+  }
+
+  void add_jacobian_transpose_times(const double* yc, const double* yd, double* out) const {
+    p->add_jacobian_transpose_times(yc, yd, out);
+    for (int i = 0; i < kNeq; ++i) {
+      out[NXO + i] -= yc[i];
+      out[NXO + NY + i] += yc[i];
+    }
+    for (int i = 0; i < kNq; ++i) {
+      out[NXO + kNeq + i] -= yd[i];
+      out[NXO + NY + kNeq + i] += yd[i];
+    }
+  }
+
+  // The objective's curvature is the proximity term's, added in factorize().
+  bool hessian(const double* x, const double* yc, const double* yd) { return p->constraint_hessian(x, yc, yd); }
+
+  Inertia factorize(bool with_hessian, const double* diag_x, const double* diag_y) {
+    for (int j = 0; j < NXO; ++j) diag_outer_x_[j] = diag_x[j] + zeta * dr[j];
+    for (int i = 0; i < NY; ++i) {
+      diag_p_[i] = diag_x[NXO + i];
+      diag_n_[i] = diag_x[NXO + NY + i];
+      diag_outer_y_[i] = diag_y[i] - 1.0 / diag_p_[i] - 1.0 / diag_n_[i];
+    }
+    Inertia inertia = p->factorize(with_hessian, diag_outer_x_, diag_outer_y_);
+    // The eliminated p and n blocks are positive definite.
+    inertia.positive += 2 * NY;
+    return inertia;
+  }
+
+  // rhs = (r_x, r_p, r_n, r_y): the rows of p and n are diag_p dp - dy = r_p and
+  // diag_n dn + dy = r_n.
+  void solve(double* rhs) {
+    for (int j = 0; j < NXO; ++j) rhs_outer_[j] = rhs[j];
+    for (int i = 0; i < NY; ++i) {
+      r_p_[i] = rhs[NXO + i];
+      r_n_[i] = rhs[NXO + NY + i];
+      rhs_outer_[NXO + i] = rhs[NXO + 2 * NY + i] + r_p_[i] / diag_p_[i] - r_n_[i] / diag_n_[i];
+    }
+    p->solve(rhs_outer_);
+    for (int j = 0; j < NXO; ++j) rhs[j] = rhs_outer_[j];
+    for (int i = 0; i < NY; ++i) {
+      const double dy = rhs_outer_[NXO + i];
+      rhs[NXO + i] = (r_p_[i] + dy) / diag_p_[i];
+      rhs[NXO + NY + i] = (r_n_[i] - dy) / diag_n_[i];
+      rhs[NXO + 2 * NY + i] = dy;
+    }
+  }
+
+  // Whether the outer method takes the point (x, with d's slacks s) back.
+  bool done(const double* x, const double* s) { return outer->restoration_accepts(*p, x, s); }
+
+ private:
+  double f_outer_ = 0.0, grad_outer_[NXO];
+  double diag_outer_x_[NXO], diag_outer_y_[ipm_storage(NY)], diag_p_[ipm_storage(NY)], diag_n_[ipm_storage(NY)];
+  double rhs_outer_[NXO + NY], r_p_[ipm_storage(NY)], r_n_[ipm_storage(NY)];
+
+  double objective(const double* x) const {
+    double f = 0.0;
+    for (int i = 0; i < 2 * NY; ++i) f += kRho * x[NXO + i];
+    for (int j = 0; j < NXO; ++j) f += 0.5 * zeta * dr[j] * (x[j] - xr[j]) * (x[j] - xr[j]);
+    return f;
+  }
+
+  // c - p + n, d - p + n.
+  void relax(const double* x, double* c, double* d) const {
+    for (int i = 0; i < kNeq; ++i) c[i] += -x[NXO + i] + x[NXO + NY + i];
+    for (int i = 0; i < kNq; ++i) d[i] += -x[NXO + kNeq + i] + x[NXO + NY + kNeq + i];
+  }
+};
+
+// The restoration phase's parts: the restoration problem and its solver for the outer
+// method; nothing for the restoration phase's own solver (it has no restoration phase).
+struct NoRestoration {};
+
+template <class P, bool Outer>
+struct RestorationParts {
+  using Nlp = NoRestoration;
+  using Solver = NoRestoration;
+};
+
+template <class P>
+struct RestorationParts<P, true> {
+  using Nlp = RestorationNlp<P>;
+  using Solver = InteriorPoint<RestorationNlp<P>, false>;
+};
+
+template <class P, bool Outer>
 class InteriorPoint {
+  template <class Q, bool O>
+  friend class InteriorPoint;
+
  public:
   static constexpr int NX = P::kNx, NEQ = P::kNeq, NQ = P::kNq;
   static constexpr int NY = NEQ + NQ, NK = NX + NY;
@@ -91,6 +228,27 @@ class InteriorPoint {
     unscale(p, x_out, lam_eq, lam_q, lam_box);
     measure(p, x_out, lam_q, lam_box, &report);
     return report;
+  }
+
+  // The restoration phase's solve (of a RestorationNlp): from x0 and the warm multipliers,
+  // until the outer method accepts a point (Returned) or it ends otherwise.
+  IpmOutcome restoration_run(P& p, const double* x0, IpmMultipliers warm, const IpmOptions& o, int offset,
+                             int* iterations) {
+    iteration_offset_ = offset;
+    const IpmOutcome start = initialize(p, x0, warm, o);
+    *iterations = 0;
+    return start != IpmOutcome::Solved ? start : iterate(p, o, iterations);
+  }
+
+  // Whether the restoration phase's point (x, with d's slacks s_in) goes back to this method:
+  // its violation is 10 % below where restoration started and the filter accepts it.
+  bool restoration_accepts(P& p, const double* x_in, const double* s_in) {
+    double f = 0.0;
+    if (!p.values(x_in, &f, ct_, dt_)) return false;
+    for (int i = 0; i < NQ; ++i) st_[i] = inside(s_in[i], dl_[i], du_[i], hdl_[i], hdu_[i]);
+    const double theta = constraint_violation(ct_, dt_, st_);
+    const double phi = barrier(f, x_in, st_);
+    return std::isfinite(phi) && theta <= kKappaResto * theta_resto_start_ && filter_accepts(theta, phi);
   }
 
  private:
@@ -129,6 +287,15 @@ class InteriorPoint {
   double xb_[NX], sb_[ipm_storage(NQ)], ycb_[ipm_storage(NEQ)], ydb_[ipm_storage(NQ)];
   double zlb_[NX], zub_[NX], vlb_[ipm_storage(NQ)], vub_[ipm_storage(NQ)];
   int soft_steps_;
+  // The restoration phase: its problem and solver (none in the restoration phase's own
+  // solver), the violation where it started, and where its iterations are numbered from.
+  typename RestorationParts<P, Outer>::Nlp resto_nlp_;
+  typename RestorationParts<P, Outer>::Solver resto_;
+  double resto_x0_[Outer ? NX + 2 * NY : 1], resto_lam_[Outer ? NX + 2 * NY : 1];
+  double resto_zero_[ipm_storage(NY)];
+  double theta_resto_start_ = 0.0;
+  int iteration_offset_ = 0;
+  static constexpr double kKappaResto = 0.9, kBoundMultResetThreshold = 1000.0;
   // The adaptive barrier update: whether mu is free (LOQO's rule) and the optimality errors
   // of recent iterations it must keep improving on.
   static constexpr int kReferences = 4;
@@ -188,10 +355,10 @@ class InteriorPoint {
     for (int i = 0; i < NQ; ++i) s[i] = yd[i] = vl[i] = vu[i] = 0.0;
     // Scaling by the gradients at the starting point (section 3.8).
     for (int j = 0; j < NX; ++j) {
-      hl_[j] = std::isfinite(P::kXLb[j]);
-      hu_[j] = std::isfinite(P::kXUb[j]);
-      xl_[j] = hl_[j] ? relax_down(P::kXLb[j], o.bound_relax_factor) : -inf();
-      xu_[j] = hu_[j] ? relax_up(P::kXUb[j], o.bound_relax_factor) : inf();
+      hl_[j] = std::isfinite(p.x_lb(j));
+      hu_[j] = std::isfinite(p.x_ub(j));
+      xl_[j] = hl_[j] ? relax_down(p.x_lb(j), o.bound_relax_factor) : -inf();
+      xu_[j] = hu_[j] ? relax_up(p.x_ub(j), o.bound_relax_factor) : inf();
     }
     const double k1 = o.warm_start ? o.warm_start_bound_push : o.bound_push;
     const double k2 = o.warm_start ? o.warm_start_bound_push : o.bound_frac;
@@ -205,10 +372,10 @@ class InteriorPoint {
     }
     for (int i = 0; i < NQ; ++i) {
       const double scale = p.row_scale[NEQ + i];
-      hdl_[i] = std::isfinite(P::kQLb[i]);
-      hdu_[i] = std::isfinite(P::kQUb[i]);
-      dl_[i] = hdl_[i] ? relax_down(scale * P::kQLb[i], o.bound_relax_factor) : -inf();
-      du_[i] = hdu_[i] ? relax_up(scale * P::kQUb[i], o.bound_relax_factor) : inf();
+      hdl_[i] = std::isfinite(p.q_lb(i));
+      hdu_[i] = std::isfinite(p.q_ub(i));
+      dl_[i] = hdl_[i] ? relax_down(scale * p.q_lb(i), o.bound_relax_factor) : -inf();
+      du_[i] = hdu_[i] ? relax_up(scale * p.q_ub(i), o.bound_relax_factor) : inf();
       s[i] = push(d_[i], dl_[i], du_[i], hdl_[i], hdu_[i], k1, k2);
     }
     mu_ = o.mu_init;
@@ -723,16 +890,21 @@ class InteriorPoint {
 
   // The main loop (Algorithm A).
   IpmOutcome iterate(P& p, const IpmOptions& o, int* iterations) {
-    if (o.verbose > 0) print_header();
+    if (Outer && o.verbose > 0) print_header();
     debug_ = o.verbose > 1;
     double alpha_pr = 0.0, alpha_du = 0.0;
     int ls = 0;
-    char mark = ' ';
+    char mark = Outer ? ' ' : 'r';
     for (int k = 0;; ++k) {
       *iterations = k;
+      if constexpr (!Outer) {
+        if (k > 0 && p.done(x, s)) return IpmOutcome::Returned;
+      }
       const double error = optimality_error(p, 0.0);
-      if (o.verbose > 0) print_line(p, k, mark, k == 0 ? ' ' : step_kind_, alpha_du, alpha_pr, ls);
-      mark = ' ';
+      if (o.verbose > 0 && (Outer || k > 0)) {
+        print_line(p, k + iteration_offset_, mark, k == 0 ? ' ' : step_kind_, alpha_du, alpha_pr, ls);
+      }
+      mark = Outer ? ' ' : 'r';
       if (error <= o.tol && unscaled_ok(p, o.dual_inf_tol, o.constr_viol_tol, o.compl_inf_tol)) {
         return IpmOutcome::Solved;
       }
@@ -813,15 +985,121 @@ class InteriorPoint {
     return dsoc_;
   }
 
-  // The feasibility restoration phase (section 3.3), in a simple form: Gauss-Newton steps
-  // on the constraint violation that stay near the point x_R where it started (Ipopt's
-  // proximity term zeta ||D_R (x - x_R)||^2, zeta = sqrt(mu), D_R = min(1, 1 / |x_R|)),
-  // each kept inside the bounds, until the iterate is acceptable to the filter with its
-  // violation reduced. Ends Infeasible at a point where no step reduces the violation (a
-  // stationary point of ||c||^2 that is not feasible).
+  // The feasibility restoration phase (section 3.3): the restoration problem (RestorationNlp)
+  // solved by this method until the filter accepts its point with the violation reduced by
+  // 10 %; where that fails, Gauss-Newton steps on the violation. Ends Infeasible at a
+  // stationary point of the violation that is not feasible.
   IpmOutcome restore(P& p, const IpmOptions& o, int* k) {
-    const double theta_start = constraint_violation(c_, d_, s);
-    augment_filter(theta_start, barrier(f_, x, s));
+    if constexpr (!Outer) {
+      (void)p, (void)o, (void)k;
+      return IpmOutcome::RestorationFailed;
+    } else {
+      theta_resto_start_ = constraint_violation(c_, d_, s);
+      augment_filter(theta_resto_start_, barrier(f_, x, s));
+      const IpmOutcome outcome = solve_restoration(p, o, k);
+      if (outcome != IpmOutcome::RestorationFailed) return outcome;
+      return gauss_newton_restoration(p, o, k);
+    }
+  }
+
+  // The restoration problem at the iterate, solved by the restoration phase's own solver.
+  IpmOutcome solve_restoration(P& p, const IpmOptions& o, int* k) {
+    RestorationNlp<P>& r = resto_nlp_;
+    constexpr double rho = RestorationNlp<P>::kRho;
+    r.p = &p;
+    r.outer = this;
+    r.zeta = std::sqrt(mu_);
+    double violation_max = 0.0;
+    for (int i = 0; i < NEQ; ++i) violation_max = max2(violation_max, std::fabs(c_[i]));
+    for (int i = 0; i < NQ; ++i) violation_max = max2(violation_max, std::fabs(d_[i] - s[i]));
+    const double mu_r = max2(mu_, violation_max);
+    for (int j = 0; j < NX; ++j) {
+      r.xr[j] = x[j];
+      const double w = min2(1.0, 1.0 / max2(std::fabs(x[j]), 1e-300));
+      r.dr[j] = w * w;
+      resto_x0_[j] = x[j];
+      resto_lam_[j] = min2(zu[j], rho) - min2(zl[j], rho);
+    }
+    for (int i = 0; i < NQ; ++i) {
+      r.q_lower[i] = hdl_[i] ? dl_[i] : -inf();
+      r.q_upper[i] = hdu_[i] ? du_[i] : inf();
+    }
+    // p and n that satisfy the constraints at x_R and are centred for mu_r (eq. 33).
+    for (int i = 0; i < NY; ++i) {
+      r.row_scale[i] = 1.0;
+      resto_zero_[i] = 0.0;
+      const double v = i < NEQ ? c_[i] : d_[i - NEQ] - s[i - NEQ];
+      const double a = (mu_r - rho * v) / (2.0 * rho);
+      const double n = a + std::sqrt(a * a + mu_r * v / (2.0 * rho));
+      resto_x0_[NX + i] = v + n;
+      resto_x0_[NX + NY + i] = n;
+      resto_lam_[NX + i] = -mu_r / (v + n);
+      resto_lam_[NX + NY + i] = -mu_r / n;
+    }
+    IpmOptions ro = o;
+    ro.mu_init = mu_r;
+    ro.adaptive_mu = false;
+    ro.warm_start = true;
+    ro.nlp_scaling_max_gradient = 0.0;
+    ro.max_iter = o.max_iter - *k;
+    int inner = 0;
+    const IpmOutcome outcome = resto_.restoration_run(
+        r, resto_x0_, IpmMultipliers{resto_zero_, resto_zero_, resto_lam_}, ro, *k, &inner);
+    *k += inner;
+    if (outcome == IpmOutcome::Returned) return take_restored_point(p);
+    if (outcome == IpmOutcome::MaxIter) return outcome;
+    // The problem's derivatives are the restoration phase's last point's: back to the iterate.
+    if (!p.linearize(x, &f_, grad_, c_, d_)) return IpmOutcome::NonFinite;
+    if (outcome == IpmOutcome::Solved) {
+      // The restoration problem's optimum: the least violation near here. Feasible or not?
+      double f = 0.0;
+      if (p.values(resto_.x, &f, ct_, dt_)) {
+        double viol = 0.0;
+        for (int i = 0; i < NEQ; ++i) viol = max2(viol, std::fabs(ct_[i]) / p.row_scale[i]);
+        for (int i = 0; i < NQ; ++i) {
+          const double di = dt_[i] / p.row_scale[NEQ + i];
+          viol = max2(viol, max2(p.q_lb(i) - di, di - p.q_ub(i)));
+        }
+        if (viol > o.constr_viol_tol) return IpmOutcome::Infeasible;
+      }
+    }
+    return IpmOutcome::RestorationFailed;
+  }
+
+  // Takes the restoration phase's point: x, d's slacks, the bound multipliers (reset to 1
+  // where larger than 1000, as Ipopt), y by least squares.
+  IpmOutcome take_restored_point(P& p) {
+    const auto& r = resto_;
+    for (int j = 0; j < NX; ++j) {
+      x[j] = r.x[j];
+      zl[j] = hl_[j] ? (r.zl[j] > kBoundMultResetThreshold ? 1.0 : r.zl[j]) : 0.0;
+      zu[j] = hu_[j] ? (r.zu[j] > kBoundMultResetThreshold ? 1.0 : r.zu[j]) : 0.0;
+    }
+    for (int i = 0; i < NQ; ++i) {
+      s[i] = inside(r.s[i], dl_[i], du_[i], hdl_[i], hdu_[i]);
+      vl[i] = hdl_[i] ? (r.vl[i] > kBoundMultResetThreshold ? 1.0 : r.vl[i]) : 0.0;
+      vu[i] = hdu_[i] ? (r.vu[i] > kBoundMultResetThreshold ? 1.0 : r.vu[i]) : 0.0;
+    }
+    if (!p.linearize(x, &f_, grad_, c_, d_)) return IpmOutcome::NonFinite;
+    reset_bound_multipliers();
+    least_squares_multipliers(p);
+    return IpmOutcome::Solved;
+  }
+
+  // v kept strictly inside (lo, hi) (the restoration phase's bounds are relaxed once more).
+  static double inside(double v, double lo, double hi, bool has_lo, bool has_hi) {
+    const double eps = 1e-14;
+    if (has_lo) v = max2(v, lo + eps * max2(1.0, std::fabs(lo)));
+    if (has_hi) v = min2(v, hi - eps * max2(1.0, std::fabs(hi)));
+    return v;
+  }
+
+  // The simpler restoration phase where the restoration problem's solve fails: Gauss-Newton
+  // steps on the constraint violation that stay near the point x_R where it started (the
+  // proximity term zeta ||D_R (x - x_R)||^2), each kept inside the bounds, until the filter
+  // accepts the iterate with its violation reduced.
+  IpmOutcome gauss_newton_restoration(P& p, const IpmOptions& o, int* k) {
+    const double theta_start = theta_resto_start_;
     const double zeta = max2(std::sqrt(mu_), 1e-8);
     for (int j = 0; j < NX; ++j) xr_[j] = x[j];
     for (int i = 0; i < NQ; ++i) sr_[i] = s[i];
@@ -932,12 +1210,12 @@ class InteriorPoint {
     r->comp = 0.0;
     for (int i = 0; i < NQ; ++i) {
       const double d = d_[i] / p.row_scale[NEQ + i];
-      r->ineq = max2(r->ineq, violation(d, P::kQLb[i], P::kQUb[i]));
-      r->comp = max2(r->comp, complementarity(lam_q[i], d, P::kQLb[i], P::kQUb[i]));
+      r->ineq = max2(r->ineq, violation(d, p.q_lb(i), p.q_ub(i)));
+      r->comp = max2(r->comp, complementarity(lam_q[i], d, p.q_lb(i), p.q_ub(i)));
     }
     for (int j = 0; j < NX; ++j) {
-      r->ineq = max2(r->ineq, violation(xv[j], P::kXLb[j], P::kXUb[j]));
-      r->comp = max2(r->comp, complementarity(lam_box[j], xv[j], P::kXLb[j], P::kXUb[j]));
+      r->ineq = max2(r->ineq, violation(xv[j], p.x_lb(j), p.x_ub(j)));
+      r->comp = max2(r->comp, complementarity(lam_box[j], xv[j], p.x_lb(j), p.x_ub(j)));
     }
     for (int j = 0; j < NX; ++j) rx_[j] = grad_[j] + zu[j] - zl[j];
     p.add_jacobian_transpose_times(yc, yd, rx_);
