@@ -345,3 +345,25 @@ def test_bad_input_is_a_clear_error():
         DenseIPMFunction("ipm_ms", ms)
     res = solver([1.0, np.nan, 1.0, 1.0])
     assert res.status == SQPStatus.INVALID_INPUT and res.invalid_input == "x0"
+
+
+# COPS 3.0 optimal-control problems (cops_problems.py), whole-problem NLPs with the sparse KKT
+# solver, from the report's guess and a plainer one, at N = 50 (the benchmark runs the
+# report's discretisations: benches/cops_bench.py).
+from cops_problems import PROBLEMS as COPS  # noqa: E402
+
+
+@pytest.mark.parametrize("name", list(COPS))
+def test_cops_problems_reach_ipopts_optimum(name):
+    spec, starts = COPS[name](50)
+    solver = SparseIPMFunction(f"ipm_cops_{name}", anvil_problem(spec, True))
+    for k, x0 in enumerate(starts):
+        want = ipopt(spec, x0)
+        assert want["success"], (name, k)
+        res = solver(x0)
+        what = f"{spec.name} from guess {k}"
+        assert res.status == SQPStatus.SOLVED, (what, res.status)
+        assert abs(res.objective - want["f"]) <= 1e-6 * max(1.0, abs(want["f"])), (what, res.objective, want["f"])
+        assert violation(spec, res.x) <= 1e-7, what
+        # The report's optimum, up to the coarser discretisation's error.
+        assert abs(res.objective - spec.f_opt) <= 2e-3 * abs(spec.f_opt), (what, res.objective, spec.f_opt)

@@ -14,6 +14,7 @@
 // Part of anvil's interior-point runtime (see dense_ldl.hpp for how it is included).
 
 #include <cmath>
+#include <limits>
 
 // The factorisation of an N x N matrix whose upper triangle (permuted: P A P') has the CSC
 // pattern (AOuter, AInner) of NnzA entries; L has NnzL entries below its unit diagonal, in
@@ -23,6 +24,9 @@ template <int N, int NnzA, int NnzL, const int* AOuter, const int* AInner, const
           const int* Perm>
 class SparseLdl {
  public:
+  // Iterative refinement steps at most per solve.
+  static constexpr int kRefinements = 10;
+
   // The permuted upper triangle's values (the caller assembles them before factorize()).
   double a[NnzA > 0 ? NnzA : 1];
 
@@ -80,12 +84,13 @@ class SparseLdl {
     return inertia;
   }
 
-  // Solves A x = b in place (b becomes x, both in the original order), refining twice at
-  // most against the assembled matrix.
+  // Solves A x = b in place (b becomes x, both in the original order), refining against
+  // the matrix while the residual keeps falling (at most kRefinements times).
   void solve(double* b) {
     for (int k = 0; k < N; ++k) rhs_[k] = x_[k] = b[Perm[k]];
     substitute(x_);
-    for (int refinement = 0; refinement < 2; ++refinement) {
+    double last = std::numeric_limits<double>::infinity();
+    for (int refinement = 0; refinement < kRefinements; ++refinement) {
       double residual = 0.0, scale = 0.0;
       for (int k = 0; k < N; ++k) r_[k] = rhs_[k];
       for (int j = 0; j < N; ++j) {
@@ -99,7 +104,8 @@ class SparseLdl {
         residual = std::fabs(r_[k]) > residual ? std::fabs(r_[k]) : residual;
         scale = std::fabs(rhs_[k]) > scale ? std::fabs(rhs_[k]) : scale;
       }
-      if (!(residual > 1e-15 * scale)) break;
+      if (!(residual > 1e-15 * scale) || !(residual < 0.5 * last)) break;
+      last = residual;
       substitute(r_);
       for (int k = 0; k < N; ++k) x_[k] += r_[k];
     }

@@ -1,0 +1,113 @@
+"""COPS 3.0 optimal-control problems (tests/cops_problems.py) at the report's discretisations,
+from the report's initial guess and a plainer one: anvil's sparse interior-point solver and
+its sparse SQP solver next to Ipopt (through CasADi, MUMPS), measured in the same run.
+
+    python crates/anvil-py/benches/cops_bench.py                  # N = 100, 200, 400
+    python crates/anvil-py/benches/cops_bench.py --N 50 --problems rocket,chain
+    python crates/anvil-py/benches/cops_bench.py --markdown       # ...and a table for the docs
+
+Per problem, guess and solver: the status, the objective (against the report's optimum), the
+iterations, the median time per solve over `--repeat` solves (anvil's native time; Ipopt's
+own `t_wall_total`), and the constraint violation at the returned point, computed
+independently with CasADi's functions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+from typing import Any
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
+
+
+def violation(nlp: dict[str, Any], bounds: dict[str, Any], x: Any) -> float:
+    import casadi as cs
+    import numpy as np
+
+    g = np.asarray(cs.Function("g", [nlp["x"]], [nlp["g"]])(x)).ravel()
+    return float(
+        max(
+            np.max(np.maximum(bounds["lbg"] - g, g - bounds["ubg"]), initial=0.0),
+            np.max(np.maximum(bounds["lbx"] - x, x - bounds["ubx"]), initial=0.0),
+        )
+    )
+
+
+def run(args: argparse.Namespace) -> list[tuple[str, ...]]:
+    import casadi as cs
+    import numpy as np
+    from cops_problems import PROBLEMS
+    from opti_problems import anvil_problem, casadi_nlp
+
+    from anvil.opti import SparseIPMFunction, SparseSQPFunction, SQPSettings
+
+    rows = []
+    for name in args.problems.split(","):
+        for n in args.N:
+            spec, guesses = PROBLEMS[name](n)
+            nlp, bounds, _ = casadi_nlp(spec)
+            opts = {"ipopt.print_level": 0, "print_time": False, "ipopt.sb": "yes", "record_time": True}
+            ipopt = cs.nlpsol(f"ipopt_{spec.name}", "ipopt", nlp, opts)
+            problem = anvil_problem(spec, True)
+            solvers = {
+                "anvil IPM": SparseIPMFunction(f"{spec.name}_ipm", problem),
+                "anvil SQP": SparseSQPFunction(f"{spec.name}_sqp", problem, SQPSettings(max_iter=500)),
+            }
+            for s in solvers.values():
+                s.compile()
+            for k, x0 in enumerate(guesses):
+                results = {}
+                for label, solver in solvers.items():
+                    times, res = [], None
+                    for _ in range(args.repeat):
+                        res = solver(x0)
+                        times.append(res.solve_time)
+                    results[label] = (res.status.name, res.objective, res.iterations, statistics.median(times), res.x)
+                times = []
+                for _ in range(args.repeat):
+                    sol = ipopt(x0=x0, **bounds)
+                    times.append(ipopt.stats()["t_wall_total"])
+                st = ipopt.stats()
+                x = np.asarray(sol["x"]).ravel()
+                results["Ipopt"] = (st["return_status"], float(sol["f"]), st["iter_count"], statistics.median(times), x)
+                for label, (status, f, it, t, x) in results.items():
+                    row = (
+                        spec.name,
+                        "COPS" if k == 0 else "plain",
+                        label,
+                        status,
+                        f"{f:.7g}",
+                        f"{spec.f_opt:g}",
+                        str(it),
+                        f"{t * 1e3:.2f}",
+                        f"{violation(nlp, bounds, x):.1e}",
+                    )
+                    rows.append(row)
+                    print("  ".join(f"{c:>14s}" for c in row), flush=True)
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--N", type=int, nargs="+", default=[100, 200, 400], help="intervals (default 100 200 400)")
+    parser.add_argument("--problems", default="catmix,steering,chain,rocket")
+    parser.add_argument("--repeat", type=int, default=5, help="solves per solver and guess (median time)")
+    parser.add_argument("--markdown", action="store_true")
+    args = parser.parse_args()
+    header = ("problem", "guess", "solver", "status", "objective", "published", "iterations", "ms", "violation")
+    print("  ".join(f"{c:>14s}" for c in header))
+    rows = run(args)
+    if args.markdown:
+        print()
+        print("| " + " | ".join(header) + " |")
+        print("|" + "---|" * len(header))
+        for row in rows:
+            print("| " + " | ".join(row) + " |")
+
+
+if __name__ == "__main__":
+    main()
