@@ -14,7 +14,6 @@
 // Part of anvil's interior-point runtime (see dense_ldl.hpp for how it is included).
 
 #include <cmath>
-#include <limits>
 
 // The factorisation of an N x N matrix whose upper triangle (permuted: P A P') has the CSC
 // pattern (AOuter, AInner) of NnzA entries; L has NnzL entries below its unit diagonal, in
@@ -24,9 +23,6 @@ template <int N, int NnzA, int NnzL, const int* AOuter, const int* AInner, const
           const int* Perm>
 class SparseLdl {
  public:
-  // Iterative refinement steps at most per solve.
-  static constexpr int kRefinements = 10;
-
   // The permuted upper triangle's values (the caller assembles them before factorize()).
   double a[NnzA > 0 ? NnzA : 1];
 
@@ -84,13 +80,12 @@ class SparseLdl {
     return inertia;
   }
 
-  // Solves A x = b in place (b becomes x, both in the original order), refining against
-  // the matrix while the residual keeps falling (at most kRefinements times).
+  // Solves A x = b in place (b becomes x, both in the original order), refining twice at
+  // most against the assembled matrix.
   void solve(double* b) {
     for (int k = 0; k < N; ++k) rhs_[k] = x_[k] = b[Perm[k]];
     substitute(x_);
-    double last = std::numeric_limits<double>::infinity();
-    for (int refinement = 0; refinement < kRefinements; ++refinement) {
+    for (int refinement = 0; refinement < 2; ++refinement) {
       double residual = 0.0, scale = 0.0;
       for (int k = 0; k < N; ++k) r_[k] = rhs_[k];
       for (int j = 0; j < N; ++j) {
@@ -104,8 +99,7 @@ class SparseLdl {
         residual = std::fabs(r_[k]) > residual ? std::fabs(r_[k]) : residual;
         scale = std::fabs(rhs_[k]) > scale ? std::fabs(rhs_[k]) : scale;
       }
-      if (!(residual > 1e-15 * scale) || !(residual < 0.5 * last)) break;
-      last = residual;
+      if (!(residual > 1e-15 * scale)) break;
       substitute(r_);
       for (int k = 0; k < N; ++k) x_[k] += r_[k];
     }
