@@ -12,6 +12,7 @@ import copy
 import os
 import pickle
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import casadi as cs
 import numpy as np
@@ -79,15 +80,28 @@ def violation(spec, x):
     )
 
 
+_SOLVERS: dict[tuple[str, bool], object] = {}
 _SOLVES: dict[tuple[str, bool], list[tuple[object, dict]]] = {}
 
 
+def _build(case):
+    spec, sparse = case
+    cls = SparseIPMFunction if sparse else DenseIPMFunction
+    solver = cls(f"ipm_{spec.name}_{'s' if sparse else 'd'}", anvil_problem(spec, sparse))
+    solver.compile()
+    return (spec.name, sparse), solver
+
+
 def solves(spec, sparse=False):
-    """Each guess's (anvil result, Ipopt result) for `spec`, computed once per session."""
+    """Each guess's (anvil result, Ipopt result) for `spec`, computed once per session. The
+    first call builds every case's solver, on all cores at once (deriving and compiling
+    release the GIL)."""
+    if not _SOLVERS:
+        with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+            _SOLVERS.update(pool.map(_build, CASES))
     key = (spec.name, sparse)
     if key not in _SOLVES:
-        cls = SparseIPMFunction if sparse else DenseIPMFunction
-        solver = cls(f"ipm_{spec.name}_{'s' if sparse else 'd'}", anvil_problem(spec, sparse))
+        solver = _SOLVERS[key]
         _SOLVES[key] = [(solver(x0), ipopt(spec, x0)) for x0 in guesses(spec)]
     return _SOLVES[key]
 
@@ -353,10 +367,22 @@ def test_bad_input_is_a_clear_error():
 from cops_problems import PROBLEMS as COPS  # noqa: E402
 
 
-@pytest.mark.parametrize("name", list(COPS))
-def test_cops_problems_reach_ipopts_optimum(name):
+_COPS_SOLVERS: dict[str, tuple[object, object, list]] = {}
+
+
+def _build_cops(name):
     spec, starts = COPS[name](50)
     solver = SparseIPMFunction(f"ipm_cops_{name}", anvil_problem(spec, True))
+    solver.compile()
+    return name, (spec, solver, starts)
+
+
+@pytest.mark.parametrize("name", list(COPS))
+def test_cops_problems_reach_ipopts_optimum(name):
+    if not _COPS_SOLVERS:
+        with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+            _COPS_SOLVERS.update(pool.map(_build_cops, COPS))
+    spec, solver, starts = _COPS_SOLVERS[name]
     for k, x0 in enumerate(starts):
         want = ipopt(spec, x0)
         assert want["success"], (name, k)
