@@ -148,44 +148,82 @@ fn bound(value: &Bound<'_, PyAny>) -> PyResult<BoundValues> {
     Ok(BoundValues::Vector(value.extract::<Vec<f64>>()?))
 }
 
+/// One field of a settings dict (`class` names the dataclass), read with an error that names it.
+struct Field<'py> {
+    class: &'static str,
+    key: String,
+    value: Bound<'py, PyAny>,
+}
+
+impl Field<'_> {
+    fn wrong(&self, must: &str) -> PyErr {
+        PyValueError::new_err(format!("{}.{} must be {must}, got {}", self.class, self.key, self.value))
+    }
+
+    fn count(&self) -> PyResult<usize> {
+        self.value.extract::<usize>().map_err(|_| self.wrong("a non-negative integer below 2**31"))
+    }
+
+    fn number(&self) -> PyResult<f64> {
+        self.value.extract::<f64>().map_err(|_| self.wrong("a number"))
+    }
+
+    fn flag(&self) -> PyResult<bool> {
+        self.value.extract::<bool>().map_err(|_| self.wrong("a bool"))
+    }
+
+    fn verbose(&self) -> PyResult<u32> {
+        self.value
+            .extract::<u32>()
+            .map_err(|_| self.wrong("a non-negative integer below 2**31 (0: silent, 1: a line per iteration)"))
+    }
+
+    /// One of `choices`, by its name.
+    fn choice<T: Copy>(&self, choices: &[(&str, T)]) -> PyResult<T> {
+        let name = self.value.extract::<String>().map_err(|_| self.wrong("a str"))?;
+        choices.iter().find(|(n, _)| *n == name).map(|(_, v)| *v).ok_or_else(|| {
+            let names: Vec<String> = choices.iter().map(|(n, _)| format!("{n:?}")).collect();
+            self.wrong(&names.join(" or "))
+        })
+    }
+
+    fn hessian(&self) -> PyResult<HessianApproximation> {
+        self.choice(&[("EXACT", HessianApproximation::Exact), ("GAUSS_NEWTON", HessianApproximation::GaussNewton)])
+    }
+
+    fn unknown(&self) -> PyErr {
+        PyTypeError::new_err(format!("{} has no field `{}`", self.class, self.key))
+    }
+}
+
+/// The fields of the settings dict `d` of the dataclass `class`.
+fn fields<'py>(d: &Bound<'py, PyDict>, class: &'static str) -> PyResult<Vec<Field<'py>>> {
+    d.iter().map(|(key, value)| Ok(Field { class, key: key.extract()?, value })).collect()
+}
+
 /// `SqpSettings` from a dict of the Python dataclass's fields; an error names the field.
 fn settings_from(d: &Bound<'_, PyDict>) -> PyResult<SqpSettings> {
     let mut s = SqpSettings::default();
-    for (key, value) in d.iter() {
-        let key: String = key.extract()?;
-        let wrong = |must: &str| PyValueError::new_err(format!("SQPSettings.{key} must be {must}, got {value}"));
-        let count = || value.extract::<usize>().map_err(|_| wrong("a non-negative integer below 2**31"));
-        let number = || value.extract::<f64>().map_err(|_| wrong("a number"));
-        let flag = || value.extract::<bool>().map_err(|_| wrong("a bool"));
-        match key.as_str() {
-            "max_iter" => s.max_iter = count()?,
-            "tol_stat" => s.tol_stat = number()?,
-            "tol_eq" => s.tol_eq = number()?,
-            "tol_ineq" => s.tol_ineq = number()?,
-            "tol_comp" => s.tol_comp = number()?,
-            "hessian_approximation" => {
-                s.hessian_approximation = match value.extract::<String>().map_err(|_| wrong("a str"))?.as_str() {
-                    "EXACT" => HessianApproximation::Exact,
-                    "GAUSS_NEWTON" => HessianApproximation::GaussNewton,
-                    _ => return Err(wrong("EXACT or GAUSS_NEWTON")),
-                }
-            }
-            "hessian_regularization" => s.hessian_regularization = number()?,
-            "line_search" => s.line_search = flag()?,
-            "armijo" => s.armijo = number()?,
-            "backtrack" => s.backtrack = number()?,
-            "max_line_search_steps" => s.max_line_search_steps = count()?,
-            "merit_memory" => s.merit_memory = count()?,
-            "qp_eps_abs" => s.qp_eps_abs = number()?,
-            "qp_eps_rel" => s.qp_eps_rel = number()?,
-            "qp_max_iter" => s.qp_max_iter = count()?,
-            "verbose" => {
-                s.verbose = value
-                    .extract::<u32>()
-                    .map_err(|_| wrong("a non-negative integer below 2**31 (0: silent, 1: a line per iteration)"))?
-            }
-            "final_stationarity" => s.final_stationarity = flag()?,
-            other => return Err(PyTypeError::new_err(format!("SQPSettings has no field `{other}`"))),
+    for f in fields(d, "SQPSettings")? {
+        match f.key.as_str() {
+            "max_iter" => s.max_iter = f.count()?,
+            "tol_stat" => s.tol_stat = f.number()?,
+            "tol_eq" => s.tol_eq = f.number()?,
+            "tol_ineq" => s.tol_ineq = f.number()?,
+            "tol_comp" => s.tol_comp = f.number()?,
+            "hessian_approximation" => s.hessian_approximation = f.hessian()?,
+            "hessian_regularization" => s.hessian_regularization = f.number()?,
+            "line_search" => s.line_search = f.flag()?,
+            "armijo" => s.armijo = f.number()?,
+            "backtrack" => s.backtrack = f.number()?,
+            "max_line_search_steps" => s.max_line_search_steps = f.count()?,
+            "merit_memory" => s.merit_memory = f.count()?,
+            "qp_eps_abs" => s.qp_eps_abs = f.number()?,
+            "qp_eps_rel" => s.qp_eps_rel = f.number()?,
+            "qp_max_iter" => s.qp_max_iter = f.count()?,
+            "verbose" => s.verbose = f.verbose()?,
+            "final_stationarity" => s.final_stationarity = f.flag()?,
+            _ => return Err(f.unknown()),
         }
     }
     s.validate().py()?;
@@ -195,48 +233,29 @@ fn settings_from(d: &Bound<'_, PyDict>) -> PyResult<SqpSettings> {
 /// `IpmSettings` from a dict of the Python dataclass's fields; an error names the field.
 fn ipm_settings_from(d: &Bound<'_, PyDict>) -> PyResult<IpmSettings> {
     let mut s = IpmSettings::default();
-    for (key, value) in d.iter() {
-        let key: String = key.extract()?;
-        let wrong = |must: &str| PyValueError::new_err(format!("IPMSettings.{key} must be {must}, got {value}"));
-        let count = || value.extract::<usize>().map_err(|_| wrong("a non-negative integer below 2**31"));
-        let number = || value.extract::<f64>().map_err(|_| wrong("a number"));
-        let flag = || value.extract::<bool>().map_err(|_| wrong("a bool"));
-        match key.as_str() {
-            "max_iter" => s.max_iter = count()?,
-            "tol" => s.tol = number()?,
-            "acceptable_tol" => s.acceptable_tol = number()?,
-            "acceptable_iter" => s.acceptable_iter = count()?,
-            "constr_viol_tol" => s.constr_viol_tol = number()?,
-            "dual_inf_tol" => s.dual_inf_tol = number()?,
-            "compl_inf_tol" => s.compl_inf_tol = number()?,
-            "mu_init" => s.mu_init = number()?,
+    for f in fields(d, "IPMSettings")? {
+        match f.key.as_str() {
+            "max_iter" => s.max_iter = f.count()?,
+            "tol" => s.tol = f.number()?,
+            "acceptable_tol" => s.acceptable_tol = f.number()?,
+            "acceptable_iter" => s.acceptable_iter = f.count()?,
+            "constr_viol_tol" => s.constr_viol_tol = f.number()?,
+            "dual_inf_tol" => s.dual_inf_tol = f.number()?,
+            "compl_inf_tol" => s.compl_inf_tol = f.number()?,
+            "mu_init" => s.mu_init = f.number()?,
             "mu_strategy" => {
-                s.mu_strategy = match value.extract::<String>().map_err(|_| wrong("a str"))?.as_str() {
-                    "monotone" => MuStrategy::Monotone,
-                    "adaptive" => MuStrategy::Adaptive,
-                    _ => return Err(wrong("'monotone' or 'adaptive'")),
-                }
+                s.mu_strategy = f.choice(&[("monotone", MuStrategy::Monotone), ("adaptive", MuStrategy::Adaptive)])?
             }
-            "bound_push" => s.bound_push = number()?,
-            "bound_frac" => s.bound_frac = number()?,
-            "bound_relax_factor" => s.bound_relax_factor = number()?,
-            "nlp_scaling_max_gradient" => s.nlp_scaling_max_gradient = number()?,
-            "max_soc" => s.max_soc = count()?,
-            "warm_start_init_point" => s.warm_start_init_point = flag()?,
-            "warm_start_bound_push" => s.warm_start_bound_push = number()?,
-            "verbose" => {
-                s.verbose = value
-                    .extract::<u32>()
-                    .map_err(|_| wrong("a non-negative integer below 2**31 (0: silent, 1: a line per iteration)"))?
-            }
-            "hessian_approximation" => {
-                s.hessian_approximation = match value.extract::<String>().map_err(|_| wrong("a str"))?.as_str() {
-                    "EXACT" => HessianApproximation::Exact,
-                    "GAUSS_NEWTON" => HessianApproximation::GaussNewton,
-                    _ => return Err(wrong("EXACT or GAUSS_NEWTON")),
-                }
-            }
-            other => return Err(PyTypeError::new_err(format!("IPMSettings has no field `{other}`"))),
+            "bound_push" => s.bound_push = f.number()?,
+            "bound_frac" => s.bound_frac = f.number()?,
+            "bound_relax_factor" => s.bound_relax_factor = f.number()?,
+            "nlp_scaling_max_gradient" => s.nlp_scaling_max_gradient = f.number()?,
+            "max_soc" => s.max_soc = f.count()?,
+            "warm_start_init_point" => s.warm_start_init_point = f.flag()?,
+            "warm_start_bound_push" => s.warm_start_bound_push = f.number()?,
+            "verbose" => s.verbose = f.verbose()?,
+            "hessian_approximation" => s.hessian_approximation = f.hessian()?,
+            _ => return Err(f.unknown()),
         }
     }
     s.validate().py()?;

@@ -552,3 +552,15 @@ fn ipm_headers_compile_on_their_own_and_pass_their_checks() {
     }
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// A dense interior-point solver whose KKT matrix cannot fit in memory is refused when it is
+/// built, with an error that says so and points to the sparse solver (nothing is allocated).
+#[test]
+fn ipm_dense_kkt_too_large_is_an_error() {
+    let args = [Arg::new(3_000_000), Arg::new(0)];
+    let f = NumericalFunction::new("huge_f", |[x, _p]| x.square().sum(), args).unwrap();
+    let problem = Problem::new(&f).unwrap();
+    let e = IpmFunction::dense("huge_ipm", &problem, IpmSettings::default()).unwrap_err();
+    let message = e.to_string();
+    assert!(message.contains("dense KKT matrix") && message.contains("IpmFunction::sparse"), "{message}");
+}

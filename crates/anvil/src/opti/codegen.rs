@@ -19,6 +19,7 @@ fn templates() -> &'static Environment<'static> {
             ("sqp_source.j2", include_str!("templates/sqp_source.j2")),
             ("matrices.j2", include_str!("templates/matrices.j2")),
             ("sqp_common.j2", include_str!("templates/sqp_common.j2")),
+            ("solver_inputs.j2", include_str!("templates/solver_inputs.j2")),
             ("sqp_solve.j2", include_str!("templates/sqp_solve.j2")),
             ("convexify.j2", include_str!("templates/convexify.j2")),
             ("qp_piqp.j2", include_str!("templates/qp_piqp.j2")),
@@ -142,6 +143,11 @@ struct StatusContext {
     code: i32,
 }
 
+/// Every status as the generated `enum class Status` declares it.
+fn statuses() -> Vec<StatusContext> {
+    Status::ALL.iter().map(|s| StatusContext { name: s.cpp_name(), code: *s as i32 }).collect()
+}
+
 fn layout_context(l: &SolverLayout) -> Value {
     let d = l.derived;
     let matrices = [
@@ -149,8 +155,7 @@ fn layout_context(l: &SolverLayout) -> Value {
         matrix_context("JacQ", "Jacobian of the QP's inequality rows", &d.jac_q),
         matrix_context("Hess", "Hessian (upper triangle, with its diagonal)", &d.hess),
     ];
-    let statuses: Vec<StatusContext> =
-        Status::ALL.iter().map(|s| StatusContext { name: s.cpp_name(), code: *s as i32 }).collect();
+    let statuses = statuses();
     let sparse = l.storage == Storage::Sparse;
     let layout = Layout::new(l.nx, &d.jac_eq, &d.jac_q, &d.hess);
     let gathered = [
@@ -226,8 +231,7 @@ fn kkt_context(k: &SparseKkt) -> Value {
 /// The interior-point solver's part of a module (the method itself is the `anvil_ipm` item).
 pub(crate) fn render_ipm(l: &IpmLayout) -> ItemSource {
     let d = l.derived;
-    let statuses: Vec<StatusContext> =
-        Status::ALL.iter().map(|s| StatusContext { name: s.cpp_name(), code: *s as i32 }).collect();
+    let statuses = statuses();
     let ctx = context! {
         name => l.name,
         kind => "Interior-point solver",
@@ -359,8 +363,7 @@ fn dynamics_context(d: &StageDerived) -> Value {
 /// The multistage solver's part of a module.
 pub(crate) fn render_multistage(l: &StageLayout) -> ItemSource {
     let d = l.derived;
-    let statuses: Vec<StatusContext> =
-        Status::ALL.iter().map(|s| StatusContext { name: s.cpp_name(), code: *s as i32 }).collect();
+    let statuses = statuses();
     let ctx = context! {
         name => l.name,
         nx => l.nx, neq => l.neq, nineq => l.nineq, np => l.np,

@@ -2,11 +2,67 @@
 //! and the loaded library with its entry points and workspaces.
 
 use super::settings::{Info, INFO_LEN};
-use super::solution::{SolutionMut, WarmStart};
+use super::solution::{Solution, SolutionMut, WarmStart};
 use crate::error::{Error, Result};
-use crate::function::Arg;
-use crate::jit::{Library, WorkspacePool};
+use crate::function::{check_identifier, Arg, MAX_NAME_LEN};
+use crate::jit::{self, CompilerOptions, Library, Unit, WorkspacePool};
 use std::ffi::c_void;
+use std::sync::{Arc, Mutex};
+
+/// Room the derived functions' names need after a solver's (`_linearize`, `_cost_hess0`).
+const SUFFIX_ROOM: usize = 12;
+
+/// A solver's name is an identifier that leaves room for its functions' suffixes.
+pub(crate) fn check_solver_name(name: &str) -> Result<()> {
+    check_identifier(name, "solver")?;
+    if name.len() + SUFFIX_ROOM > MAX_NAME_LEN {
+        return Err(Error::InvalidName {
+            name: name.into(),
+            reason: format!(
+                "a solver's name may have at most {} characters (its functions add suffixes)",
+                MAX_NAME_LEN - SUFFIX_ROOM
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// The loaded solver in `slot`, compiling and loading `unit()` the first time.
+pub(crate) fn load_once(
+    slot: &Mutex<Option<Arc<JitSolver>>>,
+    name: &str,
+    dims: &Dims,
+    compiler: &CompilerOptions,
+    unit: impl FnOnce() -> Result<Unit>,
+) -> Result<Arc<JitSolver>> {
+    let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(jit) = slot.as_ref() {
+        return Ok(jit.clone());
+    }
+    let path = jit::compile_unit(&unit()?, compiler)?;
+    let jit = Arc::new(JitSolver::load(&path, name, dims.clone())?);
+    *slot = Some(jit.clone());
+    Ok(jit)
+}
+
+/// A new solution of the sizes `d`, filled by `solve_into`.
+pub(crate) fn solve_to_new(d: &Dims, solve_into: impl FnOnce(SolutionMut) -> Result<Info>) -> Result<Solution> {
+    let mut solution = Solution {
+        x: vec![0.0; d.nx],
+        lam_eq: vec![0.0; d.neq],
+        lam_ineq: vec![0.0; d.nineq],
+        lam_box: vec![0.0; d.nx],
+        info: Info::unsolved(),
+    };
+    let out = SolutionMut {
+        x: &mut solution.x,
+        lam_eq: &mut solution.lam_eq,
+        lam_ineq: &mut solution.lam_ineq,
+        lam_box: &mut solution.lam_box,
+    };
+    solution.info = solve_into(out)?;
+    Ok(solution)
+}
 
 /// Problem sizes.
 #[derive(Clone, Debug)]

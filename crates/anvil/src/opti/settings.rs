@@ -142,13 +142,7 @@ impl SqpSettings {
 
     /// Checks every value; the error names the setting and what it must be.
     pub fn validate(&self) -> Result<()> {
-        let bad = |setting: &str, must: &str, value: String| {
-            Err(Error::Problem {
-                what: "settings",
-                name: setting.into(),
-                message: format!("must be {must}, got {value}"),
-            })
-        };
+        let bad = |setting: &str, must: &str, value: String| Err(invalid_setting(setting, must, value));
         for (name, value) in [
             ("tol_stat", self.tol_stat),
             ("tol_eq", self.tol_eq),
@@ -283,6 +277,11 @@ pub(crate) const MAX_SETTINGS: usize = 32;
 
 const SQP_SETTINGS: usize = 16;
 const _: () = assert!(SQP_SETTINGS <= MAX_SETTINGS);
+
+/// The error of a setting out of its range: names the setting and what it must be.
+pub(crate) fn invalid_setting(setting: &str, must: &str, value: String) -> Error {
+    Error::Problem { what: "settings", name: setting.into(), message: format!("must be {must}, got {value}") }
+}
 
 /// The scalars the JIT passes for `fields` (no allocation: solves call this).
 pub(crate) fn scalars(fields: &[SettingField]) -> [f64; MAX_SETTINGS] {

@@ -4,17 +4,15 @@ use super::codegen::{self, SolverLayout, StageLayout};
 use super::deps;
 use super::derive::{Derived, Storage};
 use super::multistage::MultistageProblem;
-use super::native::{check_lengths, Dims, JitSolver};
+use super::native::{check_lengths, check_solver_name, load_once, solve_to_new, Dims, JitSolver};
 use super::problem::Problem;
 use super::runtime::Runtime;
 use super::settings::{self as settings_table, Info, SqpSettings};
 use super::solution::{Solution, SolutionMut, WarmStart};
 use super::stagewise::{self, StageDerived};
 use crate::error::{Error, Result};
-use crate::function::{
-    check_identifier, module_text, Arg, CodegenIntConstant, Includes, ModuleItem, NumericalFunction, MAX_NAME_LEN,
-};
-use crate::jit::{self, CompilerOptions, Unit};
+use crate::function::{module_text, Arg, CodegenIntConstant, Includes, ModuleItem, NumericalFunction};
+use crate::jit::{CompilerOptions, Unit};
 use crate::render::ItemSource;
 use std::sync::{Arc, Mutex};
 
@@ -112,9 +110,6 @@ impl Derivation {
     }
 }
 
-/// Room the derived functions' names need after the solver's (`_linearize`, `_cost_hess0`).
-const SUFFIX_ROOM: usize = 12;
-
 /// Bounds of the variables and of the QP's inequality rows.
 struct Bounds {
     x_lb: Vec<f64>,
@@ -125,16 +120,7 @@ struct Bounds {
 
 /// A solver's name leaves room for its functions' suffixes; its settings are valid.
 fn check_solver(name: &str, settings: &SqpSettings) -> Result<()> {
-    check_identifier(name, "solver")?;
-    if name.len() + SUFFIX_ROOM > MAX_NAME_LEN {
-        return Err(Error::InvalidName {
-            name: name.into(),
-            reason: format!(
-                "a solver's name may have at most {} characters (its functions add suffixes)",
-                MAX_NAME_LEN - SUFFIX_ROOM
-            ),
-        });
-    }
+    check_solver_name(name)?;
     settings.validate()
 }
 
@@ -430,34 +416,28 @@ impl SqpFunction {
     /// first use. The first solver on a machine also builds PIQP's template library (once
     /// per compiler and flags).
     pub fn compile(&self) -> Result<Arc<JitSolver>> {
-        let mut slot = self.jit.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(jit) = slot.as_ref() {
-            return Ok(jit.clone());
-        }
-        // Only PIQP's backends need PIQP's library (and its fingerprint in the cache key).
-        // The elastic QP (a recovery from infeasible linearisations) is sparse with either
-        // backend: a dense solver needs both of PIQP's kinds, a sparse one only the sparse.
-        let parts = match self.backend {
-            QpBackend::PiqpDense => Some(deps::RuntimeParts::All),
-            QpBackend::PiqpSparse => Some(deps::RuntimeParts::Sparse),
-            QpBackend::Riccati => None,
-        };
-        let (link, fingerprint) = match parts {
-            Some(parts) => (vec![deps::runtime_library_of(parts, &self.compiler)?], deps::fingerprint()?),
-            None => (Vec::new(), String::new()),
-        };
-        let unit = Unit {
-            name: self.name.clone(),
-            source: self.jit_source()?,
-            include_dirs: Vec::new(),
-            defines: Vec::new(),
-            link,
-            fingerprint,
-        };
-        let path = jit::compile_unit(&unit, &self.compiler)?;
-        let jit = Arc::new(JitSolver::load(&path, &self.name, self.dims.clone())?);
-        *slot = Some(jit.clone());
-        Ok(jit)
+        load_once(&self.jit, &self.name, &self.dims, &self.compiler, || {
+            // Only PIQP's backends need PIQP's library (and its fingerprint in the cache key).
+            // The elastic QP (a recovery from infeasible linearisations) is sparse with either
+            // backend: a dense solver needs both of PIQP's kinds, a sparse one only the sparse.
+            let parts = match self.backend {
+                QpBackend::PiqpDense => Some(deps::RuntimeParts::All),
+                QpBackend::PiqpSparse => Some(deps::RuntimeParts::Sparse),
+                QpBackend::Riccati => None,
+            };
+            let (link, fingerprint) = match parts {
+                Some(parts) => (vec![deps::runtime_library_of(parts, &self.compiler)?], deps::fingerprint()?),
+                None => (Vec::new(), String::new()),
+            };
+            Ok(Unit {
+                name: self.name.clone(),
+                source: self.jit_source()?,
+                include_dirs: Vec::new(),
+                defines: Vec::new(),
+                link,
+                fingerprint,
+            })
+        })
     }
 
     /// Solves from `x0` with parameter `p` (`&[]` when the problem has none; any shape, in
@@ -468,22 +448,7 @@ impl SqpFunction {
 
     /// [`solve`](Self::solve) with other settings (of the same Hessian approximation).
     pub fn solve_with(&self, x0: &[f64], p: &[f64], warm: &WarmStart, settings: &SqpSettings) -> Result<Solution> {
-        let d = &self.dims;
-        let mut solution = Solution {
-            x: vec![0.0; d.nx],
-            lam_eq: vec![0.0; d.neq],
-            lam_ineq: vec![0.0; d.nineq],
-            lam_box: vec![0.0; d.nx],
-            info: Info::unsolved(),
-        };
-        let out = SolutionMut {
-            x: &mut solution.x,
-            lam_eq: &mut solution.lam_eq,
-            lam_ineq: &mut solution.lam_ineq,
-            lam_box: &mut solution.lam_box,
-        };
-        solution.info = self.solve_into(x0, p, warm, out, settings)?;
-        Ok(solution)
+        solve_to_new(&self.dims, |out| self.solve_into(x0, p, warm, out, settings))
     }
 
     /// [`solve`](Self::solve) into caller-provided storage, with `settings`: no allocation

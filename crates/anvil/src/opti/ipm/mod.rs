@@ -16,13 +16,13 @@ pub(crate) use sparse_kkt::SparseKkt;
 
 use super::codegen::{self, IpmLayout};
 use super::derive::{Derived, Matrix, Storage};
-use super::native::{check_lengths, Dims, JitSolver};
+use super::native::{check_lengths, check_solver_name, load_once, solve_to_new, Dims, JitSolver};
 use super::problem::Problem;
 use super::settings::{self as settings_table, Info};
 use super::solution::{Solution, SolutionMut, WarmStart};
 use crate::error::{Error, Result};
-use crate::function::{check_identifier, module_text, Arg, Includes, ModuleItem, NumericalFunction, MAX_NAME_LEN};
-use crate::jit::{self, CompilerOptions, Unit};
+use crate::function::{module_text, Arg, Includes, ModuleItem, NumericalFunction};
+use crate::jit::{CompilerOptions, Unit};
 use crate::render::ItemSource;
 use std::sync::{Arc, Mutex};
 
@@ -68,21 +68,9 @@ pub struct IpmFunction {
     jit: Mutex<Option<Arc<JitSolver>>>,
 }
 
-/// Room the derived functions' names need after the solver's (`_linearize`).
-const SUFFIX_ROOM: usize = 12;
-
 /// A solver's name leaves room for its functions' suffixes; its settings are valid.
 fn check_solver(name: &str, settings: &IpmSettings) -> Result<()> {
-    check_identifier(name, "solver")?;
-    if name.len() + SUFFIX_ROOM > MAX_NAME_LEN {
-        return Err(Error::InvalidName {
-            name: name.into(),
-            reason: format!(
-                "a solver's name may have at most {} characters (its functions add suffixes)",
-                MAX_NAME_LEN - SUFFIX_ROOM
-            ),
-        });
-    }
+    check_solver_name(name)?;
     settings.validate()
 }
 
@@ -240,22 +228,16 @@ impl IpmFunction {
     /// Compiles (or finds in the cache) and loads the native solver; `solve` does this on
     /// first use.
     pub fn compile(&self) -> Result<Arc<JitSolver>> {
-        let mut slot = self.jit.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(jit) = slot.as_ref() {
-            return Ok(jit.clone());
-        }
-        let unit = Unit {
-            name: self.name.clone(),
-            source: self.jit_source()?,
-            include_dirs: Vec::new(),
-            defines: Vec::new(),
-            link: Vec::new(),
-            fingerprint: String::new(),
-        };
-        let path = jit::compile_unit(&unit, &self.compiler)?;
-        let jit = Arc::new(JitSolver::load(&path, &self.name, self.dims.clone())?);
-        *slot = Some(jit.clone());
-        Ok(jit)
+        load_once(&self.jit, &self.name, &self.dims, &self.compiler, || {
+            Ok(Unit {
+                name: self.name.clone(),
+                source: self.jit_source()?,
+                include_dirs: Vec::new(),
+                defines: Vec::new(),
+                link: Vec::new(),
+                fingerprint: String::new(),
+            })
+        })
     }
 
     /// Solves from `x0` with parameter `p` (`&[]` when the problem has none) and, if `warm`
@@ -266,22 +248,7 @@ impl IpmFunction {
 
     /// [`solve`](Self::solve) with other settings (of the same Hessian approximation).
     pub fn solve_with(&self, x0: &[f64], p: &[f64], warm: &WarmStart, settings: &IpmSettings) -> Result<Solution> {
-        let d = &self.dims;
-        let mut solution = Solution {
-            x: vec![0.0; d.nx],
-            lam_eq: vec![0.0; d.neq],
-            lam_ineq: vec![0.0; d.nineq],
-            lam_box: vec![0.0; d.nx],
-            info: Info::unsolved(),
-        };
-        let out = SolutionMut {
-            x: &mut solution.x,
-            lam_eq: &mut solution.lam_eq,
-            lam_ineq: &mut solution.lam_ineq,
-            lam_box: &mut solution.lam_box,
-        };
-        solution.info = self.solve_into(x0, p, warm, out, settings)?;
-        Ok(solution)
+        solve_to_new(&self.dims, |out| self.solve_into(x0, p, warm, out, settings))
     }
 
     /// [`solve`](Self::solve) into caller-provided storage: no allocation once the solver is

@@ -1,7 +1,7 @@
 //! Settings of the interior-point solver (named as Ipopt's options, with Ipopt's defaults).
 
-use crate::error::{Error, Result};
-use crate::opti::settings::{HessianApproximation, SettingField, MAX_SETTINGS};
+use crate::error::Result;
+use crate::opti::settings::{invalid_setting, HessianApproximation, SettingField, MAX_SETTINGS};
 
 const IPM_SETTINGS: usize = 17;
 const _: () = assert!(IPM_SETTINGS <= MAX_SETTINGS);
@@ -118,13 +118,7 @@ const MAX_COUNT: usize = i32::MAX as usize;
 impl IpmSettings {
     /// Checks every value; the error names the setting and what it must be.
     pub fn validate(&self) -> Result<()> {
-        let bad = |setting: &str, must: &str, value: String| {
-            Err(Error::Problem {
-                what: "settings",
-                name: setting.into(),
-                message: format!("must be {must}, got {value}"),
-            })
-        };
+        let bad = |setting: &str, must: &str, value: String| Err(invalid_setting(setting, must, value));
         for (name, value) in [
             ("tol", self.tol),
             ("acceptable_tol", self.acceptable_tol),
