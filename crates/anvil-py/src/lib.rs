@@ -185,6 +185,7 @@ fn _anvil(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(opti::multistage_problem, m)?)?;
     m.add_function(wrap_pyfunction!(opti::control_problem, m)?)?;
     m.add_function(wrap_pyfunction!(opti::multistage_sqp_solver, m)?)?;
+    m.add_function(wrap_pyfunction!(opti::multistage_ipm_solver, m)?)?;
     m.add_function(wrap_pyfunction!(opti_include_dirs, m)?)?;
     m.add_function(wrap_pyfunction!(opti_runtime_library, m)?)?;
     m.add_function(wrap_pyfunction!(opti_set_bundled_dirs, m)?)?;

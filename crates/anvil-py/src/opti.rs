@@ -557,6 +557,25 @@ pub fn multistage_sqp_solver(
     })
 }
 
+/// An interior-point solver for a multistage problem (its KKT systems factorised by stages).
+#[pyfunction]
+#[pyo3(signature = (name, problem, settings))]
+pub fn multistage_ipm_solver(
+    py: Python<'_>,
+    name: &str,
+    problem: &PyMultistageProblem,
+    settings: &Bound<'_, PyDict>,
+) -> PyResult<PySolver> {
+    let settings = ipm_settings_from(settings)?;
+    let problem = &problem.0;
+    let solver = py.detach(|| IpmFunction::multistage(name, problem, settings.clone())).py()?;
+    Ok(PySolver {
+        solver: Arc::new(Method::Ipm(solver)),
+        settings: Mutex::new(MethodSettings::Ipm(settings)),
+        qp_backend: None,
+    })
+}
+
 type Arrays<'py> = (
     Bound<'py, PyAny>,
     Bound<'py, PyAny>,

@@ -393,3 +393,51 @@ def test_cops_problems_reach_ipopts_optimum(name):
         assert violation(spec, res.x) <= 1e-7, what
         # The report's optimum, up to the coarser discretisation's error.
         assert abs(res.objective - spec.f_opt) <= 2e-3 * abs(spec.f_opt), (what, res.objective, spec.f_opt)
+
+
+# Multistage problems (multistage_problems.py) keep their stages: the stage functions called in
+# a loop, the KKT systems factorised stage by stage.
+import multistage_problems as mp  # noqa: E402
+
+
+def _cartpole_ipopt(n):
+    nlp, bounds = mp.cartpole_casadi(n)
+    solver = cs.nlpsol("ipm_ms_ipopt", "ipopt", nlp, {"print_time": 0, "ipopt": {"print_level": 0, "sb": "yes"}})
+    out = solver(x0=0.0, **bounds)
+    g = cs.Function("ipm_ms_g", [nlp["x"]], [nlp["g"]])
+    return solver.stats(), float(out["f"]), g
+
+
+@pytest.mark.parametrize("form", ["from_dynamics", "z_form"])
+def test_multistage_swing_up_takes_ipopts_steps(form):
+    n = 50
+    stats, f_ipopt, g = _cartpole_ipopt(n)
+    assert stats["success"]
+    if form == "from_dynamics":
+        problem, p = mp.cartpole_from_dynamics(n=n, name="ipm_ms_cp"), np.zeros(4)
+    else:
+        problem, p = mp.cartpole_z_form(n=n, name="ipm_ms_cpz"), np.zeros(4)
+    solver = SparseIPMFunction(f"ipm_ms_{form}", problem)
+    assert "StageLdl<" in solver.source_code()
+    res = solver(np.zeros(problem.nvars), p)
+    assert res.status == SQPStatus.SOLVED, res.status
+    assert abs(res.objective - f_ipopt) <= 1e-6 * abs(f_ipopt), (res.objective, f_ipopt)
+    assert res.iterations <= 1.2 * stats["iter_count"], (res.iterations, stats["iter_count"])
+    # Independently: the dynamics and the initial state hold at the returned point (projected
+    # onto the force bounds, which the iterates may cross by the relaxation, 1e-8 relative).
+    assert np.max(np.abs(np.asarray(g(res.x)))) <= 1e-7
+    assert np.all(np.abs(res.x.reshape(n + 1, 5)[:, 4]) <= mp.U_MAX + 1e-9)
+
+
+def test_multistage_solver_travels_and_rejects_the_dense_kkt():
+    problem = mp.cartpole_from_dynamics(n=10, name="ipm_ms_small")
+    solver = SparseIPMFunction("ipm_ms_travel", problem, IPMSettings(max_iter=200))
+    res = solver(np.zeros(problem.nvars), np.zeros(4))
+    assert res.status == SQPStatus.SOLVED and res.X.shape == (11, 4) and res.U.shape == (10, 1)
+    again = pickle.loads(pickle.dumps(solver))
+    assert again.settings == solver.settings and isinstance(again.problem, MultistageProblem)
+    np.testing.assert_allclose(again(np.zeros(problem.nvars), np.zeros(4)).x, res.x, rtol=0, atol=1e-12)
+    with pytest.raises(TypeError, match="SparseIPMFunction"):
+        DenseIPMFunction("ipm_ms_dense", problem)
+    with pytest.raises(TypeError, match="qp_backend"):
+        SparseIPMFunction("ipm_ms_backend", problem, qp_backend="riccati")

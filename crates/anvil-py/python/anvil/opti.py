@@ -1041,13 +1041,15 @@ class _IPMFunction(_Solver):
 
     def _build(self, name: str, problem: Any, settings: Any, qp_backend: Optional[str]) -> Any:
         cls = type(self).__name__
-        if isinstance(problem, MultistageProblem):
-            raise TypeError(
-                f"{cls} solves a DenseProblem or SparseProblem; for a MultistageProblem use "
-                "SparseSQPFunction (the interior-point method's stage-wise KKT solver is not built yet)"
-            )
         if qp_backend is not None:
             raise TypeError(f"{cls} solves no QPs: leave qp_backend None")
+        if isinstance(problem, MultistageProblem):
+            if self._backend != "sparse":
+                raise TypeError(
+                    f"{cls} does not solve a MultistageProblem (its derivatives are sparse, stage by stage): "
+                    "use SparseIPMFunction"
+                )
+            return _anvil.multistage_ipm_solver(name, problem._native, settings._as_dict())
         return _anvil.ipm_solver(name, self._backend, *_problem_args(problem), settings._as_dict())
 
 
@@ -1083,6 +1085,14 @@ class SparseIPMFunction(_IPMFunction):
     LDL' of its KKT systems (a minimum-degree ordering and the symbolic factorisation are
     computed when the solver is built; the generated code runs the numeric factorisation
     only): for large sparse problems. Same arguments and results as ``DenseIPMFunction``.
+
+    A MultistageProblem keeps its stage structure: each stage function is traced and
+    differentiated once and called in a loop over its stages (code whose size does not grow
+    with N), and each KKT system is factorised stage by stage, from the last stage to the
+    first, with the stage sizes compiled in (time linear in N). The pivots inside a stage are
+    chosen for stability, and what a stage cannot pivot (rows that pin a state the dynamics
+    already fix: terminal and point constraints) moves to the stage before; the inertia that
+    drives the inertia correction is the whole KKT matrix's, as in Ipopt and fatrop.
     """
 
     _backend = "sparse"

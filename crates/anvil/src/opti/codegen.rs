@@ -5,6 +5,7 @@ use super::derive::{Derived, Matrix, Storage};
 use super::ipm::SparseKkt;
 use super::layout::{Gathered, Layout};
 use super::settings::{SettingField, SqpSettings, Status, MAX_MERIT_MEMORY};
+use super::solver::{Bounds, StageSolver};
 use super::stagewise::{Dynamics, StageCall, StageDerived, StageMultipliers, StageRole, TermLayout};
 use crate::render::ItemSource;
 use minijinja::{context, Environment, Value};
@@ -27,9 +28,13 @@ fn templates() -> &'static Environment<'static> {
             ("solver_jit.j2", include_str!("templates/solver_jit.j2")),
             ("ms_source.j2", include_str!("templates/ms_source.j2")),
             ("ms_blocks.j2", include_str!("templates/ms_blocks.j2")),
+            ("ms_terms.j2", include_str!("templates/ms_terms.j2")),
+            ("ms_calls.j2", include_str!("templates/ms_calls.j2")),
             ("ms_riccati.j2", include_str!("templates/ms_riccati.j2")),
             ("ms_qp.j2", include_str!("templates/ms_qp.j2")),
             ("ipm_source.j2", include_str!("templates/ipm_source.j2")),
+            ("ipm_ms_source.j2", include_str!("templates/ipm_ms_source.j2")),
+            ("ipm_solve.j2", include_str!("templates/ipm_solve.j2")),
         ])
     })
 }
@@ -203,18 +208,21 @@ pub(crate) fn render_solver(layout: &SolverLayout) -> ItemSource {
 pub(crate) struct IpmLayout<'a> {
     pub name: &'a str,
     pub settings: &'a [SettingField],
-    pub derived: &'a Derived,
+    pub form: IpmForm<'a>,
     pub nx: usize,
     pub neq: usize,
     pub nineq: usize,
     pub np: usize,
-    pub x_lb: &'a [f64],
-    pub x_ub: &'a [f64],
-    /// Bounds of the inequality rows with a finite bound (`derived.q_rows`).
-    pub q_lb: &'a [f64],
-    pub q_ub: &'a [f64],
-    /// The sparse KKT matrix's structure (`None`: dense).
-    pub kkt: Option<&'a SparseKkt>,
+    /// Bounds of the variables and of the inequality rows with a finite bound.
+    pub bounds: &'a Bounds,
+}
+
+/// An interior-point solver's derived functions and KKT factorisation.
+pub(crate) enum IpmForm<'a> {
+    /// Whole-problem derivatives; the KKT matrix dense (`kkt` None) or sparse.
+    Whole { derived: &'a Derived, kkt: Option<&'a SparseKkt> },
+    /// A multistage problem's stage blocks; the KKT matrix factorised by stages.
+    Stages(&'a StageSolver),
 }
 
 /// What the templates need of a sparse KKT structure.
@@ -228,37 +236,96 @@ fn kkt_context(k: &SparseKkt) -> Value {
     }
 }
 
+/// The most constraint rows one stage owns in the stage-wise KKT matrix: its stage terms'
+/// rows, and a coupled term's rows in the stage they lead to.
+fn max_stage_rows(d: &StageDerived, stages: usize) -> usize {
+    let mut rows = vec![0; stages];
+    for t in d.eq.iter().chain(&d.q) {
+        for s in 0..t.count {
+            rows[t.first + s + usize::from(t.coupled)] += t.rows;
+        }
+    }
+    rows.into_iter().max().unwrap_or(0)
+}
+
 /// The interior-point solver's part of a module (the method itself is the `anvil_ipm` item).
 pub(crate) fn render_ipm(l: &IpmLayout) -> ItemSource {
-    let d = l.derived;
-    let statuses = statuses();
-    let ctx = context! {
+    let b = l.bounds;
+    let bounds = |v: &[f64]| join(v.iter().map(|&v| cpp_f64(v)));
+    let common = context! {
         name => l.name,
         kind => "Interior-point solver",
-        method => format!(
-            "by a primal-dual interior-point method with a filter line search, its KKT systems factorised {}",
-            if l.kkt.is_some() { "as sparse matrices" } else { "densely" }
-        ),
-        kkt => l.kkt.map(kkt_context),
         nx => l.nx, neq => l.neq, nineq => l.nineq, np => l.np,
-        nq => d.q_rows.len(),
-        q_rows => join(&d.q_rows),
-        q_lb => join(l.q_lb.iter().map(|&v| cpp_f64(v))),
-        q_ub => join(l.q_ub.iter().map(|&v| cpp_f64(v))),
-        x_lb => join(l.x_lb.iter().map(|&v| cpp_f64(v))),
-        x_ub => join(l.x_ub.iter().map(|&v| cpp_f64(v))),
-        matrices => [
-            matrix_context("JacEq", "Jacobian of the equality constraints", &d.jac_eq),
-            matrix_context("JacQ", "Jacobian of the inequality rows with a finite bound", &d.jac_q),
-            matrix_context("Hess", "Hessian of the Lagrangian", &d.hess),
-        ],
-        values_fn => global(d.values.name()),
-        linearize_fn => global(d.linearize.name()),
-        hessian_fn => global(d.hessian.name()),
+        q_lb => bounds(&b.q_lb),
+        q_ub => bounds(&b.q_ub),
         settings => l.settings,
-        statuses,
+        statuses => statuses(),
     };
-    ItemSource { header: render("solver_header.j2", ctx.clone()), source: render("ipm_source.j2", ctx) }
+    let (template, ctx) = match l.form {
+        IpmForm::Whole { derived: d, kkt } => {
+            let workspaces = [&d.values, &d.linearize, &d.hessian]
+                .iter()
+                .zip(["values_ws", "linearize_ws", "hessian_ws"])
+                .map(|(f, member)| context! { member, function => global(f.name()) })
+                .collect::<Vec<Value>>();
+            let ctx = context! {
+                method => format!(
+                    "by a primal-dual interior-point method with a filter line search, its KKT systems factorised {}",
+                    if kkt.is_some() { "as sparse matrices" } else { "densely" }
+                ),
+                kkt => kkt.map(kkt_context),
+                nq => d.q_rows.len(),
+                q_rows => join(&d.q_rows),
+                x_lb => bounds(&b.x_lb),
+                x_ub => bounds(&b.x_ub),
+                matrices => [
+                    matrix_context("JacEq", "Jacobian of the equality constraints", &d.jac_eq),
+                    matrix_context("JacQ", "Jacobian of the inequality rows with a finite bound", &d.jac_q),
+                    matrix_context("Hess", "Hessian of the Lagrangian", &d.hess),
+                ],
+                values_fn => global(d.values.name()),
+                linearize_fn => global(d.linearize.name()),
+                hessian_fn => global(d.hessian.name()),
+                workspaces,
+                ..common
+            };
+            ("ipm_source.j2", ctx)
+        }
+        IpmForm::Stages(s) => {
+            let d = &s.derived;
+            let calls = d.calls.iter().enumerate().map(|(i, c)| stage_call_context(i, c, s.nz)).collect::<Vec<_>>();
+            let workspaces = d
+                .calls
+                .iter()
+                .enumerate()
+                .map(|(i, c)| context! { member => format!("ws{i}"), function => global(c.f.name()) })
+                .collect::<Vec<Value>>();
+            let ctx = context! {
+                method => "by a primal-dual interior-point method with a filter line search, its KKT systems \
+                           factorised stage by stage",
+                nz => s.nz,
+                horizon => &s.horizon,
+                nq => d.q_rows.len(),
+                q_rows => join(&d.q_rows),
+                z_lb => bounds(&s.z_lb),
+                z_ub => bounds(&s.z_ub),
+                eq_terms => terms_type(&d.eq, &[]),
+                q_terms => terms_type(&d.q, &[]),
+                jac_eq_len => jacobian_len(&d.eq, s.nz),
+                jac_q_len => jacobian_len(&d.q, s.nz),
+                coupled_hessian => if d.coupled_hessian { "true" } else { "false" },
+                max_rows => max_stage_rows(d, l.nx / s.nz),
+                calls,
+                stage_out_len => stage_out_len(&d.calls, s.nz),
+                ng => s.global_param,
+                nps => s.stage_param,
+                workspaces,
+                ..common
+            };
+            ("ipm_ms_source.j2", ctx)
+        }
+    };
+    ItemSource { header: render("solver_header.j2", ctx.clone()), source: render(template, ctx) }
 }
 
 /// What the templates need to know about a multistage solver with the Riccati backend.

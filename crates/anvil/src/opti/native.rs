@@ -73,6 +73,13 @@ pub(crate) struct Dims {
     pub param: Arg,
 }
 
+impl Dims {
+    /// A multistage problem's sizes: the stacked stage variables, its rows, its parameter vector.
+    pub(crate) fn multistage(problem: &super::MultistageProblem) -> Self {
+        Dims { nx: problem.nvars(), neq: problem.neq(), nineq: problem.nineq(), param: Arg::new(problem.np()) }
+    }
+}
+
 /// Checks the lengths of a solve's arguments against the solver's sizes; the error names the
 /// argument.
 pub(crate) fn check_lengths(

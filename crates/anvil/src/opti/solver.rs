@@ -7,7 +7,7 @@ use super::multistage::MultistageProblem;
 use super::native::{check_lengths, check_solver_name, load_once, solve_to_new, Dims, JitSolver};
 use super::problem::Problem;
 use super::runtime::Runtime;
-use super::settings::{self as settings_table, Info, SqpSettings};
+use super::settings::{self as settings_table, HessianApproximation, Info, SqpSettings};
 use super::solution::{Solution, SolutionMut, WarmStart};
 use super::stagewise::{self, StageDerived};
 use crate::error::{Error, Result};
@@ -82,16 +82,31 @@ enum Derivation {
 }
 
 /// A multistage problem's block derivatives and stage sizes.
-struct StageSolver {
-    derived: StageDerived,
-    nz: usize,
+pub(crate) struct StageSolver {
+    pub derived: StageDerived,
+    pub nz: usize,
     /// Entries of the global parameter and of each stage's.
-    global_param: usize,
-    stage_param: usize,
+    pub global_param: usize,
+    pub stage_param: usize,
     /// The horizon N as the C++ spells it: its constant's name, or its value.
-    horizon: String,
-    z_lb: Vec<f64>,
-    z_ub: Vec<f64>,
+    pub horizon: String,
+    pub z_lb: Vec<f64>,
+    pub z_ub: Vec<f64>,
+}
+
+impl StageSolver {
+    /// Derives `problem`'s dense stage blocks for solver `name`.
+    pub(crate) fn new(name: &str, problem: &MultistageProblem, approximation: HessianApproximation) -> Result<Self> {
+        Ok(StageSolver {
+            derived: stagewise::derive_blocks(name, problem, approximation)?,
+            nz: problem.nz,
+            global_param: problem.global_param,
+            stage_param: problem.stage_param,
+            horizon: problem.horizon.as_ref().map_or(problem.n.to_string(), |c| codegen::global(c.name())),
+            z_lb: problem.z_lb.clone(),
+            z_ub: problem.z_ub.clone(),
+        })
+    }
 }
 
 impl Derivation {
@@ -111,11 +126,23 @@ impl Derivation {
 }
 
 /// Bounds of the variables and of the QP's inequality rows.
-struct Bounds {
-    x_lb: Vec<f64>,
-    x_ub: Vec<f64>,
-    q_lb: Vec<f64>,
-    q_ub: Vec<f64>,
+pub(crate) struct Bounds {
+    pub x_lb: Vec<f64>,
+    pub x_ub: Vec<f64>,
+    pub q_lb: Vec<f64>,
+    pub q_ub: Vec<f64>,
+}
+
+impl Bounds {
+    /// A multistage problem's bounds, every stage's repeated; `q_rows`: its inequality rows
+    /// with a finite bound.
+    pub(crate) fn multistage(problem: &MultistageProblem, q_rows: &[usize]) -> Self {
+        let stage_rows = problem.ineq_lb.len().max(1);
+        let (q_lb, q_ub) =
+            q_rows.iter().map(|&i| (problem.ineq_lb[i % stage_rows], problem.ineq_ub[i % stage_rows])).unzip();
+        let repeat = |v: &[f64]| v.iter().copied().cycle().take(problem.nvars()).collect::<Vec<f64>>();
+        Bounds { x_lb: repeat(&problem.z_lb), x_ub: repeat(&problem.z_ub), q_lb, q_ub }
+    }
 }
 
 /// A solver's name leaves room for its functions' suffixes; its settings are valid.
@@ -150,7 +177,7 @@ fn gauss_newton_without_curvature(
 /// Checks, before anything proportional to the horizon is built, that a solver of `problem`
 /// fits in memory: the host's per-variable lists (bounds, rows), and with the Riccati backend
 /// the workspace's dense stage blocks (about eight `nz × nz` blocks per stage).
-fn check_multistage_size(name: &str, problem: &MultistageProblem, backend: QpBackend) -> Result<()> {
+pub(crate) fn check_multistage_size(name: &str, problem: &MultistageProblem, backend: QpBackend) -> Result<()> {
     let (n, nz) = (problem.n, problem.nz);
     let what = |kind: &'static str| {
         move || format!("{kind} of solver `{name}` (N = {n} stage transitions of nz = {nz} variables)")
@@ -228,15 +255,7 @@ impl SqpFunction {
         let approximation = settings.hessian_approximation;
         let derivation = match backend {
             QpBackend::PiqpSparse => Derivation::General(Box::new(stagewise::derive(name, problem, approximation)?)),
-            QpBackend::Riccati => Derivation::Stages(Box::new(StageSolver {
-                derived: stagewise::derive_blocks(name, problem, approximation)?,
-                nz: problem.nz,
-                global_param: problem.global_param,
-                stage_param: problem.stage_param,
-                horizon: problem.horizon.as_ref().map_or(problem.n.to_string(), |c| codegen::global(c.name())),
-                z_lb: problem.z_lb.clone(),
-                z_ub: problem.z_ub.clone(),
-            })),
+            QpBackend::Riccati => Derivation::Stages(Box::new(StageSolver::new(name, problem, approximation)?)),
             QpBackend::PiqpDense => {
                 return Err(Error::Problem {
                     what: "solver",
@@ -247,16 +266,8 @@ impl SqpFunction {
                 })
             }
         };
-        let stage_rows = problem.ineq_lb.len().max(1);
-        let (q_lb, q_ub) = derivation
-            .q_rows()
-            .iter()
-            .map(|&i| (problem.ineq_lb[i % stage_rows], problem.ineq_ub[i % stage_rows]))
-            .unzip::<_, _, Vec<_>, Vec<_>>();
-        let repeat = |v: &[f64]| v.iter().copied().cycle().take(problem.nvars()).collect::<Vec<f64>>();
-        let dims =
-            Dims { nx: problem.nvars(), neq: problem.neq(), nineq: problem.nineq(), param: Arg::new(problem.np()) };
-        let bounds = Bounds { x_lb: repeat(&problem.z_lb), x_ub: repeat(&problem.z_ub), q_lb, q_ub };
+        let dims = Dims::multistage(problem);
+        let bounds = Bounds::multistage(problem, derivation.q_rows());
         let constants = problem.horizon.iter().cloned().collect();
         let mut solver = SqpFunction::from_parts(name, backend, settings, derivation, dims, bounds, constants);
         solver.warnings.extend(gauss_newton_without_curvature(name, problem, &solver.settings)?);

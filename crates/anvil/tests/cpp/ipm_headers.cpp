@@ -10,6 +10,7 @@ namespace anvil_ipm {
 namespace {
 #include "dense_ldl.hpp"
 #include "sparse_ldl.hpp"
+#include "stage_ldl.hpp"
 #include "interior_point.hpp"
 }  // namespace
 }  // namespace anvil_ipm
@@ -205,6 +206,79 @@ void sparse_arrow() {
   check(in.zero == 4, "sparse zero matrix");
 }
 
+
+// A multistage KKT matrix (nx = 2 states, nu = 1 control, S stages): stage k owns z_k =
+// (x, u) and its rows: the initial state's (k = 0) or the dynamics x_k - A x_{k-1} - B u_{k-1}
+// (k > 0), and, with `terminal`, x_{S-1} = target, rows that pin states the dynamics
+// already fix (the factorisation must delay them to earlier stages). The stage factorisation
+// must agree with the dense one: inertia and solution.
+template <bool Terminal>
+void stage_kkt(unsigned seed, double state_weight) {
+  constexpr int S = 6, NZ = 3, Rows = 2 + (Terminal ? 2 : 0), Own = NZ + Rows;
+  constexpr int N = S * NZ + 2 * S + (Terminal ? 2 : 0);
+  anvil_ipm::StageLdl<S, Own, NZ, Own, N> stage;
+  anvil_ipm::DenseLdl<N> dense;
+  for (int k = 0; k < N * N; ++k) dense.a[k] = 0.0;
+  stage.clear();
+  // Unknowns: z_k at 3k, the rows of stage k from 3S + 2k, the terminal rows last.
+  for (int k = 0; k < S; ++k) {
+    stage.count[k] = NZ + 2 + (Terminal && k == S - 1 ? 2 : 0);
+    for (int j = 0; j < NZ; ++j) stage.index[k * Own + j] = NZ * k + j;
+    for (int r = 0; r < 2; ++r) stage.index[k * Own + NZ + r] = NZ * S + 2 * k + r;
+    if (Terminal && k == S - 1) {
+      for (int r = 0; r < 2; ++r) stage.index[k * Own + NZ + 2 + r] = NZ * S + 2 * S + r;
+    }
+  }
+  const auto both = [&](int k, int r, int c, double v) {
+    stage.add(k, r, c, v);
+    const int i = stage.index[k * Own + r], j = stage.index[k * Own + c];
+    dense.a[(i < j ? i : j) * N + (i < j ? j : i)] += v;
+  };
+  const auto linked = [&](int k, int r, int c, double v) {
+    stage.add_link(k, r, c, v);
+    const int i = stage.index[k * Own + r], j = stage.index[(k - 1) * Own + c];
+    dense.a[(i < j ? i : j) * N + (i < j ? j : i)] += v;
+  };
+  unsigned state = seed;
+  for (int k = 0; k < S; ++k) {
+    // Curvature: the control's, the states' small (or zero), all positive.
+    both(k, 0, 0, state_weight * (1.0 + uniform(&state)));
+    both(k, 1, 1, state_weight * (1.0 + uniform(&state)));
+    both(k, 2, 2, 1.0 + 0.5 * uniform(&state));
+    for (int r = 0; r < 2; ++r) {
+      both(k, NZ + r, r, 1.0);  // x_k in its defining rows
+      if (k > 0) {
+        for (int c = 0; c < NZ; ++c) linked(k, NZ + r, c, -(c == r ? 1.0 : 0.0) - 0.3 * uniform(&state));
+      }
+    }
+    if (Terminal && k == S - 1) {
+      for (int r = 0; r < 2; ++r) both(k, NZ + 2 + r, r, 1.0);
+    }
+  }
+  const anvil_ipm::Inertia want = dense.factorize(1e-14);
+  const anvil_ipm::Inertia got = stage.factorize(1e-14);
+  check(got.positive == want.positive && got.negative == want.negative && got.zero == want.zero,
+        Terminal ? "stage inertia (terminal rows)" : "stage inertia");
+  check(got.positive == S * NZ && got.negative == N - S * NZ && got.zero == 0, "stage inertia is the KKT one");
+  double x_dense[N], x_stage[N];
+  for (int i = 0; i < N; ++i) x_dense[i] = x_stage[i] = uniform(&state);
+  dense.solve(x_dense);
+  stage.solve(x_stage);
+  double diff = 0.0, size = 0.0;
+  for (int i = 0; i < N; ++i) {
+    diff = std::fabs(x_dense[i] - x_stage[i]) > diff ? std::fabs(x_dense[i] - x_stage[i]) : diff;
+    size = std::fabs(x_dense[i]) > size ? std::fabs(x_dense[i]) : size;
+  }
+  check(diff <= 1e-10 * size, Terminal ? "stage solve (terminal rows)" : "stage solve");
+  // A control with negative curvature: the inertia says so.
+  stage.add(2, 2, 2, -30.0);
+  const anvil_ipm::Inertia bent = stage.factorize(1e-14);
+  check(bent.positive < S * NZ && bent.zero == 0, "stage inertia (negative curvature)");
+  // A zero matrix: zero eigenvalues, never a division by zero.
+  stage.clear();
+  const anvil_ipm::Inertia zero = stage.factorize(1e-14);
+  check(zero.zero == N, "stage zero matrix");
+}
 }  // namespace
 
 int main() {
@@ -220,6 +294,10 @@ int main() {
   known_inertia<5>(4, singular, anvil_ipm::Inertia{2, 2, 1});
   toy_problem();
   sparse_arrow();
+  stage_kkt<false>(5, 1.0);
+  stage_kkt<false>(6, 0.0);
+  stage_kkt<true>(7, 1.0);
+  stage_kkt<true>(8, 0.0);
   if (failures == 0) std::printf("ok\n");
   return failures == 0 ? 0 : 1;
 }

@@ -6,8 +6,8 @@
 use crate::common;
 
 use anvil::opti::{
-    ControlProblem, HessianApproximation, Info, MultistageProblem, Problem, QpBackend, Solution, SqpFunction,
-    SqpSettings, Status, WarmStart,
+    ControlProblem, HessianApproximation, Info, IpmFunction, IpmSettings, MultistageProblem, Problem, QpBackend,
+    Solution, SqpFunction, SqpSettings, Status, WarmStart,
 };
 use anvil::{generate_module, Arg, CodegenIntConstant, Error, ModuleItem, NumericalFunction, Tensor};
 use common::solver_harness::{check_module_against_jit, Run};
@@ -384,6 +384,75 @@ fn explicit_dynamics_and_z_form_recursions_agree() {
     assert!(at_rest.x[3 * n + 1].abs() < 1e-8, "the terminal velocity is zero");
 }
 
+/// Ipopt's iterations on the swing-up at N = 50 from the zero guess (CasADi 3.8, MUMPS;
+/// test_ipm.py checks the figure against Ipopt itself).
+const CARTPOLE_IPOPT_ITERATIONS: usize = 48;
+
+/// The interior-point solver with the KKT systems factorised stage by stage: the swing-up
+/// (negative curvature in every iteration: the inertia correction works on the whole KKT
+/// matrix) to the known optimum in Ipopt's iterations, with the SQP solver's multipliers.
+#[test]
+fn interior_point_by_stages_solves_the_swing_up_like_ipopt() {
+    let problem = MultistageProblem::from_dynamics(&cartpole(50)).unwrap();
+    let ipm = IpmFunction::multistage("cartpole_ipm", &problem, IpmSettings::default()).unwrap();
+    assert!(ipm.jit_source().unwrap().contains("StageLdl<"), "the KKT matrix is factorised by stages");
+    let solution = ipm.solve(&[0.0; 255], &[0.0; 4], &WarmStart::default()).unwrap();
+    assert_eq!(solution.info.status, Status::Solved, "{:?}", solution.info);
+    assert!((solution.info.objective - CARTPOLE_OPTIMUM).abs() < 1e-6, "J = {}", solution.info.objective);
+    let iterations = solution.info.iterations;
+    assert!(
+        iterations * 5 <= CARTPOLE_IPOPT_ITERATIONS * 6,
+        "{iterations} iterations, Ipopt {CARTPOLE_IPOPT_ITERATIONS}"
+    );
+    let sqp = solve_cartpole("cartpole_ipm_reference", QpBackend::Riccati, HessianApproximation::Exact);
+    let close = |a: &[f64], b: &[f64], tol: f64, what: &str| {
+        for (i, (u, v)) in a.iter().zip(b).enumerate() {
+            assert!((u - v).abs() <= tol * (1.0 + v.abs()), "{what}[{i}]: {u} vs {v}");
+        }
+    };
+    // Both solved to their tolerances (1e-8 on the KKT conditions): the points agree to
+    // about the square root of the problem's conditioning times that.
+    close(&solution.x[..250], &sqp.x[..250], 1e-5, "x");
+    close(&solution.lam_eq, &sqp.lam_eq, 1e-4, "lam_eq");
+    close(&solution.lam_box, &sqp.lam_box, 1e-4, "lam_box");
+}
+
+/// Terminal rows that pin the states the dynamics already fix (the double integrator to rest
+/// at the origin in 4 s, and with its last force fixed too): the stage factorisation
+/// cannot pivot them in their own stage and passes them to earlier ones. The solutions are
+/// the SQP solver's (PIQP), the terminal and midway rows hold.
+#[test]
+fn interior_point_by_stages_meets_terminal_and_point_constraints() {
+    let n = 40;
+    let stage = || [Arg::new(3), Arg::new(2), Arg::new(0)];
+    let rest = NumericalFunction::new("di_ipm_rest", |[z, _g, _p]| z.shrink(&[(0, 2)]), stage()).unwrap();
+    let problem = double_integrator_z_form(n).eq_terminal(&rest).unwrap();
+    // All of z_N: its force too (three rows against the two states the dynamics fix).
+    let still = NumericalFunction::new("di_ipm_still", |[z, _g, _p]| z, stage()).unwrap();
+    let pinned = double_integrator_z_form(n).eq_terminal(&still).unwrap();
+    let x0 = vec![0.0; 3 * (n + 1)];
+    let x_init = [1.0, 0.5];
+    for (name, problem) in [("di_ipm_terminal", &problem), ("di_ipm_pinned", &pinned)] {
+        let ipm = IpmFunction::multistage(name, problem, IpmSettings::default()).unwrap();
+        let solution = ipm.solve(&x0, &x_init, &WarmStart::default()).unwrap();
+        assert_eq!(solution.info.status, Status::Solved, "{name}: {:?}", solution.info);
+        assert!(solution.info.eq_res < 1e-8, "{name}: {:?}", solution.info);
+        assert!(solution.x[3 * n].abs() < 1e-8 && solution.x[3 * n + 1].abs() < 1e-8, "{name}: rest at the end");
+        let sqp =
+            SqpFunction::multistage(&format!("{name}_sqp"), problem, SqpSettings::default(), QpBackend::PiqpSparse)
+                .unwrap();
+        let reference = sqp.solve(&x0, &x_init, &WarmStart::default()).unwrap();
+        assert_eq!(reference.info.status, Status::Solved, "{name}: {:?}", reference.info);
+        assert!((solution.info.objective - reference.info.objective).abs() < 1e-7 * (1.0 + reference.info.objective));
+        for (i, (u, v)) in solution.x[..3 * n].iter().zip(&reference.x).enumerate() {
+            assert!((u - v).abs() < 1e-6, "{name}: x[{i}] {u} vs {v}");
+        }
+        for (i, (u, v)) in solution.lam_eq.iter().zip(&reference.lam_eq).enumerate() {
+            assert!((u - v).abs() < 1e-5 * (1.0 + v.abs()), "{name}: lam_eq[{i}] {u} vs {v}");
+        }
+    }
+}
+
 /// A QP whose solution touches no bound is solved without its inequalities (one
 /// factorisation): from a small initial state the double integrator's force stays inside
 /// [-1, 1], and one SQP step (the problem is a QP) is the solution. From a large one the
@@ -507,6 +576,16 @@ fn huge_horizons_are_refused_before_they_are_built() {
         assert!(matches!(e, Error::OutOfMemory { .. }), "{e}");
         assert!(e.to_string().contains("N = 999999999"), "{e}");
     }
+    let e = IpmFunction::multistage("h_ipm", &problem, IpmSettings::default()).unwrap_err();
+    assert!(matches!(e, Error::OutOfMemory { .. }) && e.to_string().contains("N = 999999999"), "{e}");
+    // Few narrow stages, but so many path constraints per stage that their dense KKT fronts
+    // would not fit.
+    let stage = || [Arg::new(2), Arg::new(0), Arg::new(0)];
+    let many = NumericalFunction::new("h_many", |[z, _g, _p]| Tensor::zeros([100_000]) + z.sum(), stage()).unwrap();
+    let problem = MultistageProblem::new(2, 2, 0, 0).unwrap().cost_stage(&cost).unwrap();
+    let problem = problem.ineq_stage(&many, -1.0, 1.0).unwrap();
+    let e = IpmFunction::multistage("h_ipm_rows", &problem, IpmSettings::default()).unwrap_err();
+    assert!(e.to_string().contains("stage-wise KKT factorisation"), "{e}");
 }
 
 #[test]
@@ -525,9 +604,16 @@ fn generated_multistage_module_compiles_cleanly_runs_under_sanitizers_and_never_
     let zeros = vec![0.0; 105];
     let x_init = [0.1, 0.0, 0.0, 0.0];
     let (di_zeros, di_init) = (vec![0.0; 33], [1.0, 0.5]);
-    let runs: Vec<Run> = vec![(&exact, &zeros, &x_init), (&gn, &zeros, &x_init), (&z_form, &di_zeros, &di_init)];
+    // The interior-point solver, its KKT systems factorised by stages.
+    let ipm = IpmFunction::multistage("aot_cartpole_ipm", &problem, IpmSettings::default()).unwrap();
+    let runs: Vec<Run> = vec![
+        (&exact, &zeros, &x_init),
+        (&gn, &zeros, &x_init),
+        (&z_form, &di_zeros, &di_init),
+        (&ipm, &zeros, &x_init),
+    ];
     let dir = std::env::temp_dir().join(format!("anvil_multistage_module_{}", std::process::id()));
-    let items: Vec<&dyn ModuleItem> = vec![&exact, &gn, &z_form];
+    let items: Vec<&dyn ModuleItem> = vec![&exact, &gn, &z_form, &ipm];
     let (hpp, cpp) = generate_module("ocpmod", &items, &dir).unwrap();
     let header = std::fs::read_to_string(hpp).unwrap();
     let source = std::fs::read_to_string(cpp).unwrap();

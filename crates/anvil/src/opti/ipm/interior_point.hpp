@@ -1184,10 +1184,12 @@ class InteriorPoint {
     return g <= 1e-6 * max2(1.0, constraint_violation(c_, d_, s));
   }
 
-  // The unscaled point and signed multipliers.
+  // The unscaled point and signed multipliers. The point is projected onto the problem's own
+  // bounds, which the iterates may cross by the relaxation (bound_relax_factor; Ipopt's
+  // honor_original_bounds).
   void unscale(P& p, double* x_out, double* lam_eq, double* lam_q, double* lam_box) const {
     for (int j = 0; j < NX; ++j) {
-      x_out[j] = x[j];
+      x_out[j] = x[j] < p.x_lb(j) ? p.x_lb(j) : (x[j] > p.x_ub(j) ? p.x_ub(j) : x[j]);
       lam_box[j] = (zu[j] - zl[j]) / p.obj_scale;
     }
     for (int i = 0; i < NEQ; ++i) lam_eq[i] = yc[i] * p.row_scale[i] / p.obj_scale;

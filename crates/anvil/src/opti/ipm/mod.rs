@@ -14,14 +14,16 @@ mod sparse_kkt;
 pub use settings::{IpmSettings, MuStrategy};
 pub(crate) use sparse_kkt::SparseKkt;
 
-use super::codegen::{self, IpmLayout};
+use super::codegen::{self, IpmForm, IpmLayout};
 use super::derive::{Derived, Matrix, Storage};
+use super::multistage::MultistageProblem;
 use super::native::{check_lengths, check_solver_name, load_once, solve_to_new, Dims, JitSolver};
 use super::problem::Problem;
 use super::settings::{self as settings_table, Info};
 use super::solution::{Solution, SolutionMut, WarmStart};
+use super::solver::{check_multistage_size, Bounds, QpBackend, StageSolver};
 use crate::error::{Error, Result};
-use crate::function::{module_text, Arg, Includes, ModuleItem, NumericalFunction};
+use crate::function::{module_text, Arg, CodegenIntConstant, Includes, ModuleItem, NumericalFunction};
 use crate::jit::{CompilerOptions, Unit};
 use crate::render::ItemSource;
 use std::sync::{Arc, Mutex};
@@ -56,16 +58,41 @@ use std::sync::{Arc, Mutex};
 pub struct IpmFunction {
     name: String,
     settings: IpmSettings,
-    derived: Box<Derived>,
-    /// The sparse KKT matrix's structure (`None`: factorised densely).
-    kkt: Option<Box<SparseKkt>>,
+    form: Form,
     dims: Dims,
-    x_lb: Vec<f64>,
-    x_ub: Vec<f64>,
-    q_lb: Vec<f64>,
-    q_ub: Vec<f64>,
+    bounds: Bounds,
+    /// Named constants the generated code declares (a multistage problem's horizon).
+    constants: Vec<CodegenIntConstant>,
     compiler: CompilerOptions,
     jit: Mutex<Option<Arc<JitSolver>>>,
+}
+
+/// The derived functions, and how the KKT systems are factorised.
+enum Form {
+    /// Whole-problem derivatives; the KKT matrix dense (`kkt` None) or sparse on the structure
+    /// `kkt` analysed.
+    Whole { derived: Box<Derived>, kkt: Option<Box<SparseKkt>> },
+    /// A multistage problem's dense stage blocks; the KKT matrix factorised stage by stage.
+    Stages(Box<StageSolver>),
+}
+
+/// Checks that the stage-wise KKT factorisation's workspace fits in memory: per stage, a dense
+/// front of its own unknowns (its variables and at most every term's rows), as many delayed
+/// from the next stage and the previous stage's variables, and the assembled entries.
+fn check_stage_kkt_size(name: &str, problem: &MultistageProblem) -> Result<()> {
+    let nz = problem.nz;
+    let rows: usize = problem.eq_terms().chain(problem.ineq_terms()).map(|t| t.rows).fold(0, usize::saturating_add);
+    let own = nz.saturating_add(rows);
+    let front = own.saturating_mul(2).saturating_add(nz);
+    let per_stage = front.saturating_mul(front).saturating_add(own.saturating_mul(own.saturating_add(nz)));
+    let n = problem.n;
+    crate::array::check_alloc(
+        || {
+            format!("the stage-wise KKT factorisation of solver `{name}` (N = {n} stage transitions of nz = {nz} variables)")
+        },
+        problem.n.saturating_add(1).saturating_mul(per_stage),
+        8,
+    )
 }
 
 /// A solver's name leaves room for its functions' suffixes; its settings are valid.
@@ -90,7 +117,7 @@ impl IpmFunction {
             8,
         )?;
         let derived = Derived::new(name, problem, settings.hessian_approximation, Storage::Dense)?;
-        Ok(IpmFunction::from_parts(name, problem, settings, derived, None))
+        Ok(IpmFunction::whole(name, problem, settings, derived, None))
     }
 
     /// A solver with sparse derivatives (on fixed patterns, by colouring) whose KKT systems
@@ -128,10 +155,64 @@ impl IpmFunction {
             }),
         };
         let kkt = SparseKkt::new(&pattern(&derived.hess)?, &pattern(&derived.jac_eq)?, &pattern(&derived.jac_q)?)?;
-        Ok(IpmFunction::from_parts(name, problem, settings, derived, Some(Box::new(kkt))))
+        Ok(IpmFunction::whole(name, problem, settings, derived, Some(Box::new(kkt))))
     }
 
-    fn from_parts(
+    /// A solver for a multistage problem that keeps its stage structure: each stage function
+    /// traced and differentiated once, evaluated in a loop over its stages (generated code
+    /// whose size does not grow with the horizon), and each iteration's KKT system factorised
+    /// stage by stage, from the last stage to the first, with the stage sizes compiled in
+    /// (time linear in the horizon). Inside a stage the pivots are chosen for stability and
+    /// what cannot be pivoted there is passed to the stage before (terminal and point
+    /// constraints); the factorisation's inertia drives the inertia correction of the whole
+    /// KKT matrix, as Ipopt's does, not of each stage's Hessian block.
+    ///
+    /// ```
+    /// use anvil::{Arg, NumericalFunction, Tensor, opti::{IpmFunction, IpmSettings, MultistageProblem, Status, WarmStart}};
+    /// # fn main() -> anvil::Result<()> {
+    /// // A double integrator z = (position, velocity, force) from rest at 0 to rest at 0.5 in
+    /// // N = 20 steps with the least effort, |force| <= 1.
+    /// let stage = || [Arg::new(3), Arg::new(0), Arg::new(0)];
+    /// let effort = NumericalFunction::new("di_effort", |[z, _g, _p]| z.get(2).square(), stage())?;
+    /// let start = NumericalFunction::new("di_start", |[z, _g, _p]| z.shrink(&[(0, 2)]), stage())?;
+    /// let end = NumericalFunction::new("di_end", |[z, _g, _p]| {
+    ///     Tensor::stack(&[z.get(0) - 0.5, z.get(1)], 0)
+    /// }, stage())?;
+    /// let dynamics = NumericalFunction::new("di_dyn", |[z, zn, _g, _p]| {
+    ///     let (x, v, f) = (z.get(0), z.get(1), z.get(2));
+    ///     zn.shrink(&[(0, 2)]) - Tensor::stack(&[&x + &v * 0.1, &v + &f * 0.1], 0)
+    /// }, [Arg::new(3), Arg::new(3), Arg::new(0), Arg::new(0)])?;
+    /// let problem = MultistageProblem::new(20, 3, 0, 0)?
+    ///     .cost_initial(&effort)?.cost_stage(&effort)?
+    ///     .eq_initial(&start)?.eq_interstage(&dynamics)?.eq_terminal(&end)?
+    ///     .bounds([-1e20, -1e20, -1.0], [1e20, 1e20, 1.0])?;
+    /// let solver = IpmFunction::multistage("di_ipm", &problem, IpmSettings::default())?;
+    /// let solution = solver.solve(&vec![0.0; problem.nvars()], &[], &WarmStart::default())?;
+    /// assert_eq!(solution.info.status, Status::Solved);
+    /// // The last stage is at rest at 0.5: the terminal rows hold.
+    /// let last = &solution.x[20 * 3..20 * 3 + 2];
+    /// assert!((last[0] - 0.5).abs() < 1e-8 && last[1].abs() < 1e-8);
+    /// # Ok(()) }
+    /// ```
+    pub fn multistage(name: &str, problem: &MultistageProblem, settings: IpmSettings) -> Result<Self> {
+        check_solver(name, &settings)?;
+        check_multistage_size(name, problem, QpBackend::Riccati)?;
+        check_stage_kkt_size(name, problem)?;
+        let stages = StageSolver::new(name, problem, settings.hessian_approximation)?;
+        let bounds = Bounds::multistage(problem, &stages.derived.q_rows);
+        Ok(IpmFunction {
+            name: name.into(),
+            settings,
+            form: Form::Stages(Box::new(stages)),
+            dims: Dims::multistage(problem),
+            bounds,
+            constants: problem.horizon.iter().cloned().collect(),
+            compiler: CompilerOptions::default(),
+            jit: Mutex::new(None),
+        })
+    }
+
+    fn whole(
         name: &str,
         problem: &Problem,
         settings: IpmSettings,
@@ -142,13 +223,10 @@ impl IpmFunction {
         IpmFunction {
             name: name.into(),
             settings,
-            derived: Box::new(derived),
-            kkt,
+            form: Form::Whole { derived: Box::new(derived), kkt },
             dims: Dims { nx: problem.nx(), neq: problem.neq(), nineq: problem.nineq(), param: problem.param().clone() },
-            x_lb: problem.x_lb.clone(),
-            x_ub: problem.x_ub.clone(),
-            q_lb,
-            q_ub,
+            bounds: Bounds { x_lb: problem.x_lb.clone(), x_ub: problem.x_ub.clone(), q_lb, q_ub },
+            constants: Vec::new(),
             compiler: CompilerOptions::default(),
             jit: Mutex::new(None),
         }
@@ -216,7 +294,10 @@ impl IpmFunction {
     /// The functions the solver evaluates: values at a trial point, the linearisation, the
     /// Hessian of the Lagrangian.
     pub fn functions(&self) -> [&NumericalFunction; 3] {
-        [&self.derived.values, &self.derived.linearize, &self.derived.hessian]
+        match &self.form {
+            Form::Whole { derived: d, .. } => [&d.values, &d.linearize, &d.hessian],
+            Form::Stages(s) => [&s.derived.values, &s.derived.linearize, &s.derived.hessian],
+        }
     }
 
     /// The translation unit the JIT compiles: the solver's module and its entry points.
@@ -274,8 +355,19 @@ impl ModuleItem for IpmFunction {
     }
 
     fn dependencies(&self) -> Vec<&dyn ModuleItem> {
-        let d = &self.derived;
-        vec![&IpmRuntime, &d.values, &d.linearize, &d.hessian]
+        match &self.form {
+            Form::Whole { derived: d, .. } => vec![&IpmRuntime, &d.values, &d.linearize, &d.hessian],
+            // The generated code calls the stage functions, not the whole-problem ones.
+            Form::Stages(s) => {
+                let mut items: Vec<&dyn ModuleItem> = vec![&IpmRuntime];
+                items.extend(s.derived.calls.iter().map(|c| &c.f as &dyn ModuleItem));
+                items
+            }
+        }
+    }
+
+    fn constants(&self) -> Vec<CodegenIntConstant> {
+        self.constants.clone()
     }
 
     fn includes(&self) -> Includes {
@@ -284,19 +376,19 @@ impl ModuleItem for IpmFunction {
 
     fn source(&self) -> Result<ItemSource> {
         let (nx, neq, nineq, np) = (self.dims.nx, self.dims.neq, self.dims.nineq, self.dims.param.numel());
+        let form = match &self.form {
+            Form::Whole { derived, kkt } => IpmForm::Whole { derived, kkt: kkt.as_deref() },
+            Form::Stages(stages) => IpmForm::Stages(stages),
+        };
         Ok(codegen::render_ipm(&IpmLayout {
             name: &self.name,
             settings: &self.settings.fields(),
-            derived: &self.derived,
+            form,
             nx,
             neq,
             nineq,
             np,
-            x_lb: &self.x_lb,
-            x_ub: &self.x_ub,
-            q_lb: &self.q_lb,
-            q_ub: &self.q_ub,
-            kkt: self.kkt.as_deref(),
+            bounds: &self.bounds,
         }))
     }
 }
@@ -305,7 +397,14 @@ impl std::fmt::Debug for IpmFunction {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("IpmFunction")
             .field("name", &self.name)
-            .field("kkt", &if self.kkt.is_some() { "sparse" } else { "dense" })
+            .field(
+                "kkt",
+                &match &self.form {
+                    Form::Whole { kkt: None, .. } => "dense",
+                    Form::Whole { kkt: Some(_), .. } => "sparse",
+                    Form::Stages(_) => "stages",
+                },
+            )
             .field("nx", &self.dims.nx)
             .field("neq", &self.dims.neq)
             .field("nineq", &self.dims.nineq)
@@ -314,8 +413,12 @@ impl std::fmt::Debug for IpmFunction {
 }
 
 /// The interior-point method's headers, in the order they build on each other.
-const HEADERS: [&str; 3] =
-    [include_str!("dense_ldl.hpp"), include_str!("sparse_ldl.hpp"), include_str!("interior_point.hpp")];
+const HEADERS: [&str; 4] = [
+    include_str!("dense_ldl.hpp"),
+    include_str!("sparse_ldl.hpp"),
+    include_str!("stage_ldl.hpp"),
+    include_str!("interior_point.hpp"),
+];
 
 /// The interior-point runtime as a module item (every interior-point solver depends on it;
 /// a module holds it once): the headers' code in `namespace anvil_ipm`, with internal
