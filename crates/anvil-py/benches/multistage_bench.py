@@ -1,11 +1,14 @@
-"""The multistage benchmark: the cart-pole swing-up solved by anvil (each QP backend, both
-Hessians) side by side with CasADi's fatrop, Ipopt and sqpmethod (JIT-compiled functions) and,
+"""The multistage benchmark: the cart-pole swing-up solved by anvil (the SQP with each QP
+backend and both Hessians, and the interior-point solver, its KKT systems factorised by
+stages) side by side with CasADi's fatrop, Ipopt and sqpmethod (JIT-compiled functions) and,
 with --acados, acados (HPIPM) — all in one run, with ratios to anvil's default solver; then
 the real-time iteration (closed-loop MPC) and the scaling of anvil's solver in N.
 
     python crates/anvil-py/benches/multistage_bench.py             # N = 50, anvil and CasADi peers
     python crates/anvil-py/benches/multistage_bench.py --acados    # and acados (a Python 3.12 venv)
     python crates/anvil-py/benches/multistage_bench.py --scaling   # and anvil at N = 50, 200, 1000
+    python crates/anvil-py/benches/multistage_bench.py --long      # exact Hessians against Ipopt and
+                                                                   # fatrop at N = 200 and 1000 (minutes)
 
 The problem and the peers are those of multistage_peers.py (same formulas, same zero guess,
 x_init = 0). anvil's rows: "ms / solve" is the Python call's median wall time, "solver ms"
@@ -36,21 +39,26 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "examples"))
 
 import multistage_peers as peers  # noqa: E402
 
+# (backend, Hessian): the SQP's QP backends, and "ipm" for the interior-point solver.
 ANVIL_VARIANTS = (
     ("riccati", "GAUSS_NEWTON"),
     ("riccati", "EXACT"),
     ("piqp", "GAUSS_NEWTON"),
     ("piqp", "EXACT"),
+    ("ipm", "EXACT"),
 )
 
 
 def anvil_solver(n: int, backend: str, hessian: str, name: str) -> Any:
     """The swing-up as tests/multistage_problems.py writes it, with its solver."""
     import multistage_problems as cp
-    from anvil.opti import HessianApproximation, SparseSQPFunction, SQPSettings
+    from anvil.opti import HessianApproximation, IPMSettings, SparseIPMFunction, SparseSQPFunction, SQPSettings
 
-    settings = SQPSettings(max_iter=500, hessian_approximation=HessianApproximation[hessian])
     problem = cp.cartpole_from_dynamics(n=n, name=name)
+    if backend == "ipm":
+        settings = IPMSettings(max_iter=5000, hessian_approximation=HessianApproximation[hessian])
+        return SparseIPMFunction(name=name, problem=problem, settings=settings)
+    settings = SQPSettings(max_iter=500, hessian_approximation=HessianApproximation[hessian])
     return SparseSQPFunction(name=name, problem=problem, settings=settings, qp_backend=backend)
 
 
@@ -172,6 +180,7 @@ def main(argv: Optional[list[str]] = None) -> None:
     parser.add_argument("--scaling", action="store_true", help="also anvil at N = 50, 200, 1000")
     parser.add_argument("--rti-steps", type=int, default=100)
     parser.add_argument("--keep-cache", action="store_true", help="use the JIT cache (build s then excludes compilation)")
+    parser.add_argument("--long", action="store_true", help="also N = 200 and 1000: anvil's exact-Hessian solvers, Ipopt, fatrop")
     args = parser.parse_args(argv)
     if not args.keep_cache:
         os.environ["ANVIL_CACHE_DIR"] = tempfile.mkdtemp(prefix="anvil_bench_cache_")
@@ -211,6 +220,14 @@ def main(argv: Optional[list[str]] = None) -> None:
     if args.scaling:
         print("\nanvil Riccati, Gauss-Newton, by horizon:\n")
         print(scaling([50, 200, 1000], args.repeats))
+    if args.long:
+        print("\nexact Hessians at longer horizons, zero guess (one timed solve each beyond N = 200):\n")
+        long_rows = []
+        for n in (200, 1000):
+            repeats = 3 if n <= 200 else 1
+            long_rows += [run_anvil(n, "ipm", "EXACT", repeats), run_anvil(n, "riccati", "EXACT", repeats)]
+            long_rows += [peers.run_ipopt(n, repeats, "map", False), peers.run_fatrop(n, repeats, "map", False)]
+        print(peers.markdown(long_rows))
 
 
 if __name__ == "__main__":

@@ -429,10 +429,12 @@ pub fn multistage_problem(
 }
 
 /// A `MultistageProblem` from an optimal control problem in states and controls
-/// (`MultistageProblem.from_dynamics`): callbacks of `(x, u, p)` (terminal cost: `(x, p)`).
+/// (`MultistageProblem.from_dynamics`): callbacks of `(x, u, p)` (terminal cost and terminal
+/// constraints: `(x, p)`).
 #[pyfunction]
 #[pyo3(signature = (
     n, nx, nu, param_dim, dynamics, stage_cost, terminal_cost, path, path_lb, path_ub, x_lb, x_ub, u_lb, u_ub,
+    terminal=None,
 ))]
 #[allow(clippy::too_many_arguments)]
 pub fn control_problem(
@@ -450,6 +452,7 @@ pub fn control_problem(
     x_ub: &Bound<'_, PyAny>,
     u_lb: &Bound<'_, PyAny>,
     u_ub: &Bound<'_, PyAny>,
+    terminal: Function<'_>,
 ) -> PyResult<PyMultistageProblem> {
     let f = dynamics.0.function();
     let mut ocp = match horizon(n)? {
@@ -467,6 +470,9 @@ pub fn control_problem(
     }
     if let Some(h) = path {
         ocp = ocp.path_constraints(h.0.function(), bound(path_lb)?, bound(path_ub)?).py()?;
+    }
+    if let Some(r) = terminal {
+        ocp = ocp.terminal_constraints(r.0.function()).py()?;
     }
     ocp = ocp.state_bounds(bound(x_lb)?, bound(x_ub)?).py()?.control_bounds(bound(u_lb)?, bound(u_ub)?).py()?;
     Ok(PyMultistageProblem(MultistageProblem::from_dynamics(&ocp).py()?))

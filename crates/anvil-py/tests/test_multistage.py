@@ -525,3 +525,51 @@ def test_a_real_time_iteration_reports_its_step_without_derivatives(cartpole, ca
             cartpole.settings = dataclasses.replace(rti, final_stationarity=1)
     finally:
         cartpole.settings = saved
+
+
+def test_terminal_constraints_pin_the_final_state_for_both_solvers():
+    """``from_dynamics(terminal_constraints_fn=...)``: a double integrator from (1, 0.5) to rest
+    at the origin in 4 s, |u| <= 1. The interior-point solver (its KKT systems by stages) and
+    the SQP (its Riccati QP in the z-form recursion) reach Ipopt's optimum of the same NLP, the
+    final state at the target; the problem travels with its terminal rows."""
+    import pickle
+
+    from anvil.opti import SparseIPMFunction
+
+    n, dt = 40, 0.1
+    xup = (av.Arg(2), av.Arg(1), av.Arg(0))
+    step = av.NumericalFunction("term_step", lambda x, u, p: av.Tensor.stack(x[0] + dt * x[1], x[1] + dt * u[0]), xup)
+    cost = av.NumericalFunction("term_cost", lambda x, u, p: (x**2).sum() + 0.1 * (u**2).sum(), xup)
+    rest = av.NumericalFunction("term_rest", lambda x, p: x, (av.Arg(2), av.Arg(0)))
+    ocp = MultistageProblem.from_dynamics(
+        N=n, nx=2, nu=1, dynamics_fn=step, stage_cost_fn=cost, u_lb=-1.0, u_ub=1.0, terminal_constraints_fn=rest
+    )
+    assert ocp.neq == 2 + 2 * n + 2
+    x_init = np.array([1.0, 0.5])
+    # Ipopt on the same NLP, written out.
+    z = cs.SX.sym("z", 3 * (n + 1))
+    xs = [z[3 * k : 3 * k + 2] for k in range(n + 1)]
+    us = [z[3 * k + 2] for k in range(n + 1)]
+    f = sum(cs.sumsqr(xs[k]) + 0.1 * us[k] ** 2 for k in range(n))
+    g = cs.vertcat(
+        xs[0] - x_init,
+        *[xs[k + 1] - cs.vertcat(xs[k][0] + dt * xs[k][1], xs[k][1] + dt * us[k]) for k in range(n)],
+        xs[n],
+    )
+    options = {"print_time": 0, "ipopt": {"print_level": 0, "sb": "yes", "tol": 1e-10}}
+    ipopt = cs.nlpsol("term_ipopt", "ipopt", {"x": z, "f": f, "g": g}, options)
+    bounds = np.tile([-np.inf, -np.inf, -1.0], n + 1), np.tile([np.inf, np.inf, 1.0], n + 1)
+    want = ipopt(x0=0.0, lbx=bounds[0], ubx=bounds[1], lbg=0.0, ubg=0.0)
+    assert ipopt.stats()["success"]
+    for solver in (SparseIPMFunction("term_ipm", ocp), SparseSQPFunction("term_sqp", ocp, SETTINGS)):
+        res = solver(np.zeros(ocp.nvars), p=x_init)
+        assert res.status == SQPStatus.SOLVED, (solver.name, res.status)
+        assert abs(res.objective - float(want["f"])) <= 1e-7 * float(want["f"]), (solver.name, res.objective)
+        np.testing.assert_allclose(res.X[-1], 0.0, atol=1e-8)
+        close(res.x[: 3 * n], np.asarray(want["x"]).ravel()[: 3 * n], 1e-5, f"{solver.name} x")
+        # Multipliers: initial state, dynamics, then the terminal rows (CasADi's order).
+        close(res.lam_eq, np.asarray(want["lam_g"]).ravel(), 1e-4, f"{solver.name} lam_eq")
+    again = pickle.loads(pickle.dumps(ocp))
+    assert again.terminal_constraints_fn is not None and again.neq == ocp.neq
+    with pytest.raises((TypeError, ValueError), match="terminal_constraints_fn must take"):
+        MultistageProblem.from_dynamics(N=n, nx=2, nu=1, dynamics_fn=step, terminal_constraints_fn=cost)

@@ -231,7 +231,7 @@ def multistage_problem(
 def control_problem(
     n: int | CodegenIntConstant, nx: int, nu: int, param_dim: int, dynamics: _Function,
     stage_cost: _Function | None, terminal_cost: _Function | None, path: _Function | None,
-    path_lb: Any, path_ub: Any, x_lb: Any, x_ub: Any, u_lb: Any, u_ub: Any,
+    path_lb: Any, path_ub: Any, x_lb: Any, x_ub: Any, u_lb: Any, u_ub: Any, terminal: _Function | None = None,
 ) -> _MultistageProblem: ...
 def multistage_sqp_solver(
     name: str, problem: _MultistageProblem, qp_backend: str | None, settings: dict[str, Any],

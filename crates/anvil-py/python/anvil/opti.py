@@ -534,6 +534,7 @@ class MultistageProblem(_Travels):
     stage_cost_fn: Optional[NumericalFunction[Any, Any]] = None
     terminal_cost_fn: Optional[NumericalFunction[Any, Any]] = None
     path_constraints_fn: Optional[NumericalFunction[Any, Any]] = None
+    terminal_constraints_fn: Optional[NumericalFunction[Any, Any]] = None
     path_lb: Any = None
     path_ub: Any = None
     x_lb: Any = None
@@ -616,12 +617,13 @@ class MultistageProblem(_Travels):
         u_lb: Any = None,
         u_ub: Any = None,
         param_dim: int = 0,
+        terminal_constraints_fn: Optional[NumericalFunction[Any, Any]] = None,
     ) -> MultistageProblem:
         """An optimal control problem in states ``x`` (``nx``) and controls ``u`` (``nu``)::
 
             min  sum_{k<N} l(x_k, u_k, p_k) + l_N(x_N, p_N)
             s.t. x_0 = x_init,  x_{k+1} = F(x_k, u_k, p_k),  path_lb <= h(x_k, u_k, p_k) <= path_ub (k < N),
-                 x_lb <= x_k <= x_ub,  u_lb <= u_k <= u_ub
+                 r(x_N, p_N) = 0,  x_lb <= x_k <= x_ub,  u_lb <= u_k <= u_ub
 
         as a MultistageProblem with ``z_k = (x_k, u_k)`` (``z_N``'s control is unused: bounded,
         costed nowhere). Callbacks take ``(x, u, p)`` (``terminal_cost_fn``: ``(x, p)``), ``p``
@@ -641,6 +643,11 @@ class MultistageProblem(_Travels):
             -inf and 0, i.e. ``h <= 0``).
           x_lb, x_ub, u_lb, u_ub: bounds on every state and control (default: none).
           param_dim: entries of each stage parameter.
+          terminal_constraints_fn: ``r`` of ``(x, p)``, equality rows on the final state (a
+            point-to-point problem: ``x - x_target``), or None. Their multipliers follow the
+            dynamics'. The final state is then fixed twice (by the dynamics and by these
+            rows): SparseIPMFunction pivots them in earlier stages; the SQP's Riccati QP
+            takes its general (z-form) recursion.
         """
         horizon = _horizon(N)
         nx, nu = _count(nx, "nx", 1), _count(nu, "nu", 0)
@@ -651,6 +658,7 @@ class MultistageProblem(_Travels):
         stage_cost_fn = _stage_function(stage_cost_fn, "stage_cost_fn", xup)
         terminal_cost_fn = _stage_function(terminal_cost_fn, "terminal_cost_fn", xp)
         path_constraints_fn = _stage_function(path_constraints_fn, "path_constraints_fn", xup)
+        terminal_constraints_fn = _stage_function(terminal_constraints_fn, "terminal_constraints_fn", xp)
         if path_constraints_fn is None and (path_lb is not None or path_ub is not None):
             raise ValueError("path_lb/path_ub are given but there is no path_constraints_fn")
         bounds = [
@@ -674,12 +682,14 @@ class MultistageProblem(_Travels):
             _native(terminal_cost_fn),
             _native(path_constraints_fn),
             *bounds,
+            _native(terminal_constraints_fn),
         )
         problem = cls.__new__(cls)
         problem.horizon, problem.nz, problem.nx, problem.nu = horizon, nx + nu, nx, nu
         problem.param_dim, problem.global_param_dim = param_dim, nx
         problem.dynamics_fn, problem.stage_cost_fn, problem.terminal_cost_fn = dynamics_fn, stage_cost_fn, terminal_cost_fn
         problem.path_constraints_fn = path_constraints_fn
+        problem.terminal_constraints_fn = terminal_constraints_fn
         problem.path_lb, problem.path_ub, problem.x_lb, problem.x_ub, problem.u_lb, problem.u_ub = bounds
         problem._native = native
         return problem
@@ -740,7 +750,13 @@ class MultistageProblem(_Travels):
         "eq_terminal_fn",
         "ineq_stage_fn",
     )
-    _DYNAMICS_FUNCTIONS = ("dynamics_fn", "stage_cost_fn", "terminal_cost_fn", "path_constraints_fn")
+    _DYNAMICS_FUNCTIONS = (
+        "dynamics_fn",
+        "stage_cost_fn",
+        "terminal_cost_fn",
+        "path_constraints_fn",
+        "terminal_constraints_fn",
+    )
 
     def _describe(self, writer: Any) -> dict[str, Any]:
         if self.nx is None:

@@ -455,6 +455,14 @@ impl MultistageProblem {
             })?;
             problem.cost_terminal = Some(problem.term(&cost, Kind::Terminal, "terminal_cost_fn", true)?);
         }
+        if let Some(r) = &ocp.terminal {
+            let rows = lower(&derived_name(r.name(), "z"), stage(), &|s| {
+                Ok(first(r, &[split(&s[0]).0, s[2].clone()])?.cast(DType::F64).flatten())
+            })?;
+            problem.eq_terminal = problem.constraint(&rows, Kind::Terminal, "terminal_constraints_fn")?;
+            // The Riccati recursion over (x, u) keeps the dynamics alone as exact rows.
+            problem.dynamics_terms = problem.eq_terminal.is_none();
+        }
         if let Some((h, lb, ub)) = &ocp.path {
             let path = lower(&derived_name(h.name(), "z"), stage(), &|s| {
                 let (x, u) = split(&s[0]);
@@ -474,7 +482,7 @@ impl MultistageProblem {
 /// ```text
 /// min  Σ_{k<N} ℓ(x_k, u_k, p_k) + ℓ_N(x_N, p_N)
 /// s.t. x_0 = x_init,  x_{k+1} = F(x_k, u_k, p_k),  lb ≤ h(x_k, u_k, p_k) ≤ ub (k < N),
-///      x_lb ≤ x_k ≤ x_ub,  u_lb ≤ u_k ≤ u_ub
+///      r(x_N, p_N) = 0,  x_lb ≤ x_k ≤ x_ub,  u_lb ≤ u_k ≤ u_ub
 /// ```
 ///
 /// Callbacks take `(x, u, p)` (terminal cost: `(x, p)`), `p` the stage's parameter
@@ -503,6 +511,7 @@ pub struct ControlProblem {
     dynamics: NumericalFunction,
     stage_cost: Option<NumericalFunction>,
     terminal_cost: Option<NumericalFunction>,
+    terminal: Option<NumericalFunction>,
     path: Option<(NumericalFunction, Bound, Bound)>,
     x_lb: Vec<f64>,
     x_ub: Vec<f64>,
@@ -528,6 +537,7 @@ impl ControlProblem {
             dynamics: dynamics.renamed(dynamics.name())?,
             stage_cost: None,
             terminal_cost: None,
+            terminal: None,
             path: None,
             x_lb: vec![f64::NEG_INFINITY; nx],
             x_ub: vec![f64::INFINITY; nx],
@@ -600,6 +610,16 @@ impl ControlProblem {
         self.check(f, &[Arg::new(self.nx), Arg::new(self.param_dim)], "terminal_cost_fn")?;
         check_scalar(f, "terminal_cost_fn")?;
         self.terminal_cost = Some(f.renamed(f.name())?);
+        Ok(self)
+    }
+
+    /// The terminal constraints `r(x_N, p_N) = 0` (a point-to-point problem: `x_N − x_target`).
+    /// The final state is then fixed twice, by the dynamics and by these rows: the SQP
+    /// solver's Riccati QP takes its general (z-form) recursion, the interior-point solver
+    /// pivots them in earlier stages.
+    pub fn terminal_constraints(mut self, f: &NumericalFunction) -> Result<Self> {
+        self.check(f, &[Arg::new(self.nx), Arg::new(self.param_dim)], "terminal_constraints_fn")?;
+        self.terminal = Some(f.renamed(f.name())?);
         Ok(self)
     }
 

@@ -420,7 +420,8 @@ fn interior_point_by_stages_solves_the_swing_up_like_ipopt() {
 /// Terminal rows that pin the states the dynamics already fix (the double integrator to rest
 /// at the origin in 4 s, and with its last force fixed too): the stage factorisation
 /// cannot pivot them in their own stage and passes them to earlier ones. The solutions are
-/// the SQP solver's (PIQP), the terminal and midway rows hold.
+/// the SQP solver's (PIQP), the terminal rows hold; an unreachable terminal state ends
+/// `Infeasible`.
 #[test]
 fn interior_point_by_stages_meets_terminal_and_point_constraints() {
     let n = 40;
@@ -451,6 +452,39 @@ fn interior_point_by_stages_meets_terminal_and_point_constraints() {
             assert!((u - v).abs() < 1e-5 * (1.0 + v.abs()), "{name}: lam_eq[{i}] {u} vs {v}");
         }
     }
+    // The same terminal rows through ControlProblem::terminal_constraints: the same problem.
+    let xup = || [Arg::new(2), Arg::new(1), Arg::new(0)];
+    let f = NumericalFunction::new("di_t_f", |[x, u, _p]| double_integrator_dynamics(&x, &u), xup()).unwrap();
+    let l = NumericalFunction::new("di_t_l", |[x, u, _p]| x.square().sum() + u.square().sum() * 0.1, xup()).unwrap();
+    let lf = NumericalFunction::new("di_t_lf", |[x, _p]| x.square().sum() * 10.0, [Arg::new(2), Arg::new(0)]).unwrap();
+    let at_rest = NumericalFunction::new("di_t_rest", |[x, _p]| x, [Arg::new(2), Arg::new(0)]).unwrap();
+    let ocp = ControlProblem::new(n, 2, 1, 0, &f).unwrap().stage_cost(&l).unwrap().terminal_cost(&lf).unwrap();
+    let ocp = ocp.control_bounds(-1.0, 1.0).unwrap().terminal_constraints(&at_rest).unwrap();
+    let from_dynamics = MultistageProblem::from_dynamics(&ocp).unwrap();
+    assert_eq!(from_dynamics.neq(), problem.neq());
+    let ipm = IpmFunction::multistage("di_ipm_ocp_terminal", &from_dynamics, IpmSettings::default()).unwrap();
+    let by_dynamics = ipm.solve(&x0, &x_init, &WarmStart::default()).unwrap();
+    let z_form = IpmFunction::multistage("di_ipm_z_terminal", &problem, IpmSettings::default())
+        .unwrap()
+        .solve(&x0, &x_init, &WarmStart::default())
+        .unwrap();
+    assert_eq!(by_dynamics.info.status, Status::Solved, "{:?}", by_dynamics.info);
+    for (i, (u, v)) in by_dynamics.x[..3 * n].iter().zip(&z_form.x).enumerate() {
+        assert!((u - v).abs() < 1e-9, "x[{i}] {u} vs {v}");
+    }
+    for (i, (u, v)) in by_dynamics.lam_eq.iter().zip(&z_form.lam_eq).enumerate() {
+        assert!((u - v).abs() < 1e-7 * (1.0 + v.abs()), "lam_eq[{i}] {u} vs {v}");
+    }
+    let wrong = ControlProblem::new(n, 2, 1, 0, &f).unwrap().terminal_constraints(&l).unwrap_err();
+    assert!(wrong.to_string().contains("terminal_constraints_fn must take"), "{wrong}");
+    // In 2 s the force (|f| <= 1) cannot stop the mass moving away at 0.5 and bring it back
+    // from 1 to rest at 0: the restoration phase converges to a point that violates the
+    // terminal rows, and the solve says so.
+    let short = double_integrator_z_form(20).eq_terminal(&rest).unwrap();
+    let ipm = IpmFunction::multistage("di_ipm_unreachable", &short, IpmSettings::default()).unwrap();
+    let solution = ipm.solve(&vec![0.0; 63], &x_init, &WarmStart::default()).unwrap();
+    assert_eq!(solution.info.status, Status::Infeasible, "{:?}", solution.info);
+    assert!(solution.info.eq_res > 0.1, "{:?}", solution.info);
 }
 
 /// A QP whose solution touches no bound is solved without its inequalities (one

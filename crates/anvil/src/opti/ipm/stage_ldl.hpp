@@ -54,9 +54,10 @@ class StageLdl {
 
   Inertia factorize(double zero_pivot) {
     Inertia inertia{0, 0, 0};
-    measure_rows();
+    for (int i = 0; i < Size; ++i) row_size_[i] = 0.0;
     int delayed = 0;
     for (int k = Stages - 1; k >= 0; --k) {
+      measure_rows(k);
       delayed = factorize_stage(k, delayed, zero_pivot, &inertia);
     }
     return inertia;
@@ -107,21 +108,35 @@ class StageLdl {
   static double& at(double* f, int i, int j) { return f[j * kFront + i]; }
   static double at(const double* f, int i, int j) { return f[j * kFront + i]; }
   static double max2(double u, double v) { return u > v ? u : v; }
+  // The largest |v[i]|, i < count, in four independent chains (a single chain of maxima is
+  // latency-bound, and the compiler may not reorder it).
+  static double abs_max(const double* v, int count) {
+    double m0 = 0.0, m1 = 0.0, m2 = 0.0, m3 = 0.0;
+    int i = 0;
+    for (; i + 4 <= count; i += 4) {
+      m0 = max2(m0, std::fabs(v[i]));
+      m1 = max2(m1, std::fabs(v[i + 1]));
+      m2 = max2(m2, std::fabs(v[i + 2]));
+      m3 = max2(m3, std::fabs(v[i + 3]));
+    }
+    for (; i < count; ++i) m0 = max2(m0, std::fabs(v[i]));
+    return max2(max2(m0, m1), max2(m2, m3));
+  }
 
-  // The largest entry of each row of the assembled matrix: what "zero" is relative to.
-  void measure_rows() {
-    for (int i = 0; i < Size; ++i) row_size_[i] = 0.0;
-    for (int k = 0; k < Stages; ++k) {
-      for (int r = 0; r < count[k]; ++r) {
-        double& size = row_size_[index[k * Own + r]];
-        for (int c = 0; c < count[k]; ++c) size = max2(size, std::fabs(own(k, r, c)));
-        for (int c = 0; c < Link && k > 0; ++c) {
-          const double v = std::fabs(link(k, r, c));
-          size = max2(size, v);
-          double& other = row_size_[index[(k - 1) * Own + c]];
-          other = max2(other, v);
-        }
+  // The largest entry of each row of the assembled matrix (what "zero" is relative to): its
+  // own and link entries; the next stage's link entries in the row were added when that
+  // stage was assembled (stages are assembled from the last).
+  void measure_rows(int k) {
+    for (int r = 0; r < count[k]; ++r) {
+      const double* row = a_ + (k * Own + r) * kCols;
+      double size = max2(row_size_[index[k * Own + r]], abs_max(row, count[k]));
+      for (int c = 0; c < Link && k > 0; ++c) {
+        const double v = std::fabs(row[Own + c]);
+        size = max2(size, v);
+        double& other = row_size_[index[(k - 1) * Own + c]];
+        other = max2(other, v);
       }
+      row_size_[index[k * Own + r]] = size;
     }
   }
 
@@ -132,17 +147,19 @@ class StageLdl {
     int* unknown = unknown_ + k * kFront;
     const int m = count[k], link_size = k > 0 ? Link : 0;
     const int nf = m + delayed, n = nf + link_size;
-    for (int j = 0; j < n; ++j) {
-      for (int i = j; i < n; ++i) at(f, i, j) = 0.0;
-    }
+    // The own columns are copied whole (own rows, then zeros for the delayed, then the link);
+    // the delayed and link columns start at zero.
     for (int c = 0; c < m; ++c) {
       unknown[c] = index[k * Own + c];
-      for (int r = c; r < m; ++r) at(f, r, c) = own(k, r, c);
+      double* column = f + c * kFront;
+      for (int r = c; r < m; ++r) column[r] = own(k, r, c);
+      for (int r = m; r < nf; ++r) column[r] = 0.0;
+      for (int r = 0; r < link_size; ++r) column[nf + r] = link(k, c, r);
     }
-    for (int c = 0; c < link_size; ++c) {
-      unknown[nf + c] = index[(k - 1) * Own + c];
-      for (int r = 0; r < m; ++r) at(f, nf + c, r) = link(k, r, c);
+    for (int j = m; j < n; ++j) {
+      for (int i = j; i < n; ++i) at(f, i, j) = 0.0;
     }
+    for (int c = 0; c < link_size; ++c) unknown[nf + c] = index[(k - 1) * Own + c];
     if (k + 1 < Stages) {
       // The next stage's trailing block: its delayed unknowns, then its link (our first Link).
       const double* g = front(front_, k + 1);
@@ -196,6 +213,12 @@ class StageLdl {
   // Finds a pivot that passes the threshold test among the fully summed positions [t, nf)
   // and moves it to t (a 2x2 to t, t + 1); returns its size, 0 if there is none.
   int threshold_pivot(double* f, int* unknown, int t, int nf, int n, double zero_pivot) {
+    {
+      // The usual case first: the diagonal at t itself, against its contiguous column.
+      const double* column = f + t * kFront;
+      const double d = std::fabs(column[t]);
+      if (d > zero_pivot * row_size_[unknown[t]] && d >= kThreshold * abs_max(column + t + 1, n - t - 1)) return 1;
+    }
     for (int j = t; j < nf; ++j) {
       int r = -1, unused = -1;
       const double cj = column_max(f, j, t, nf, n, -1, &r);
@@ -292,7 +315,8 @@ class StageLdl {
         double* __restrict column = f + j * kFront;
         for (int i = j; i < n; ++i) column[i] -= pivot[i] * ljt;
       }
-      for (int i = t + 1; i < n; ++i) at(f, i, t) /= d;
+      const double inverse = 1.0 / d;
+      for (int i = t + 1; i < n; ++i) at(f, i, t) *= inverse;
       return;
     }
     const double d11 = at(f, t, t), d21 = at(f, t + 1, t), d22 = at(f, t + 1, t + 1);
