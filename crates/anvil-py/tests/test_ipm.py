@@ -441,3 +441,43 @@ def test_multistage_solver_travels_and_rejects_the_dense_kkt():
         DenseIPMFunction("ipm_ms_dense", problem)
     with pytest.raises(TypeError, match="qp_backend"):
         SparseIPMFunction("ipm_ms_backend", problem, qp_backend="riccati")
+
+
+# The same COPS problems as MultistageProblems (cops_multistage.py: one stage per grid point,
+# the defects interstage equalities), factorised stage by stage, from the same guesses (the
+# Spec's, restacked by stage) at N = 50; the Spec (Ipopt) is the oracle.
+import cops_multistage  # noqa: E402
+from opti_problems import Spec  # noqa: E402
+
+#: (the Spec, the multistage solver, its guesses as stacked stages, the Spec's guesses).
+_CopsMultistage = tuple[Spec, SparseIPMFunction, list[np.ndarray], list[np.ndarray]]
+_COPS_MS_SOLVERS: dict[str, _CopsMultistage] = {}
+
+
+def _build_cops_multistage(name: str) -> tuple[str, _CopsMultistage]:
+    """The problem's Spec, its compiled multistage solver, its guesses as stacked stages and
+    the Spec's own guesses (the same points), at N = 50."""
+    problem, starts, spec = cops_multistage.PROBLEMS[name](50)
+    _, spec_starts = COPS[name](50)
+    solver = SparseIPMFunction(f"ipm_cops_ms_{name}", problem)
+    solver.compile()
+    return name, (spec, solver, starts, spec_starts)
+
+
+@pytest.mark.parametrize("name", list(cops_multistage.PROBLEMS))
+def test_cops_multistage_reaches_ipopts_optimum(name: str) -> None:
+    if not _COPS_MS_SOLVERS:
+        with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+            _COPS_MS_SOLVERS.update(pool.map(_build_cops_multistage, cops_multistage.PROBLEMS))
+    spec, solver, starts, spec_starts = _COPS_MS_SOLVERS[name]
+    for k, (z0, x0) in enumerate(zip(starts, spec_starts)):
+        # Both solvers start from the same point.
+        np.testing.assert_array_equal(cops_multistage.from_stages(z0, 50, spec.n), x0)
+        want = ipopt(spec, x0)
+        assert want["success"], (name, k)
+        res = solver(z0)
+        what = f"{spec.name} (multistage) from guess {k}"
+        assert res.status == SQPStatus.SOLVED, (what, res.status)
+        assert abs(res.objective - want["f"]) <= 1e-6 * max(1.0, abs(want["f"])), (what, res.objective, want["f"])
+        # Independently: the Spec's constraints and bounds at the returned point.
+        assert violation(spec, cops_multistage.from_stages(res.x, 50, spec.n)) <= 1e-7, what

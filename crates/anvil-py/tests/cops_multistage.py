@@ -1,0 +1,205 @@
+"""The COPS 3.0 optimal-control problems of cops_problems.py as anvil MultistageProblems in the
+z-form: one variable block per grid point, so that a multistage solver factorises their KKT
+systems stage by stage. They are the same discretised problems (the trapezoidal rule on `N`
+intervals, the same bounds, the same objective), so that their optimum is Ipopt's on the Spec,
+which each function returns beside the MultistageProblem as the oracle.
+
+Stage k holds the states and the controls at grid point k, then the final time where it is
+free: ``z_k = (x_k, u_k[, t_f])``. The trapezoidal defect between grid points k and k + 1 is
+the interstage equality of ``(z_k, z_{k+1})``, with the step ``t_f / N`` read from ``z_k``; a
+free final time is copied from stage to stage by the interstage equality ``t_f' - t_f = 0``.
+The initial conditions are stage 0's equalities, the terminal conditions and the objective
+(a Mayer term: a function of z_N) stage N's. Stage N keeps its controls: the trapezoid uses u
+at both ends of every interval. The Spec's bounds are the same at every grid point, so they
+are the stages' bounds; a free final time's bound t_f >= 0 is so repeated on each of its
+N + 1 copies: the same feasible set and optimum, but N + 1 barrier terms where the Spec has
+one, so an interior-point solver's path differs from the Spec's (Ipopt's too).
+
+The Spec's variables are stacked by trajectory, the multistage problem's by stage:
+``to_stages`` and ``from_stages`` convert between the two, so that both solvers start from the
+Spec's guesses (the report's and a plainer one) and the returned point can be checked on the
+Spec.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from cops_problems import catalyst_mixing, goddard_rocket, hanging_chain, particle_steering
+from opti_problems import AnvilMath as m
+from opti_problems import Spec
+
+
+def to_stages(x: np.ndarray, N: int, nz: int) -> np.ndarray:
+    """The Spec's point x (every trajectory's N + 1 values, then the final time if free) as
+    the stacked stages ``z = (z_0, ..., z_N)`` of ``nz`` entries each."""
+    x = np.asarray(x, dtype=float)
+    n, trajectories = N + 1, (x.size - nz) // N
+    z = x[: trajectories * n].reshape(trajectories, n).T
+    extra = x[trajectories * n :]
+    return np.hstack([z, np.tile(extra, (n, 1))]).ravel()
+
+
+def from_stages(z: np.ndarray, N: int, n: int) -> np.ndarray:
+    """The stacked stages z as the point of the Spec of ``n`` variables (the inverse of
+    ``to_stages``; a free final time is read from stage N, which the interstage equalities
+    make every stage's)."""
+    n_stages = N + 1
+    stages = np.asarray(z, dtype=float).reshape(n_stages, -1)
+    trajectories = (n - stages.shape[1]) // N
+    return np.concatenate([stages[:, :trajectories].T.ravel(), stages[N, trajectories:]])
+
+
+def _problem(
+    name: str,
+    N: int,
+    nz: int,
+    rhs: Callable[[Any], list[Any]],
+    free_time: bool,
+    cost: Callable[[Any], Any],
+    initial: Callable[[Any], list[Any]],
+    terminal: Optional[Callable[[Any], list[Any]]] = None,
+    z_lb: Any = None,
+    z_ub: Any = None,
+) -> Any:
+    """The MultistageProblem of an ODE ``x' = rhs(z)`` (one entry per state, the states first
+    in z) discretised by the trapezoidal rule on N intervals of [0, t_f], t_f = 1 or the last
+    entry of z, with the Mayer cost ``cost(z_N)`` and the equalities ``initial(z_0) = 0`` and
+    ``terminal(z_N) = 0`` (if any). Its functions are named ``cops_ms_<name>_*``."""
+    import anvil as av
+    from anvil.opti import MultistageProblem
+
+    def defects(z: Any, zn: Any, g: Any, p: Any) -> Any:
+        step = z[nz - 1] / N if free_time else 1.0 / N
+        f, fn = rhs(z), rhs(zn)
+        rows = [zn[j] - z[j] - 0.5 * step * (fn[j] + f[j]) for j in range(len(f))]
+        if free_time:
+            rows.append(zn[nz - 1] - z[nz - 1])
+        return m.vec(rows)
+
+    stage = (av.Arg(nz), av.Arg(0), av.Arg(0))
+    fn = lambda what, body: av.NumericalFunction(f"cops_ms_{name}_{what}", lambda z, g, p: body(z), stage)  # noqa: E731
+    return MultistageProblem(
+        N=N,
+        nz=nz,
+        cost_terminal_fn=fn("cost", cost),
+        eq_initial_fn=fn("start", lambda z: m.vec(initial(z))),
+        eq_interstage_fn=av.NumericalFunction(
+            f"cops_ms_{name}_defects", defects, (av.Arg(nz), av.Arg(nz), av.Arg(0), av.Arg(0))
+        ),
+        eq_terminal_fn=fn("end", lambda z: m.vec(terminal(z))) if terminal else None,
+        z_lb=z_lb,
+        z_ub=z_ub,
+    )
+
+
+def catalyst_mixing_stages(N: int) -> tuple[Any, list[np.ndarray], Spec]:
+    """Catalyst mixing (cops_problems.catalyst_mixing): ``z = (x1, x2, u)``, 0 <= u <= 1,
+    min x1(1) + x2(1) - 1 from x(0) = (1, 0)."""
+    spec, guesses = catalyst_mixing(N)
+
+    def rhs(z: Any) -> list[Any]:
+        x1, x2, u = z[0], z[1], z[2]
+        return [u * (10.0 * x2 - x1), u * (x1 - 10.0 * x2) - (1.0 - u) * x2]
+
+    problem = _problem(
+        f"catmix{N}",
+        N,
+        3,
+        rhs,
+        free_time=False,
+        cost=lambda z: z[0] + z[1] - 1.0,
+        initial=lambda z: [z[0] - 1.0, z[1]],
+        z_lb=[-np.inf, -np.inf, 0.0],
+        z_ub=[np.inf, np.inf, 1.0],
+    )
+    return problem, [to_stages(x, N, 3) for x in guesses], spec
+
+
+def particle_steering_stages(N: int) -> tuple[Any, list[np.ndarray], Spec]:
+    """Particle steering (cops_problems.particle_steering): ``z = (y1, y2, y3, y4, u, t_f)``,
+    |u| <= pi/2, min t_f from rest at the origin to y2 = 5 with velocity (45, 0)."""
+    spec, guesses = particle_steering(N)
+    a = 100.0
+
+    def rhs(z: Any) -> list[Any]:
+        return [z[2], z[3], a * m.cos(z[4]), a * m.sin(z[4])]
+
+    problem = _problem(
+        f"steering{N}",
+        N,
+        6,
+        rhs,
+        free_time=True,
+        cost=lambda z: z[5],
+        initial=lambda z: [z[0], z[1], z[2], z[3]],
+        terminal=lambda z: [z[1] - 5.0, z[2] - 45.0, z[3]],
+        z_lb=[-np.inf] * 4 + [-math.pi / 2, 0.0],
+        z_ub=[np.inf] * 4 + [math.pi / 2, np.inf],
+    )
+    return problem, [to_stages(x, N, 6) for x in guesses], spec
+
+
+def hanging_chain_stages(N: int) -> tuple[Any, list[np.ndarray], Spec]:
+    """Hanging chain (cops_problems.hanging_chain): ``z = (x1, x2, x3, u)``, min x2(1) with
+    x1 from a = 1 to b = 3 and length x3(1) = L = 4."""
+    spec, guesses = hanging_chain(N)
+    a, b, length = 1.0, 3.0, 4.0
+
+    def rhs(z: Any) -> list[Any]:
+        arc = m.sqrt(1.0 + z[3] * z[3])
+        return [z[3], z[0] * arc, arc]
+
+    problem = _problem(
+        f"chain{N}",
+        N,
+        4,
+        rhs,
+        free_time=False,
+        cost=lambda z: z[1],
+        initial=lambda z: [z[0] - a, z[1], z[2]],
+        terminal=lambda z: [z[0] - b, z[2] - length],
+    )
+    return problem, [to_stages(x, N, 4) for x in guesses], spec
+
+
+def goddard_rocket_stages(N: int) -> tuple[Any, list[np.ndarray], Spec]:
+    """Goddard rocket (cops_problems.goddard_rocket): ``z = (h, v, m, T, t_f)`` with the
+    Spec's bounds, min -h(t_f) from (1, 0, 1) with the final mass 0.6."""
+    spec, guesses = goddard_rocket(N)
+    h0, v0, m0, g0, tc, hc, vc, mc = 1.0, 0.0, 1.0, 1.0, 3.5, 500.0, 620.0, 0.6
+    c = 0.5 * math.sqrt(g0 * h0)
+    mf, dc, tmax = mc * m0, 0.5 * vc * m0 / g0, tc * g0 * m0
+
+    def rhs(z: Any) -> list[Any]:
+        alt, vel, mass, thrust = z[0], z[1], z[2], z[3]
+        drag = dc * vel * vel * m.exp(-hc * (alt - h0) / h0)
+        gravity = g0 * (h0 / alt) * (h0 / alt)
+        return [vel, (thrust - drag) / mass - gravity, -thrust / c]
+
+    problem = _problem(
+        f"rocket{N}",
+        N,
+        5,
+        rhs,
+        free_time=True,
+        cost=lambda z: -z[0],
+        initial=lambda z: [z[0] - h0, z[1] - v0, z[2] - m0],
+        terminal=lambda z: [z[2] - mf],
+        z_lb=[h0, 0.0, mf, 0.0, 0.0],
+        z_ub=[np.inf, np.inf, m0, tmax, np.inf],
+    )
+    return problem, [to_stages(x, N, 5) for x in guesses], spec
+
+
+#: Each problem by name (cops_problems.PROBLEMS's names), as a function of the number of
+#: intervals N: (the MultistageProblem, its guesses as stacked stages, the Spec).
+PROBLEMS: dict[str, Callable[[int], tuple[Any, list[np.ndarray], Spec]]] = {
+    "catmix": catalyst_mixing_stages,
+    "steering": particle_steering_stages,
+    "chain": hanging_chain_stages,
+    "rocket": goddard_rocket_stages,
+}
