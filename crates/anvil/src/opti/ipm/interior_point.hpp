@@ -265,6 +265,10 @@ class InteriorPoint {
   // barrier problem's optimality error each must achieve.
   static constexpr int kMaxSoftSteps = 10;
   static constexpr double kSoftReduction = 0.9999;
+  // The watchdog (Ipopt's): after this many consecutive shortened steps, full steps are
+  // taken for up to kWatchdogTrials iterations unless one is acceptable to the point where
+  // they started.
+  static constexpr int kWatchdogTrigger = 10, kWatchdogTrials = 3;
 
   // Relaxed, scaled bounds of x and s; whether each is finite.
   double xl_[NX], xu_[NX], dl_[ipm_storage(NQ)], du_[ipm_storage(NQ)];
@@ -287,6 +291,15 @@ class InteriorPoint {
   double xb_[NX], sb_[ipm_storage(NQ)], ycb_[ipm_storage(NEQ)], ydb_[ipm_storage(NQ)];
   double zlb_[NX], zub_[NX], vlb_[ipm_storage(NQ)], vub_[ipm_storage(NQ)];
   int soft_steps_;
+  // The watchdog: consecutive shortened steps; whether it runs, its full steps so far; the
+  // point, direction and line-search references (theta, phi, slope) where it started.
+  int shortened_, watchdog_steps_;
+  bool in_watchdog_;
+  double watchdog_theta_, watchdog_phi_, watchdog_slope_;
+  double xw_[NX], sw_[ipm_storage(NQ)], ycw_[ipm_storage(NEQ)], ydw_[ipm_storage(NQ)];
+  double zlw_[NX], zuw_[NX], vlw_[ipm_storage(NQ)], vuw_[ipm_storage(NQ)];
+  double dxw_[NX], dsw_[ipm_storage(NQ)], dycw_[ipm_storage(NEQ)], dydw_[ipm_storage(NQ)];
+  double dzlw_[NX], dzuw_[NX], dvlw_[ipm_storage(NQ)], dvuw_[ipm_storage(NQ)];
   // The restoration phase: its problem and solver (none in the restoration phase's own
   // solver), the violation where it started, and where its iterations are numbered from.
   typename RestorationParts<P, Outer>::Nlp resto_nlp_;
@@ -308,7 +321,7 @@ class InteriorPoint {
   double mu_, tau_, delta_w_last_, delta_w_, theta_min_, theta_max_;
   int acceptable_count_;
   // How the last step was accepted, as Ipopt prints it: 'f' by the Armijo condition, 'h' by
-  // the filter, upper case after a second-order correction, 't' a tiny step.
+  // the filter, upper case after a second-order correction, 't' a tiny step, 'w' a watchdog step.
   char step_kind_;
   bool debug_ = false;
 
@@ -384,6 +397,8 @@ class InteriorPoint {
     delta_w_ = 0.0;
     acceptable_count_ = 0;
     soft_steps_ = 0;
+    shortened_ = 0;
+    in_watchdog_ = false;
     free_mode_ = o.adaptive_mu;
     reference_len_ = reference_next_ = 0;
     step_kind_ = ' ';
@@ -704,15 +719,94 @@ class InteriorPoint {
   // The backtracking filter line search with second-order corrections (Algorithm A, steps
   // A-5); on success the trial point in xt_/st_ (values in ft_, ct_, dt_) and its step
   // length; false if the step length fell below its minimum.
-  bool line_search(P& p, const IpmOptions& o, double* alpha_out, int* backtracks) {
-    const double theta = constraint_violation(c_, d_, s), phi = barrier(f_, x, s);
+  double barrier_slope() const {
     double slope = 0.0;
     for (int j = 0; j < NX; ++j) slope += gphi_x_[j] * dx_[j];
     for (int i = 0; i < NQ; ++i) slope += gphi_s_[i] * ds_[i];
+    return slope;
+  }
+
+  // The line search of an iteration: the watchdog's full step while it runs (or from the
+  // shortened step that starts it), else the backtracking search. Counts shortened steps.
+  bool search(P& p, const IpmOptions& o, double* alpha_out, int* backtracks) {
+    if (!in_watchdog_ && shortened_ >= kWatchdogTrigger) start_watchdog();
+    if (in_watchdog_) return watchdog_step(p, o, alpha_out, backtracks);
+    const bool found = line_search(p, o, alpha_out, backtracks, false);
+    shortened_ = found && *backtracks > 0 ? shortened_ + 1 : 0;
+    return found;
+  }
+
+  void start_watchdog() {
+    const auto copy = [](double* to, const double* from, int n) {
+      for (int i = 0; i < n; ++i) to[i] = from[i];
+    };
+    in_watchdog_ = true;
+    watchdog_steps_ = 0;
+    watchdog_theta_ = constraint_violation(c_, d_, s);
+    watchdog_phi_ = barrier(f_, x, s);
+    watchdog_slope_ = barrier_slope();
+    copy(xw_, x, NX), copy(sw_, s, NQ), copy(ycw_, yc, NEQ), copy(ydw_, yd, NQ);
+    copy(zlw_, zl, NX), copy(zuw_, zu, NX), copy(vlw_, vl, NQ), copy(vuw_, vu, NQ);
+    copy(dxw_, dx_, NX), copy(dsw_, ds_, NQ), copy(dycw_, dyc_, NEQ), copy(dydw_, dyd_, NQ);
+    copy(dzlw_, dzl_, NX), copy(dzuw_, dzu_, NX), copy(dvlw_, dvl_, NQ), copy(dvuw_, dvu_, NQ);
+  }
+
+  // One watchdog iteration: the full step, accepted as a regular step if the point where the
+  // watchdog started would accept it, else taken anyway up to kWatchdogTrials times; then
+  // back to that point and its direction, and a backtracking search from half its step.
+  bool watchdog_step(P& p, const IpmOptions& o, double* alpha_out, int* backtracks) {
+    *backtracks = 0;
+    const double alpha = primal_step_limit();
+    if (evaluate_trial(p, alpha)) {
+      const double theta_t = constraint_violation(ct_, dt_, st_), phi_t = barrier(ft_, xt_, st_);
+      bool armijo = false;
+      if (acceptable(watchdog_theta_, watchdog_phi_, watchdog_slope_, theta_t, phi_t, alpha, &armijo)) {
+        if (!armijo) augment_filter(watchdog_theta_, watchdog_phi_);
+        in_watchdog_ = false;
+        shortened_ = 0;
+        *alpha_out = alpha;
+        step_kind_ = armijo ? 'f' : 'h';
+        return true;
+      }
+      if (++watchdog_steps_ <= kWatchdogTrials) {
+        *alpha_out = alpha;
+        step_kind_ = 'w';
+        return true;
+      }
+    }
+    stop_watchdog(p);
+    const bool found = line_search(p, o, alpha_out, backtracks, true);
+    shortened_ = 0;
+    return found;
+  }
+
+  // Back to the point where the watchdog started, with its direction and values.
+  void stop_watchdog(P& p) {
+    const auto copy = [](double* to, const double* from, int n) {
+      for (int i = 0; i < n; ++i) to[i] = from[i];
+    };
+    in_watchdog_ = false;
+    copy(x, xw_, NX), copy(s, sw_, NQ), copy(yc, ycw_, NEQ), copy(yd, ydw_, NQ);
+    copy(zl, zlw_, NX), copy(zu, zuw_, NX), copy(vl, vlw_, NQ), copy(vu, vuw_, NQ);
+    copy(dx_, dxw_, NX), copy(ds_, dsw_, NQ), copy(dyc_, dycw_, NEQ), copy(dyd_, dydw_, NQ);
+    copy(dzl_, dzlw_, NX), copy(dzu_, dzuw_, NX), copy(dvl_, dvlw_, NQ), copy(dvu_, dvuw_, NQ);
+    p.linearize(x, &f_, grad_, c_, d_);
+    barrier_gradient(p);
+  }
+
+  // The backtracking filter line search (`skip_first`: from half the largest step, which
+  // the watchdog already tried).
+  bool line_search(P& p, const IpmOptions& o, double* alpha_out, int* backtracks, bool skip_first) {
+    const double theta = constraint_violation(c_, d_, s), phi = barrier(f_, x, s);
+    const double slope = barrier_slope();
     const double alpha_max = primal_step_limit();
     const double alpha_min = min_step(theta, slope);
     double alpha = alpha_max;
     *backtracks = 0;
+    if (skip_first) {
+      alpha *= 0.5;
+      *backtracks = 1;
+    }
     // A step that changes nothing measurable, at a (nearly) feasible point, is taken
     // (Ipopt's tiny-step rule; infeasible points go on to the restoration phase instead).
     bool tiny = theta <= kTinyStepViolation;
@@ -723,7 +817,7 @@ class InteriorPoint {
       return true;
     }
     if (debug_) std::printf("    ls alpha_max %g alpha_min %g theta %g slope %g\n", alpha_max, alpha_min, theta, slope);
-    for (int k = 0; k < kMaxBacktracks; ++k, alpha *= 0.5, ++*backtracks) {
+    for (int k = skip_first ? 1 : 0; k < kMaxBacktracks; ++k, alpha *= 0.5, ++*backtracks) {
       if (alpha < alpha_min) return false;
       if (!evaluate_trial(p, alpha)) continue;
       const double theta_t = constraint_violation(ct_, dt_, st_), phi_t = barrier(ft_, xt_, st_);
@@ -837,7 +931,7 @@ class InteriorPoint {
   // increasing, so that the filter stays valid between resets) while the optimality error
   // keeps falling, and the monotone rule from 0.8 times the average complementarity when it
   // does not (Ipopt's safeguard), until that barrier problem is solved.
-  void update_barrier(P& p, const IpmOptions& o, bool first, double error) {
+  void update_barrier(P& p, const IpmOptions& o, double error) {
     const double mu_min = o.tol / 10.0;
     if (o.adaptive_mu && free_mode_) {
       double reference = 0.0;
@@ -858,17 +952,22 @@ class InteriorPoint {
         return;
       }
     }
+    // As long as the barrier problem of the new mu is solved too (Ipopt's default,
+    // mu_allow_fast_monotone_decrease; the paper repeats only in the first iteration).
     while (mu_ > mu_min && optimality_error(p, mu_) <= kKappaEps * mu_) {
       set_mu(max2(mu_min, min2(kKappaMu * mu_, std::pow(mu_, kThetaMu))));
       free_mode_ = o.adaptive_mu;
-      if (!first) break;
     }
   }
 
+  // A new barrier problem: a new filter, and no watchdog (its references were the old
+  // barrier function's).
   void set_mu(double mu) {
     mu_ = mu;
     tau_ = max2(kTauMin, 1.0 - mu_);
     filter_len_ = 0;
+    in_watchdog_ = false;
+    shortened_ = 0;
   }
 
   void print_header() const {
@@ -911,7 +1010,7 @@ class InteriorPoint {
       acceptable_count_ = error <= o.acceptable_tol && unscaled_ok(p, 1e10, 1e-2, 1e-2) ? acceptable_count_ + 1 : 0;
       if (o.acceptable_iter > 0 && acceptable_count_ >= o.acceptable_iter) return IpmOutcome::Solved;
       if (k >= o.max_iter) return IpmOutcome::MaxIter;
-      update_barrier(p, o, k == 0, error);
+      update_barrier(p, o, error);
       if (!p.hessian(x, yc, yd)) return IpmOutcome::NonFinite;
       barrier_gradient(p);
       bool searched = factorize_corrected(p);
@@ -920,7 +1019,7 @@ class InteriorPoint {
         searched = finite(dx_, NX) && finite(ds_, NQ);
       }
       double alpha = 0.0;
-      if (searched) searched = line_search(p, o, &alpha, &ls);
+      if (searched) searched = search(p, o, &alpha, &ls);
       if (searched) {
         alpha_pr = alpha;
         alpha_du = dual_step_limit();
