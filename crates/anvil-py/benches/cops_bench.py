@@ -1,6 +1,8 @@
 """COPS 3.0 optimal-control problems (tests/cops_problems.py) at the report's discretisations,
-from the report's initial guess and a plainer one: anvil's sparse interior-point solver and
-its sparse SQP solver next to Ipopt (through CasADi, MUMPS), measured in the same run.
+from the report's initial guess and a plainer one: anvil's sparse interior-point solver, the
+same solver on the problems written as MultistageProblems (tests/cops_multistage.py: its KKT
+systems factorised by stages) and its sparse SQP solver next to Ipopt (through CasADi,
+MUMPS), measured in the same run.
 
     python crates/anvil-py/benches/cops_bench.py                  # N = 100, 200, 400
     python crates/anvil-py/benches/cops_bench.py --N 50 --problems rocket,chain
@@ -39,6 +41,7 @@ def violation(nlp: dict[str, Any], bounds: dict[str, Any], x: Any) -> float:
 
 def run(args: argparse.Namespace) -> list[tuple[str, ...]]:
     import casadi as cs
+    import cops_multistage
     import numpy as np
     from cops_problems import PROBLEMS
     from opti_problems import anvil_problem, casadi_nlp
@@ -53,20 +56,34 @@ def run(args: argparse.Namespace) -> list[tuple[str, ...]]:
             opts = {"ipopt.print_level": 0, "print_time": False, "ipopt.sb": "yes", "record_time": True}
             ipopt = cs.nlpsol(f"ipopt_{spec.name}", "ipopt", nlp, opts)
             problem = anvil_problem(spec, True)
+            staged, _, _ = cops_multistage.PROBLEMS[name](n)
+
+            def whole(x: Any) -> Any:
+                return x
+
+            def by_stages(x: Any, nz: int = staged.nz) -> Any:
+                return cops_multistage.to_stages(x, n, nz)
+
+            def back(z: Any, size: int = spec.n) -> Any:
+                return cops_multistage.from_stages(z, n, size)
+
+            # label: (solver, the guess in its variables, its result in the Spec's).
             solvers = {
-                "anvil IPM": SparseIPMFunction(f"{spec.name}_ipm", problem),
-                "anvil SQP": SparseSQPFunction(f"{spec.name}_sqp", problem, SQPSettings(max_iter=500)),
+                "anvil IPM": (SparseIPMFunction(f"{spec.name}_ipm", problem), whole, whole),
+                "anvil IPM stages": (SparseIPMFunction(f"{spec.name}_ipm_stages", staged), by_stages, back),
+                "anvil SQP": (SparseSQPFunction(f"{spec.name}_sqp", problem, SQPSettings(max_iter=500)), whole, whole),
             }
-            for s in solvers.values():
+            for s, _, _ in solvers.values():
                 s.compile()
             for k, x0 in enumerate(guesses):
                 results = {}
-                for label, solver in solvers.items():
+                for label, (solver, into, out) in solvers.items():
                     times, res = [], None
                     for _ in range(args.repeat):
-                        res = solver(x0)
+                        res = solver(into(x0))
                         times.append(res.solve_time)
-                    results[label] = (res.status.name, res.objective, res.iterations, statistics.median(times), res.x)
+                    median = statistics.median(times)
+                    results[label] = (res.status.name, res.objective, res.iterations, median, out(res.x))
                 times = []
                 for _ in range(args.repeat):
                     sol = ipopt(x0=x0, **bounds)
