@@ -251,8 +251,9 @@ class StageLdl {
     return 0;
   }
 
-  // Bunch and Kaufman's choice at position t among the fully summed [t, nf) (the first
-  // stage's, where nothing can be delayed); moves it to t and returns its size.
+  // Bunch and Kaufman's choice at position t among the fully summed [t, nf), where nothing
+  // can be delayed (the first stage, or a front whose delayed unknowns would not fit the
+  // next); moves it to t and returns its size.
   int forced_pivot(double* f, int* unknown, int t, int nf, int n) {
     const double alpha = 0.6403882032022076;
     int imax = t;
