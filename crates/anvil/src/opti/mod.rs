@@ -1,4 +1,4 @@
-//! SQP solvers for nonlinear programs, generated as allocation-free C++ that calls PIQP.
+//! SQP and interior-point solvers for nonlinear programs, generated as allocation-free C++.
 //!
 //! A [`Problem`] names the cost, constraint functions and bounds; an [`SqpFunction`] derives
 //! what the SQP method needs from it (values, the linearisation, the Hessian of the
@@ -17,6 +17,12 @@
 //! factorised stage by stage with the stage size compiled in (no PIQP, no Eigen). For a
 //! problem from [`MultistageProblem::from_dynamics`] the dynamics stay exact constraints and
 //! the recursion runs over states and controls (one `nu × nu` factorisation per stage).
+//!
+//! [`IpmFunction`] is Ipopt's primal-dual interior-point method with a filter line search,
+//! generated the same way (its own C++ headers; neither PIQP nor Eigen): its KKT systems
+//! factorised densely ([`IpmFunction::dense`]), as sparse matrices on a pattern analysed at
+//! generation ([`IpmFunction::sparse`]), or for a multistage problem stage by stage, with
+//! the inertia of the whole KKT matrix ([`IpmFunction::multistage`]).
 //!
 //! Multipliers are signed, one per constraint row and per variable, for the Lagrangian
 //! `L = f + λ_eqᵀ g_eq + λ_ineqᵀ g_ineq + λ_boxᵀ x`: a positive entry says the upper bound is
