@@ -74,7 +74,7 @@ impl Method {
     fn warnings(&self) -> &[String] {
         match self {
             Method::Sqp(s) => s.warnings(),
-            Method::Ipm(_) => &[],
+            Method::Ipm(s) => s.warnings(),
         }
     }
 

@@ -481,3 +481,13 @@ def test_cops_multistage_reaches_ipopts_optimum(name: str) -> None:
         assert abs(res.objective - want["f"]) <= 1e-6 * max(1.0, abs(want["f"])), (what, res.objective, want["f"])
         # Independently: the Spec's constraints and bounds at the returned point.
         assert violation(spec, cops_multistage.from_stages(res.x, 50, spec.n)) <= 1e-7, what
+
+
+def test_gauss_newton_on_linear_stage_costs_warns():
+    """The interior-point solver warns as the SQP does: Gauss-Newton keeps only the stage
+    costs' Hessian, which is empty when they are linear."""
+    stage = (av.Arg(2), av.Arg(0), av.Arg(0))
+    linear = av.NumericalFunction("ipm_gn_linear", lambda z, g, p: z.sum(), stage)
+    problem = MultistageProblem(N=3, nz=2, cost_stage_fn=linear, z_lb=-1.0, z_ub=1.0)
+    with pytest.warns(UserWarning, match="HessianApproximation::Exact"):
+        SparseIPMFunction("ipm_gn_warned", problem, IPMSettings(hessian_approximation=HessianApproximation.GAUSS_NEWTON))

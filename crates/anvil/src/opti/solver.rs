@@ -153,13 +153,13 @@ fn check_solver(name: &str, settings: &SqpSettings) -> Result<()> {
 
 /// The warning for Gauss-Newton on a multistage problem whose stage costs are all linear in
 /// `z` (their Hessians are structurally zero): the approximation keeps the costs' curvature
-/// alone, so every QP would have none but the regularisation's.
-fn gauss_newton_without_curvature(
+/// alone, so every step would have none but the regularisation's (both methods say it).
+pub(crate) fn gauss_newton_without_curvature(
     name: &str,
     problem: &MultistageProblem,
-    settings: &SqpSettings,
+    approximation: HessianApproximation,
 ) -> Result<Option<String>> {
-    if settings.hessian_approximation != super::HessianApproximation::GaussNewton {
+    if approximation != HessianApproximation::GaussNewton {
         return Ok(None);
     }
     for term in problem.cost_terms() {
@@ -169,7 +169,7 @@ fn gauss_newton_without_curvature(
     }
     Ok(Some(format!(
         "solver `{name}`: Gauss-Newton keeps only the Hessian of the stage costs, and they are linear in z \
-         (their Hessian is structurally zero): the QPs get no curvature but the regularisation, so the steps \
+         (their Hessian is structurally zero): the steps get no curvature but the regularisation, so they \
          are poor; use HessianApproximation::Exact for this problem"
     )))
 }
@@ -270,7 +270,7 @@ impl SqpFunction {
         let bounds = Bounds::multistage(problem, derivation.q_rows());
         let constants = problem.horizon.iter().cloned().collect();
         let mut solver = SqpFunction::from_parts(name, backend, settings, derivation, dims, bounds, constants);
-        solver.warnings.extend(gauss_newton_without_curvature(name, problem, &solver.settings)?);
+        solver.warnings.extend(gauss_newton_without_curvature(name, problem, approximation)?);
         Ok(solver)
     }
 

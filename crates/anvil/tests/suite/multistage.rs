@@ -705,4 +705,11 @@ fn gauss_newton_on_linear_costs_warns() {
     assert!(warned.warnings()[0].contains("HessianApproximation::Exact"), "{:?}", warned.warnings());
     assert!(build(&curved, &gn, "gn_fine").warnings().is_empty());
     assert!(build(&linear, &SqpSettings::default(), "gn_exact").warnings().is_empty());
+    // The interior-point solver says the same.
+    let ipm_gn = IpmSettings { hessian_approximation: HessianApproximation::GaussNewton, ..IpmSettings::default() };
+    let problem = MultistageProblem::new(3, 2, 0, 0).unwrap().cost_stage(&linear).unwrap().bounds(-1.0, 1.0).unwrap();
+    let warned = IpmFunction::multistage("gn_ipm_warned", &problem, ipm_gn).unwrap();
+    assert!(warned.warnings().len() == 1 && warned.warnings()[0].contains("Exact"), "{:?}", warned.warnings());
+    let exact = IpmFunction::multistage("gn_ipm_exact", &problem, IpmSettings::default()).unwrap();
+    assert!(exact.warnings().is_empty());
 }

@@ -21,7 +21,7 @@ use super::native::{check_lengths, check_solver_name, load_once, solve_to_new, D
 use super::problem::Problem;
 use super::settings::{self as settings_table, Info};
 use super::solution::{Solution, SolutionMut, WarmStart};
-use super::solver::{check_multistage_size, Bounds, QpBackend, StageSolver};
+use super::solver::{check_multistage_size, gauss_newton_without_curvature, Bounds, QpBackend, StageSolver};
 use crate::error::{Error, Result};
 use crate::function::{module_text, Arg, CodegenIntConstant, Includes, ModuleItem, NumericalFunction};
 use crate::jit::{CompilerOptions, Unit};
@@ -65,6 +65,8 @@ pub struct IpmFunction {
     constants: Vec<CodegenIntConstant>,
     compiler: CompilerOptions,
     jit: Mutex<Option<Arc<JitSolver>>>,
+    /// What the solver is likely to do badly, said when it was built.
+    warnings: Vec<String>,
 }
 
 /// The derived functions, and how the KKT systems are factorised.
@@ -200,6 +202,7 @@ impl IpmFunction {
         check_stage_kkt_size(name, problem)?;
         let stages = StageSolver::new(name, problem, settings.hessian_approximation)?;
         let bounds = Bounds::multistage(problem, &stages.derived.q_rows);
+        let warnings = gauss_newton_without_curvature(name, problem, settings.hessian_approximation)?;
         Ok(IpmFunction {
             name: name.into(),
             settings,
@@ -209,6 +212,7 @@ impl IpmFunction {
             constants: problem.horizon.iter().cloned().collect(),
             compiler: CompilerOptions::default(),
             jit: Mutex::new(None),
+            warnings: warnings.into_iter().collect(),
         })
     }
 
@@ -229,12 +233,20 @@ impl IpmFunction {
             constants: Vec::new(),
             compiler: CompilerOptions::default(),
             jit: Mutex::new(None),
+            warnings: Vec::new(),
         }
     }
 
     /// The solver's name (its C++ namespace).
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// What the solver is likely to do badly, found when it was built (the Python package
+    /// issues each as a `UserWarning`): with Gauss-Newton on a multistage problem whose stage
+    /// costs are linear, the Hessian is empty.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
     }
 
     /// The settings solves use (and the generated `Settings` struct's defaults).
