@@ -92,13 +92,28 @@ def _build(case):
     return (spec.name, sparse), solver
 
 
+def built_once(cache, build, items):
+    """`cache` filled with `build(item)`'s (key, value) pairs the first time, building on all
+    cores at once (deriving and compiling release the GIL)."""
+    if not cache:
+        with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+            cache.update(pool.map(build, items))
+    return cache
+
+
+def reaches_ipopts_optimum(what, res, want, violation_at_x):
+    """SOLVED at Ipopt's objective (1e-6 relative), with the violation at the returned point
+    (computed independently) at most 1e-7."""
+    assert res.status == SQPStatus.SOLVED, (what, res.status)
+    assert abs(res.objective - want["f"]) <= 1e-6 * max(1.0, abs(want["f"])), (what, res.objective, want["f"])
+    assert violation_at_x <= 1e-7, what
+
+
 def solves(spec, sparse=False):
     """Each guess's (anvil result, Ipopt result) for `spec`, computed once per session. The
     first call builds every case's solver, on all cores at once (deriving and compiling
     release the GIL)."""
-    if not _SOLVERS:
-        with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-            _SOLVERS.update(pool.map(_build, CASES))
+    built_once(_SOLVERS, _build, CASES)
     key = (spec.name, sparse)
     if key not in _SOLVES:
         solver = _SOLVERS[key]
@@ -379,18 +394,13 @@ def _build_cops(name):
 
 @pytest.mark.parametrize("name", list(COPS))
 def test_cops_problems_reach_ipopts_optimum(name):
-    if not _COPS_SOLVERS:
-        with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-            _COPS_SOLVERS.update(pool.map(_build_cops, COPS))
-    spec, solver, starts = _COPS_SOLVERS[name]
+    spec, solver, starts = built_once(_COPS_SOLVERS, _build_cops, COPS)[name]
     for k, x0 in enumerate(starts):
         want = ipopt(spec, x0)
         assert want["success"], (name, k)
         res = solver(x0)
         what = f"{spec.name} from guess {k}"
-        assert res.status == SQPStatus.SOLVED, (what, res.status)
-        assert abs(res.objective - want["f"]) <= 1e-6 * max(1.0, abs(want["f"])), (what, res.objective, want["f"])
-        assert violation(spec, res.x) <= 1e-7, what
+        reaches_ipopts_optimum(what, res, want, violation(spec, res.x))
         # The report's optimum, up to the coarser discretisation's error.
         assert abs(res.objective - spec.f_opt) <= 2e-3 * abs(spec.f_opt), (what, res.objective, spec.f_opt)
 
@@ -466,10 +476,8 @@ def _build_cops_multistage(name: str) -> tuple[str, _CopsMultistage]:
 
 @pytest.mark.parametrize("name", list(cops_multistage.PROBLEMS))
 def test_cops_multistage_reaches_ipopts_optimum(name: str) -> None:
-    if not _COPS_MS_SOLVERS:
-        with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-            _COPS_MS_SOLVERS.update(pool.map(_build_cops_multistage, cops_multistage.PROBLEMS))
-    spec, solver, starts, spec_starts = _COPS_MS_SOLVERS[name]
+    built = built_once(_COPS_MS_SOLVERS, _build_cops_multistage, cops_multistage.PROBLEMS)
+    spec, solver, starts, spec_starts = built[name]
     for k, (z0, x0) in enumerate(zip(starts, spec_starts)):
         # Both solvers start from the same point.
         np.testing.assert_array_equal(cops_multistage.from_stages(z0, 50, spec.n), x0)
@@ -477,10 +485,8 @@ def test_cops_multistage_reaches_ipopts_optimum(name: str) -> None:
         assert want["success"], (name, k)
         res = solver(z0)
         what = f"{spec.name} (multistage) from guess {k}"
-        assert res.status == SQPStatus.SOLVED, (what, res.status)
-        assert abs(res.objective - want["f"]) <= 1e-6 * max(1.0, abs(want["f"])), (what, res.objective, want["f"])
         # Independently: the Spec's constraints and bounds at the returned point.
-        assert violation(spec, cops_multistage.from_stages(res.x, 50, spec.n)) <= 1e-7, what
+        reaches_ipopts_optimum(what, res, want, violation(spec, cops_multistage.from_stages(res.x, 50, spec.n)))
 
 
 def test_gauss_newton_on_linear_stage_costs_warns():

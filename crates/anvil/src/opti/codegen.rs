@@ -2,10 +2,10 @@
 //! templates in `templates/`.
 
 use super::derive::{Derived, Matrix, Storage};
-use super::ipm::SparseKkt;
+use super::ipm::{IpmForm, SparseKkt};
 use super::layout::{Gathered, Layout};
 use super::settings::{SettingField, SqpSettings, Status, MAX_MERIT_MEMORY};
-use super::solver::{Bounds, StageSolver};
+use super::solver::Bounds;
 use super::stagewise::{Dynamics, StageCall, StageDerived, StageMultipliers, StageRole, TermLayout};
 use crate::render::ItemSource;
 use minijinja::{context, Environment, Value};
@@ -208,21 +208,13 @@ pub(crate) fn render_solver(layout: &SolverLayout) -> ItemSource {
 pub(crate) struct IpmLayout<'a> {
     pub name: &'a str,
     pub settings: &'a [SettingField],
-    pub form: IpmForm<'a>,
+    pub form: &'a IpmForm,
     pub nx: usize,
     pub neq: usize,
     pub nineq: usize,
     pub np: usize,
     /// Bounds of the variables and of the inequality rows with a finite bound.
     pub bounds: &'a Bounds,
-}
-
-/// An interior-point solver's derived functions and KKT factorisation.
-pub(crate) enum IpmForm<'a> {
-    /// Whole-problem derivatives; the KKT matrix dense (`kkt` None) or sparse.
-    Whole { derived: &'a Derived, kkt: Option<&'a SparseKkt> },
-    /// A multistage problem's stage blocks; the KKT matrix factorised by stages.
-    Stages(&'a StageSolver),
 }
 
 /// What the templates need of a sparse KKT structure.
@@ -263,6 +255,7 @@ pub(crate) fn render_ipm(l: &IpmLayout) -> ItemSource {
     };
     let (template, ctx) = match l.form {
         IpmForm::Whole { derived: d, kkt } => {
+            let kkt = kkt.as_deref();
             let workspaces = [&d.values, &d.linearize, &d.hessian]
                 .iter()
                 .zip(["values_ws", "linearize_ws", "hessian_ws"])

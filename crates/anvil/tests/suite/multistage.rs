@@ -87,19 +87,21 @@ fn solve_cartpole(name: &str, backend: QpBackend, approximation: HessianApproxim
     solution
 }
 
+/// Each `got[i]` within `tol · (1 + |want[i]|)` of `want[i]` (over the shorter of the two).
+fn assert_close(what: &str, got: &[f64], want: &[f64], tol: f64) {
+    for (i, (u, v)) in got.iter().zip(want).enumerate() {
+        assert!((u - v).abs() <= tol * (1.0 + v.abs()), "{what}[{i}]: {u} vs {v}");
+    }
+}
+
 #[test]
 fn cartpole_swing_up_reaches_the_known_optimum_with_both_qp_backends() {
     let riccati = solve_cartpole("cartpole_riccati", QpBackend::Riccati, HessianApproximation::Exact);
     let piqp = solve_cartpole("cartpole_piqp", QpBackend::PiqpSparse, HessianApproximation::Exact);
-    let close = |a: &[f64], b: &[f64], tol: f64, what: &str| {
-        for (i, (u, v)) in a.iter().zip(b).enumerate() {
-            assert!((u - v).abs() <= tol * (1.0 + v.abs()), "{what}[{i}]: {u} vs {v}");
-        }
-    };
     // z_N's control is free of cost: any value is optimal; the rest is unique.
-    close(&riccati.x[..250], &piqp.x[..250], 1e-6, "x");
-    close(&riccati.lam_eq, &piqp.lam_eq, 1e-5, "lam_eq");
-    close(&riccati.lam_box, &piqp.lam_box, 1e-5, "lam_box");
+    assert_close("x", &riccati.x[..250], &piqp.x[..250], 1e-6);
+    assert_close("lam_eq", &riccati.lam_eq, &piqp.lam_eq, 1e-5);
+    assert_close("lam_box", &riccati.lam_box, &piqp.lam_box, 1e-5);
 }
 
 #[test]
@@ -365,15 +367,10 @@ fn explicit_dynamics_and_z_form_recursions_agree() {
     assert!(explicit && !z_explicit, "from_dynamics eliminates the states, the z-form does not");
     // The force saturates early on: the bounds are active.
     assert!(dynamics.x.chunks(3).take(3).any(|z| (z[2].abs() - 1.0).abs() < 1e-7), "{:?}", &dynamics.x[..9]);
-    let close = |a: &[f64], b: &[f64], what: &str| {
-        for (i, (u, v)) in a.iter().zip(b).enumerate() {
-            assert!((u - v).abs() <= 1e-7 * (1.0 + v.abs()), "{what}[{i}]: {u} vs {v}");
-        }
-    };
     // z_N's force is free of cost: any value is optimal; the rest is unique.
-    close(&dynamics.x[..3 * n + 2], &z_form.x[..3 * n + 2], "x");
-    close(&dynamics.lam_eq, &z_form.lam_eq, "lam_eq");
-    close(&dynamics.lam_box[..3 * n], &z_form.lam_box[..3 * n], "lam_box");
+    assert_close("x", &dynamics.x[..3 * n + 2], &z_form.x[..3 * n + 2], 1e-7);
+    assert_close("lam_eq", &dynamics.lam_eq, &z_form.lam_eq, 1e-7);
+    assert_close("lam_box", &dynamics.lam_box[..3 * n], &z_form.lam_box[..3 * n], 1e-7);
     assert!((dynamics.info.objective - z_form.info.objective).abs() < 1e-9);
 
     let rest =
@@ -405,16 +402,11 @@ fn interior_point_by_stages_solves_the_swing_up_like_ipopt() {
         "{iterations} iterations, Ipopt {CARTPOLE_IPOPT_ITERATIONS}"
     );
     let sqp = solve_cartpole("cartpole_ipm_reference", QpBackend::Riccati, HessianApproximation::Exact);
-    let close = |a: &[f64], b: &[f64], tol: f64, what: &str| {
-        for (i, (u, v)) in a.iter().zip(b).enumerate() {
-            assert!((u - v).abs() <= tol * (1.0 + v.abs()), "{what}[{i}]: {u} vs {v}");
-        }
-    };
     // Both solved to their tolerances (1e-8 on the KKT conditions): the points agree to
     // about the square root of the problem's conditioning times that.
-    close(&solution.x[..250], &sqp.x[..250], 1e-5, "x");
-    close(&solution.lam_eq, &sqp.lam_eq, 1e-4, "lam_eq");
-    close(&solution.lam_box, &sqp.lam_box, 1e-4, "lam_box");
+    assert_close("x", &solution.x[..250], &sqp.x[..250], 1e-5);
+    assert_close("lam_eq", &solution.lam_eq, &sqp.lam_eq, 1e-4);
+    assert_close("lam_box", &solution.lam_box, &sqp.lam_box, 1e-4);
 }
 
 /// Terminal rows that pin the states the dynamics already fix (the double integrator to rest
@@ -448,9 +440,7 @@ fn interior_point_by_stages_meets_terminal_and_point_constraints() {
         for (i, (u, v)) in solution.x[..3 * n].iter().zip(&reference.x).enumerate() {
             assert!((u - v).abs() < 1e-6, "{name}: x[{i}] {u} vs {v}");
         }
-        for (i, (u, v)) in solution.lam_eq.iter().zip(&reference.lam_eq).enumerate() {
-            assert!((u - v).abs() < 1e-5 * (1.0 + v.abs()), "{name}: lam_eq[{i}] {u} vs {v}");
-        }
+        assert_close(&format!("{name}: lam_eq"), &solution.lam_eq, &reference.lam_eq, 1e-5);
     }
     // The same terminal rows through ControlProblem::terminal_constraints: the same problem.
     let xup = || [Arg::new(2), Arg::new(1), Arg::new(0)];
@@ -472,9 +462,7 @@ fn interior_point_by_stages_meets_terminal_and_point_constraints() {
     for (i, (u, v)) in by_dynamics.x[..3 * n].iter().zip(&z_form.x).enumerate() {
         assert!((u - v).abs() < 1e-9, "x[{i}] {u} vs {v}");
     }
-    for (i, (u, v)) in by_dynamics.lam_eq.iter().zip(&z_form.lam_eq).enumerate() {
-        assert!((u - v).abs() < 1e-7 * (1.0 + v.abs()), "lam_eq[{i}] {u} vs {v}");
-    }
+    assert_close("lam_eq", &by_dynamics.lam_eq, &z_form.lam_eq, 1e-7);
     let wrong = ControlProblem::new(n, 2, 1, 0, &f).unwrap().terminal_constraints(&l).unwrap_err();
     assert!(wrong.to_string().contains("terminal_constraints_fn must take"), "{wrong}");
     // In 2 s the force (|f| <= 1) cannot stop the mass moving away at 0.5 and bring it back

@@ -14,7 +14,7 @@ mod sparse_kkt;
 pub use settings::{IpmSettings, MuStrategy};
 pub(crate) use sparse_kkt::SparseKkt;
 
-use super::codegen::{self, IpmForm, IpmLayout};
+use super::codegen::{self, IpmLayout};
 use super::derive::{Derived, Matrix, Storage};
 use super::multistage::MultistageProblem;
 use super::native::{check_lengths, check_solver_name, load_once, solve_to_new, Dims, JitSolver};
@@ -58,7 +58,7 @@ use std::sync::{Arc, Mutex};
 pub struct IpmFunction {
     name: String,
     settings: IpmSettings,
-    form: Form,
+    form: IpmForm,
     dims: Dims,
     bounds: Bounds,
     /// Named constants the generated code declares (a multistage problem's horizon).
@@ -70,7 +70,7 @@ pub struct IpmFunction {
 }
 
 /// The derived functions, and how the KKT systems are factorised.
-enum Form {
+pub(crate) enum IpmForm {
     /// Whole-problem derivatives; the KKT matrix dense (`kkt` None) or sparse on the structure
     /// `kkt` analysed.
     Whole { derived: Box<Derived>, kkt: Option<Box<SparseKkt>> },
@@ -206,7 +206,7 @@ impl IpmFunction {
         Ok(IpmFunction {
             name: name.into(),
             settings,
-            form: Form::Stages(Box::new(stages)),
+            form: IpmForm::Stages(Box::new(stages)),
             dims: Dims::multistage(problem),
             bounds,
             constants: problem.horizon.iter().cloned().collect(),
@@ -227,7 +227,7 @@ impl IpmFunction {
         IpmFunction {
             name: name.into(),
             settings,
-            form: Form::Whole { derived: Box::new(derived), kkt },
+            form: IpmForm::Whole { derived: Box::new(derived), kkt },
             dims: Dims { nx: problem.nx(), neq: problem.neq(), nineq: problem.nineq(), param: problem.param().clone() },
             bounds: Bounds { x_lb: problem.x_lb.clone(), x_ub: problem.x_ub.clone(), q_lb, q_ub },
             constants: Vec::new(),
@@ -307,8 +307,8 @@ impl IpmFunction {
     /// Hessian of the Lagrangian.
     pub fn functions(&self) -> [&NumericalFunction; 3] {
         match &self.form {
-            Form::Whole { derived: d, .. } => [&d.values, &d.linearize, &d.hessian],
-            Form::Stages(s) => [&s.derived.values, &s.derived.linearize, &s.derived.hessian],
+            IpmForm::Whole { derived: d, .. } => [&d.values, &d.linearize, &d.hessian],
+            IpmForm::Stages(s) => [&s.derived.values, &s.derived.linearize, &s.derived.hessian],
         }
     }
 
@@ -368,9 +368,9 @@ impl ModuleItem for IpmFunction {
 
     fn dependencies(&self) -> Vec<&dyn ModuleItem> {
         match &self.form {
-            Form::Whole { derived: d, .. } => vec![&IpmRuntime, &d.values, &d.linearize, &d.hessian],
+            IpmForm::Whole { derived: d, .. } => vec![&IpmRuntime, &d.values, &d.linearize, &d.hessian],
             // The generated code calls the stage functions, not the whole-problem ones.
-            Form::Stages(s) => {
+            IpmForm::Stages(s) => {
                 let mut items: Vec<&dyn ModuleItem> = vec![&IpmRuntime];
                 items.extend(s.derived.calls.iter().map(|c| &c.f as &dyn ModuleItem));
                 items
@@ -388,14 +388,10 @@ impl ModuleItem for IpmFunction {
 
     fn source(&self) -> Result<ItemSource> {
         let (nx, neq, nineq, np) = (self.dims.nx, self.dims.neq, self.dims.nineq, self.dims.param.numel());
-        let form = match &self.form {
-            Form::Whole { derived, kkt } => IpmForm::Whole { derived, kkt: kkt.as_deref() },
-            Form::Stages(stages) => IpmForm::Stages(stages),
-        };
         Ok(codegen::render_ipm(&IpmLayout {
             name: &self.name,
             settings: &self.settings.fields(),
-            form,
+            form: &self.form,
             nx,
             neq,
             nineq,
@@ -412,9 +408,9 @@ impl std::fmt::Debug for IpmFunction {
             .field(
                 "kkt",
                 &match &self.form {
-                    Form::Whole { kkt: None, .. } => "dense",
-                    Form::Whole { kkt: Some(_), .. } => "sparse",
-                    Form::Stages(_) => "stages",
+                    IpmForm::Whole { kkt: None, .. } => "dense",
+                    IpmForm::Whole { kkt: Some(_), .. } => "sparse",
+                    IpmForm::Stages(_) => "stages",
                 },
             )
             .field("nx", &self.dims.nx)
