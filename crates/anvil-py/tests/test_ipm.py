@@ -447,6 +447,15 @@ def test_multistage_solver_travels_and_rejects_the_dense_kkt():
     again = pickle.loads(pickle.dumps(solver))
     assert again.settings == solver.settings and isinstance(again.problem, MultistageProblem)
     np.testing.assert_allclose(again(np.zeros(problem.nvars), np.zeros(4)).x, res.x, rtol=0, atol=1e-12)
+    # Bad input, as for the other solvers: NaN is the solver's verdict, a wrong length an error.
+    bad = solver(np.full(problem.nvars, np.nan), np.zeros(4))
+    assert bad.status == SQPStatus.INVALID_INPUT and bad.invalid_input == "x0"
+    bad = solver(np.zeros(problem.nvars), np.array([0.0, np.inf, 0.0, 0.0]))
+    assert bad.status == SQPStatus.INVALID_INPUT and bad.invalid_input == "p"
+    with pytest.raises(ValueError, match="x0 must have shape"):
+        solver(np.zeros(problem.nvars - 1), np.zeros(4))
+    with pytest.raises(TypeError, match="give the parameter p"):
+        solver(np.zeros(problem.nvars))
     with pytest.raises(TypeError, match="SparseIPMFunction"):
         DenseIPMFunction("ipm_ms_dense", problem)
     with pytest.raises(TypeError, match="qp_backend"):
