@@ -42,6 +42,9 @@ pub(crate) struct Derived {
     pub jac_eq: Matrix,
     pub jac_q: Matrix,
     pub hess: Matrix,
+    /// Whether the Hessian's structure has each diagonal entry (a sparse layout stores them
+    /// all, zeros included).
+    pub hess_diagonal: Vec<bool>,
     /// The inequality rows passed to the QP, in order.
     pub q_rows: Vec<usize>,
 }
@@ -75,20 +78,20 @@ impl Derived {
             (jac_eq, jac_q) = (Some(le), Some(lq));
             Ok(vec![m.f, grad, m.c_eq, je, m.g_q, jq])
         })?;
-        let mut hess = None;
+        let (mut hess, mut hess_diagonal) = (None, None);
         let mut inputs = xp;
         inputs.extend([Arg::new(problem.neq()), Arg::new(q_rows.len())]);
         let hessian = NumericalFunction::trace(&derived_name(solver, "hessian"), inputs, |s| {
             let (x, lam_eq, lam_q) = (&s[0], &s[2], &s[3]);
             let m = model(problem, approximation, &q_rows, x, &s[1])?;
-            let (h, layout) = match (approximation, m.residual) {
+            let (h, layout, diagonal) = match (approximation, m.residual) {
                 (HessianApproximation::GaussNewton, Some(r)) => gauss_newton(&r, x, storage)?,
                 _ => {
                     let lagrangian = &m.f + (lam_eq * &m.c_eq).sum() + (lam_q * &m.g_q).sum();
                     exact_hessian(&lagrangian, x, storage)?
                 }
             };
-            hess = Some(layout);
+            (hess, hess_diagonal) = (Some(layout), Some(diagonal));
             Ok(h)
         })?;
         let missing = || Error::Problem { what: "solver", name: solver.into(), message: "tracing failed".into() };
@@ -99,6 +102,7 @@ impl Derived {
             jac_eq: jac_eq.ok_or_else(missing)?,
             jac_q: jac_q.ok_or_else(missing)?,
             hess: hess.ok_or_else(missing)?,
+            hess_diagonal: hess_diagonal.ok_or_else(missing)?,
             q_rows,
         })
     }
@@ -176,22 +180,25 @@ fn jacobian(y: &Tensor, x: &Tensor, storage: Storage) -> Result<(Tensor, Matrix)
     }
 }
 
+/// A Hessian's values, layout, and which diagonal entries its structure has.
+type Hessian = (Tensor, Matrix, Vec<bool>);
+
 /// The exact Hessian of the scalar `lagrangian` with respect to `x`.
-fn exact_hessian(lagrangian: &Tensor, x: &Tensor, storage: Storage) -> Result<(Tensor, Matrix)> {
+fn exact_hessian(lagrangian: &Tensor, x: &Tensor, storage: Storage) -> Result<Hessian> {
     let n = x.numel();
     match storage {
-        Storage::Dense => Ok((derivatives::hessian(lagrangian, x)?, Matrix::Dense { rows: n, cols: n })),
+        Storage::Dense => Ok((derivatives::hessian(lagrangian, x)?, Matrix::Dense { rows: n, cols: n }, vec![true; n])),
         Storage::Sparse => with_diagonal(derivatives::sparse_hessian(lagrangian, x)?),
     }
 }
 
 /// `JᵀJ`, `J` the Jacobian of the residual `r`.
-fn gauss_newton(r: &Tensor, x: &Tensor, storage: Storage) -> Result<(Tensor, Matrix)> {
+fn gauss_newton(r: &Tensor, x: &Tensor, storage: Storage) -> Result<Hessian> {
     let n = x.numel();
     match storage {
         Storage::Dense => {
             let j = derivatives::jacobian(r, x)?;
-            Ok((j.transpose().matmul(&j), Matrix::Dense { rows: n, cols: n }))
+            Ok((j.transpose().matmul(&j), Matrix::Dense { rows: n, cols: n }, vec![true; n]))
         }
         Storage::Sparse => with_diagonal(derivatives::sparse_gauss_newton(r, x)?),
     }
@@ -199,10 +206,12 @@ fn gauss_newton(r: &Tensor, x: &Tensor, storage: Storage) -> Result<(Tensor, Mat
 
 /// A sparse upper triangle with its whole diagonal stored (zeros where the structure has
 /// none): regularisation adds to the diagonal, and the QP solver's pattern stays fixed.
-fn with_diagonal(d: SparseDerivative) -> Result<(Tensor, Matrix)> {
+fn with_diagonal(d: SparseDerivative) -> Result<Hessian> {
+    let n = d.pattern.shape().1;
+    let diagonal: Vec<bool> = (0..n).map(|j| d.pattern.contains(j, j)).collect();
     let full = d.pattern.with_diagonal();
     if full.nnz() == d.pattern.nnz() {
-        return Ok((d.values, Matrix::Sparse(full)));
+        return Ok((d.values, Matrix::Sparse(full), diagonal));
     }
     let old = d.pattern.csc_entries();
     let zero_slot = old.len() as i64;
@@ -212,5 +221,5 @@ fn with_diagonal(d: SparseDerivative) -> Result<(Tensor, Matrix)> {
         .map(|e| old.binary_search_by(|o| (o.1, o.0).cmp(&(e.1, e.0))).map_or(zero_slot, |k| k as i64))
         .collect();
     let padded = Tensor::cat(&[d.values, Tensor::zeros([1])], 0);
-    Ok((padded.take(&Tensor::from_array(&Array1::from(index))), Matrix::Sparse(full)))
+    Ok((padded.take(&Tensor::from_array(&Array1::from(index))), Matrix::Sparse(full), diagonal))
 }

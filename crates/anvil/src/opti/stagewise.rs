@@ -355,7 +355,7 @@ pub(crate) fn derive(
         per_term(solver, kind, terms, |n, t| hessian_blocks(n, problem, t, false))
     };
     let (hess_eq, hess_q) = (constraint_hess(&eqs, "eq_hess")?, constraint_hess(&ineqs, "ineq_hess")?);
-    let mut hess_pattern = None;
+    let (mut hess_pattern, mut hess_diagonal) = (None, None);
     let mut inputs = xp;
     inputs.extend([Arg::new(neq), Arg::new(nq)]);
     let hessian = NumericalFunction::trace(&derived_name(solver, "hessian"), inputs, |s| -> Result<Tensor> {
@@ -380,6 +380,11 @@ pub(crate) fn derive(
         for (t, h) in ineqs.iter().zip(&hess_q) {
             stamp(t, h, Some(&s[3]))?;
         }
+        let mut diagonal = vec![false; nv];
+        for &(i, j) in &stamps.entries {
+            diagonal[i] |= i == j;
+        }
+        hess_diagonal = Some(diagonal);
         let (values, pattern) = stamps.assemble(nv, nv, true);
         hess_pattern = Some(pattern);
         Ok(values)
@@ -391,6 +396,7 @@ pub(crate) fn derive(
         jac_eq: Matrix::Sparse(jac_eq),
         jac_q: Matrix::Sparse(jac_q),
         hess: Matrix::Sparse(hess_pattern.ok_or_else(|| tracing_failed(solver))?),
+        hess_diagonal: hess_diagonal.ok_or_else(|| tracing_failed(solver))?,
         q_rows,
     })
 }

@@ -140,7 +140,7 @@ struct Toy {
     a[3 * 4 + 3] = diag_y[1];
     return kkt.factorize(1e-14);
   }
-  void solve(double* rhs) const { kkt.solve(rhs); }
+  double solve(double* rhs) const { return kkt.solve(rhs); }
 };
 
 constexpr double Toy::kXLb[2];
@@ -206,6 +206,80 @@ void sparse_arrow() {
   check(in.zero == 4, "sparse zero matrix");
 }
 
+
+// What counts as a zero pivot: cancellation's roundoff, not smallness. An equality row on a
+// variable at its bound (barrier curvature 1e14) has the true pivot -1e-14, as small as its
+// row's entries times roundoff but computed without cancellation: the KKT inertia (1, 1).
+// Two proportional constraint rows leave a pivot of roundoff size out of terms of order
+// one: a zero eigenvalue.
+constexpr int kPairOuter[3] = {0, 1, 3};
+constexpr int kPairInner[3] = {0, 0, 1};
+constexpr int kPairParent[2] = {1, -1};
+constexpr int kPairLOuter[3] = {0, 1, 1};
+constexpr int kPairPerm[2] = {0, 1};
+
+void zero_pivots_are_cancellations() {
+  anvil_ipm::DenseLdl<2> dense;
+  const double bound_row[4] = {1e14, 1.0, 1.0, 0.0};
+  for (int k = 0; k < 4; ++k) dense.a[k] = bound_row[k];
+  anvil_ipm::Inertia in = dense.factorize(anvil_ipm::kZeroPivot);
+  check(in.positive == 1 && in.negative == 1 && in.zero == 0, "dense: a tiny true pivot is no zero");
+  anvil_ipm::SparseLdl<2, 3, 1, kPairOuter, kPairInner, kPairParent, kPairLOuter, kPairPerm> sparse;
+  const double upper[3] = {1e14, 1.0, 0.0};
+  for (int k = 0; k < 3; ++k) sparse.a[k] = upper[k];
+  in = sparse.factorize(anvil_ipm::kZeroPivot);
+  check(in.positive == 1 && in.negative == 1 && in.zero == 0, "sparse: a tiny true pivot is no zero");
+  anvil_ipm::StageLdl<1, 2, 1, 2, 2> stage;
+  stage.count[0] = 2;
+  stage.index[0] = 0;
+  stage.index[1] = 1;
+  stage.clear();
+  stage.add(0, 0, 0, 1e14);
+  stage.add(0, 1, 0, 1.0);
+  in = stage.factorize(anvil_ipm::kZeroPivot);
+  check(in.positive == 1 && in.negative == 1 && in.zero == 0, "stage: a tiny true pivot is no zero");
+
+  // [H J'; J 0] with H = diag(0.3, 0.7) and the second row of J 0.7 times the first.
+  constexpr int N = 4;
+  const double h[2] = {0.3, 0.7}, j1[2] = {0.1, 0.3};
+  anvil_ipm::DenseLdl<N> kkt;
+  anvil_ipm::StageLdl<1, N, 1, N, N> staged;
+  staged.count[0] = N;
+  for (int i = 0; i < N; ++i) staged.index[i] = i;
+  staged.clear();
+  for (int k = 0; k < N * N; ++k) kkt.a[k] = 0.0;
+  for (int c = 0; c < 2; ++c) {
+    kkt.a[c * N + c] = h[c];
+    staged.add(0, c, c, h[c]);
+    for (int r = 0; r < 2; ++r) {
+      const double v = (r == 0 ? 1.0 : 0.7) * j1[c];
+      kkt.a[c * N + 2 + r] = v;
+      staged.add(0, 2 + r, c, v);
+    }
+  }
+  in = kkt.factorize(anvil_ipm::kZeroPivot);
+  check(in.positive == 2 && in.negative == 1 && in.zero == 1, "dense: dependent rows leave a zero pivot");
+  in = staged.factorize(anvil_ipm::kZeroPivot);
+  check(in.positive == 2 && in.negative == 1 && in.zero == 1, "stage: dependent rows leave a zero pivot");
+}
+
+// A solve reports the residual ratio its refinement reached: Ipopt's 1e-10 when the
+// factorisation is good; not below any threshold (NaN) when the matrix holds a NaN, which the
+// interior-point method answers as it answers a singular matrix.
+void solves_report_their_residual() {
+  anvil_ipm::SparseLdl<2, 3, 1, kPairOuter, kPairInner, kPairParent, kPairLOuter, kPairPerm> ldl;
+  const double stable[3] = {4.0, 1.0, -3.0};
+  for (int k = 0; k < 3; ++k) ldl.a[k] = stable[k];
+  ldl.factorize(anvil_ipm::kZeroPivot);
+  double y[2] = {1.0, 2.0};
+  const double ratio = ldl.solve(y);
+  check(ratio <= 1e-10 && std::fabs(4.0 * y[0] + y[1] - 1.0) < 1e-14 && std::fabs(y[0] - 3.0 * y[1] - 2.0) < 1e-14,
+        "a stable solve is exact");
+  ldl.a[2] = std::numeric_limits<double>::quiet_NaN();
+  ldl.factorize(anvil_ipm::kZeroPivot);
+  double z[2] = {1.0, 2.0};
+  check(!(ldl.solve(z) <= 1e-5), "a solve with a NaN reports no residual ratio");
+}
 
 // A multistage KKT matrix (nx = 2 states, nu = 1 control, S stages): stage k owns z_k =
 // (x, u) and its rows: the initial state's (k = 0) or the dynamics x_k - A x_{k-1} - B u_{k-1}
@@ -294,6 +368,8 @@ int main() {
   known_inertia<5>(4, singular, anvil_ipm::Inertia{2, 2, 1});
   toy_problem();
   sparse_arrow();
+  zero_pivots_are_cancellations();
+  solves_report_their_residual();
   stage_kkt<false>(5, 1.0);
   stage_kkt<false>(6, 0.0);
   stage_kkt<true>(7, 1.0);

@@ -17,6 +17,36 @@ struct Inertia {
   int positive, negative, zero;
 };
 
+// A pivot at most this times the absolute terms it was computed from is cancellation's
+// roundoff, a zero eigenvalue (about 45 machine epsilons).
+constexpr double kZeroPivot = 1e-14;
+
+// Iterative refinement of x, an approximate solution of A x = b, as Ipopt refines: until the
+// residual is at most 1e-10 of ||A|| ||x|| + ||b|| (max norms), at most 10 corrections, and no
+// further once a correction stops reducing it. `residual(x, r)` sets r = b - A x and
+// `correct(r)` overwrites r with the factors' solution of A d = r. Returns the residual
+// ratio ||b - A x|| / (||A|| ||x|| + ||b||) reached (NaN if x is not finite): an unstable
+// factorisation of a nearly singular matrix shows as a large ratio.
+template <class Residual, class Correct>
+double refine(int n, double size_a, double size_b, double* x, double* r, Residual residual, Correct correct) {
+  double ratio_before = HUGE_VAL;
+  for (int step = 0;; ++step) {
+    residual(x, r);
+    double res = 0.0, size_x = 0.0;
+    for (int i = 0; i < n; ++i) {
+      res = std::fabs(r[i]) > res ? std::fabs(r[i]) : res;
+      size_x = std::fabs(x[i]) > size_x ? std::fabs(x[i]) : size_x;
+      if (!std::isfinite(x[i]) || !std::isfinite(r[i])) return NAN;
+    }
+    const double scale = size_a * size_x + size_b;
+    const double ratio = scale > 0.0 ? res / scale : 0.0;
+    if (ratio <= 1e-10 || step == 10 || !(ratio < 0.999999 * ratio_before)) return ratio;
+    ratio_before = ratio;
+    correct(r);
+    for (int i = 0; i < n; ++i) x[i] += r[i];
+  }
+}
+
 // A symmetric N x N matrix, factorised in place. `a` is column-major and only its lower
 // triangle (diagonal included) is read; factorize() overwrites it with L (strictly below the
 // diagonal) and D.
@@ -26,24 +56,14 @@ class DenseLdl {
   static constexpr int kSize = N;
   double a[N > 0 ? N * N : 1];
 
-  // Factorises `a`; returns the inertia. A 1x1 pivot below `zero_pivot` times the largest
-  // entry of its row in the original matrix counts as a zero eigenvalue (the matrix is then
-  // singular: solve() is not valid). Relative to the row, not to the whole matrix: a
-  // regularised KKT matrix has a huge diagonal in one block and legitimately tiny pivots
-  // (about -1/delta_w) in the other.
+  // Factorises `a`; returns the inertia. A 1x1 pivot at most `zero_pivot` times the terms
+  // it was computed from (its diagonal entry and the updates to it, in absolute value) is
+  // cancellation's roundoff: it counts as a zero eigenvalue (the matrix is then singular:
+  // solve() is not valid). A small pivot that is no cancellation is a true one, such as
+  // -1/sigma of an equality row on a variable at its bound.
   Inertia factorize(double zero_pivot) {
     Inertia inertia{0, 0, 0};
-    for (int i = 0; i < N; ++i) {
-      original_[i] = i;
-      row_size_[i] = 0.0;
-    }
-    for (int j = 0; j < N; ++j) {
-      for (int i = j; i < N; ++i) {
-        const double v = std::fabs(at(i, j));
-        row_size_[i] = v > row_size_[i] ? v : row_size_[i];
-        row_size_[j] = v > row_size_[j] ? v : row_size_[j];
-      }
-    }
+    for (int i = 0; i < N; ++i) terms_[i] = std::fabs(at(i, i));
     // Bunch and Kaufman's threshold (1 + sqrt(17)) / 8: it bounds the growth of L's entries.
     const double alpha = 0.6403882032022076;
     for (int k = 0; k < N;) {
@@ -73,7 +93,7 @@ class DenseLdl {
         }
       }
       if (size == 1) {
-        eliminate_1x1(k, zero_pivot * row_size_[original_[k]], &inertia);
+        eliminate_1x1(k, zero_pivot * terms_[k], &inertia);
       } else {
         eliminate_2x2(k, &inertia);
       }
@@ -84,8 +104,10 @@ class DenseLdl {
     return inertia;
   }
 
-  // Solves A x = b in place (b becomes x) with the factors from factorize().
-  void solve(double* b) const {
+  // Solves A x = b in place (b becomes x) with the factors from factorize(). Returns the
+  // residual ratio as refine() does: Bunch-Kaufman is backward stable, so it is roundoff's,
+  // reported as 0 (NaN if x is not finite).
+  double solve(double* b) const {
     for (int k = 0; k < N; ++k) {
       const int p = swaps_[k];
       if (p != k) {
@@ -142,6 +164,10 @@ class DenseLdl {
         b[p] = t;
       }
     }
+    for (int k = 0; k < N; ++k) {
+      if (!std::isfinite(b[k])) return NAN;
+    }
+    return 0.0;
   }
 
  private:
@@ -149,10 +175,9 @@ class DenseLdl {
   int swaps_[N > 0 ? N : 1];
   // 1: a 1x1 pivot; 2: the first column of a 2x2 pivot; 0: its second column.
   int block_[N > 0 ? N : 1];
-  // The original index at each position (interchanges move them), and the largest entry of
-  // each original row.
-  int original_[N > 0 ? N : 1];
-  double row_size_[N > 0 ? N : 1];
+  // At each position, the sum of the absolute terms its diagonal was computed from so far
+  // (interchanges move them).
+  double terms_[N > 0 ? N : 1];
 
   double& at(int i, int j) { return a[j * N + i]; }
   double at(int i, int j) const { return a[j * N + i]; }
@@ -168,10 +193,8 @@ class DenseLdl {
   void swap(int p, int q) {
     swaps_[p] = q;
     if (p == q) return;
-    const int t = original_[p];
-    original_[p] = original_[q];
-    original_[q] = t;
     exchange(at(p, p), at(q, q));
+    exchange(terms_[p], terms_[q]);
     for (int j = 0; j < p; ++j) exchange(at(p, j), at(q, j));
     for (int i = p + 1; i < q; ++i) exchange(at(i, p), at(q, i));
     for (int i = q + 1; i < N; ++i) exchange(at(i, p), at(i, q));
@@ -191,6 +214,7 @@ class DenseLdl {
       const double ljk = at(j, k) / d;
       if (ljk == 0.0) continue;
       for (int i = j; i < N; ++i) at(i, j) -= at(i, k) * ljk;
+      terms_[j] += std::fabs(at(j, k) * ljk);
     }
     for (int i = k + 1; i < N; ++i) at(i, k) /= d;
   }
@@ -207,6 +231,7 @@ class DenseLdl {
       const double l0 = (d22 * ajk - d21 * ajk1) / det;
       const double l1 = (d11 * ajk1 - d21 * ajk) / det;
       for (int i = j; i < N; ++i) at(i, j) -= at(i, k) * l0 + at(i, k + 1) * l1;
+      terms_[j] += std::fabs(ajk * l0) + std::fabs(ajk1 * l1);
     }
     for (int i = k + 2; i < N; ++i) {
       const double aik = at(i, k), aik1 = at(i, k + 1);

@@ -16,7 +16,8 @@
 //   bool hessian(const double* x, const double* yc, const double* yd);  // of f + yc'c + yd'd
 //   bool constraint_hessian(const double* x, const double* yc, const double* yd);  // of yc'c + yd'd
 //   Inertia factorize(bool with_hessian, const double* diag_x, const double* diag_y);
-//   void solve(double* rhs);   // with the last factorisation; rhs of kNx + kNeq + kNq entries
+//   double solve(double* rhs);  // with the last factorisation; rhs of kNx + kNeq + kNq entries;
+//                               // returns the residual ratio reached (dense_ldl.hpp: refine())
 // where the factorised matrix is [H + diag(diag_x), J'; J, diag(diag_y)] (H omitted when
 // with_hessian is false), J = [J_c; J_d].
 //
@@ -146,14 +147,14 @@ struct RestorationNlp {
 
   // rhs = (r_x, r_p, r_n, r_y): the rows of p and n are diag_p dp - dy = r_p and
   // diag_n dn + dy = r_n.
-  void solve(double* rhs) {
+  double solve(double* rhs) {
     for (int j = 0; j < NXO; ++j) rhs_outer_[j] = rhs[j];
     for (int i = 0; i < NY; ++i) {
       r_p_[i] = rhs[NXO + i];
       r_n_[i] = rhs[NXO + NY + i];
       rhs_outer_[NXO + i] = rhs[NXO + 2 * NY + i] + r_p_[i] / diag_p_[i] - r_n_[i] / diag_n_[i];
     }
-    p->solve(rhs_outer_);
+    const double ratio = p->solve(rhs_outer_);
     for (int j = 0; j < NXO; ++j) rhs[j] = rhs_outer_[j];
     for (int i = 0; i < NY; ++i) {
       const double dy = rhs_outer_[NXO + i];
@@ -161,6 +162,7 @@ struct RestorationNlp {
       rhs[NXO + NY + i] = (r_n_[i] - dy) / diag_n_[i];
       rhs[NXO + 2 * NY + i] = dy;
     }
+    return ratio;
   }
 
   // Whether the outer method takes the point (x, with d's slacks s) back.
@@ -260,6 +262,9 @@ class InteriorPoint {
   static constexpr double kDeltaW0 = 1e-4, kDeltaWMin = 1e-20, kDeltaWMax = 1e40, kKappaWMinus = 1.0 / 3.0;
   static constexpr double kKappaWPlus = 8.0, kKappaWPlusBar = 100.0, kDeltaCBar = 1e-8, kKappaC = 0.25;
   static constexpr double kMultInitMax = 1e3, kTinyStepViolation = 1e-4;
+  // A solve whose residual ratio stays above this after refinement is treated as the solve of
+  // a singular matrix (Ipopt's residual_ratio_singular).
+  static constexpr double kResidualRatioSingular = 1e-5;
   static constexpr int kFilterCapacity = 256, kMaxBacktracks = 40, kMaxRestoration = 100;
   // Soft restoration (Ipopt's): consecutive steps at most, and the reduction of the
   // barrier problem's optimality error each must achieve.
@@ -318,7 +323,7 @@ class InteriorPoint {
   // The filter: pairs (theta, phi) a trial point must improve on.
   double filter_theta_[kFilterCapacity], filter_phi_[kFilterCapacity];
   int filter_len_;
-  double mu_, tau_, delta_w_last_, delta_w_, theta_min_, theta_max_;
+  double mu_, tau_, delta_w_last_, delta_w_, delta_c_ = 0.0, solve_ratio_ = 0.0, theta_min_, theta_max_;
   int acceptable_count_;
   // How the last step was accepted, as Ipopt prints it: 'f' by the Armijo condition, 'h' by
   // the filter, upper case after a second-order correction, 't' a tiny step, 'w' a watchdog step.
@@ -394,7 +399,7 @@ class InteriorPoint {
     mu_ = o.mu_init;
     tau_ = max2(kTauMin, 1.0 - mu_);
     delta_w_last_ = 0.0;
-    delta_w_ = 0.0;
+    delta_w_ = delta_c_ = 0.0;
     acceptable_count_ = 0;
     soft_steps_ = 0;
     shortened_ = 0;
@@ -566,9 +571,14 @@ class InteriorPoint {
   }
 
   // Factorises the KKT matrix with inertia correction (Algorithm IC); false if no
-  // regularisation gives the right inertia.
-  bool factorize_corrected(P& p) {
+  // regularisation gives the right inertia. `singular`: the matrix is known to be (nearly)
+  // singular, so the correction starts as for a zero eigenvalue.
+  bool factorize_corrected(P& p, bool singular = false) {
     double delta_w = 0.0, delta_c = 0.0;
+    if (singular) {
+      if (NY > 0) delta_c = kDeltaCBar * std::pow(mu_, kKappaC);
+      if (NY == 0 || delta_c_ > 0.0) delta_w = delta_w_last_ == 0.0 ? kDeltaW0 : max2(kDeltaWMin, kKappaWMinus * delta_w_last_);
+    }
     for (;;) {
       kkt_diagonals(delta_w, delta_c);
       const Inertia inertia = p.factorize(true, diag_x_, diag_y_);
@@ -588,8 +598,22 @@ class InteriorPoint {
       if (delta_w > kDeltaWMax) return false;
     }
     delta_w_ = delta_w;
+    delta_c_ = delta_c;
     if (delta_w > 0.0) delta_w_last_ = delta_w;
     return true;
+  }
+
+  // The Newton direction (of the barrier problem) with inertia correction. A solve that
+  // refinement leaves inaccurate (an unpivoted factorisation of a nearly singular matrix) is
+  // done once more with the matrix regularised as a singular one (Ipopt's "pretend singular").
+  bool newton_direction(P& p) {
+    if (!factorize_corrected(p)) return false;
+    direction(p, c_, dtheta_rows());
+    if (!(solve_ratio_ <= kResidualRatioSingular)) {
+      if (!factorize_corrected(p, true)) return false;
+      direction(p, c_, dtheta_rows());
+    }
+    return finite(dx_, NX) && finite(ds_, NQ);
   }
 
   // Solves for the direction with the factorised matrix; `cv`, `dv`: the constraint values
@@ -601,7 +625,7 @@ class InteriorPoint {
       rs_[i] = -(gphi_s_[i] - yd[i]);
       rhs_[NX + NEQ + i] = -dv[i] + rs_[i] / ds_diag_[i];
     }
-    p.solve(rhs_);
+    solve_ratio_ = p.solve(rhs_);
     for (int j = 0; j < NX; ++j) dx_[j] = rhs_[j];
     for (int i = 0; i < NEQ; ++i) dyc_[i] = rhs_[NX + i];
     for (int i = 0; i < NQ; ++i) {
@@ -1013,11 +1037,7 @@ class InteriorPoint {
       update_barrier(p, o, error);
       if (!p.hessian(x, yc, yd)) return IpmOutcome::NonFinite;
       barrier_gradient(p);
-      bool searched = factorize_corrected(p);
-      if (searched) {
-        direction(p, c_, dtheta_rows());
-        searched = finite(dx_, NX) && finite(ds_, NQ);
-      }
+      bool searched = newton_direction(p);
       double alpha = 0.0;
       if (searched) searched = search(p, o, &alpha, &ls);
       if (searched) {
@@ -1283,12 +1303,13 @@ class InteriorPoint {
     return g <= 1e-6 * max2(1.0, constraint_violation(c_, d_, s));
   }
 
-  // The unscaled point and signed multipliers. The point is projected onto the problem's own
-  // bounds, which the iterates may cross by the relaxation (bound_relax_factor; Ipopt's
-  // honor_original_bounds).
+  // The unscaled point and signed multipliers. The point is the iterate itself, which may
+  // cross a bound by its relaxation (bound_relax_factor, relative): projecting it back would
+  // move the constraints by as much times their gradients (Ipopt 3.14 no longer projects by
+  // default: honor_original_bounds = no).
   void unscale(P& p, double* x_out, double* lam_eq, double* lam_q, double* lam_box) const {
     for (int j = 0; j < NX; ++j) {
-      x_out[j] = x[j] < p.x_lb(j) ? p.x_lb(j) : (x[j] > p.x_ub(j) ? p.x_ub(j) : x[j]);
+      x_out[j] = x[j];
       lam_box[j] = (zu[j] - zl[j]) / p.obj_scale;
     }
     for (int i = 0; i < NEQ; ++i) lam_eq[i] = yc[i] * p.row_scale[i] / p.obj_scale;

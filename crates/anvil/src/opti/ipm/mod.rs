@@ -125,8 +125,9 @@ impl IpmFunction {
     /// A solver with sparse derivatives (on fixed patterns, by colouring) whose KKT systems
     /// are factorised as sparse matrices: a minimum-degree ordering and the symbolic
     /// factorisation are computed when the solver is built, the generated code runs only the
-    /// numeric LDLᵀ (no pivoting: the inertia correction regularises until the factorisation
-    /// exists with the right inertia; solves refine iteratively). For large sparse problems.
+    /// numeric LDLᵀ (no pivoting: the ordering never pivots on a structurally zero diagonal
+    /// before it is filled in, the inertia correction regularises where a pivot still
+    /// vanishes; solves refine iteratively). For large sparse problems.
     ///
     /// ```
     /// use anvil::{Arg, NumericalFunction, ndarray::s, opti::{IpmFunction, IpmSettings, Problem, Status, WarmStart}};
@@ -156,7 +157,12 @@ impl IpmFunction {
                 message: "a sparse solver's derivatives are sparse".into(),
             }),
         };
-        let kkt = SparseKkt::new(&pattern(&derived.hess)?, &pattern(&derived.jac_eq)?, &pattern(&derived.jac_q)?)?;
+        // A variable's diagonal is structurally non-zero with curvature or a barrier term.
+        let curved: Vec<bool> = (problem.x_lb.iter().zip(&problem.x_ub).zip(&derived.hess_diagonal))
+            .map(|((lb, ub), &diagonal)| diagonal || lb.is_finite() || ub.is_finite())
+            .collect();
+        let kkt =
+            SparseKkt::new(&pattern(&derived.hess)?, &pattern(&derived.jac_eq)?, &pattern(&derived.jac_q)?, &curved)?;
         Ok(IpmFunction::whole(name, problem, settings, derived, Some(Box::new(kkt))))
     }
 

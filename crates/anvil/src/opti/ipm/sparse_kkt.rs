@@ -32,8 +32,14 @@ pub(crate) struct SparseKkt {
 
 impl SparseKkt {
     /// The structure for the Hessian's upper triangle `hess` (its diagonal stored) and the
-    /// Jacobians `jac_eq` and `jac_q` (CSC, as the derived functions store them).
-    pub fn new(hess: &SparsityPattern, jac_eq: &SparsityPattern, jac_q: &SparsityPattern) -> Result<Self> {
+    /// Jacobians `jac_eq` and `jac_q` (CSC, as the derived functions store them); `curved[j]`:
+    /// whether variable j's diagonal is structurally non-zero (curvature or a barrier term).
+    pub fn new(
+        hess: &SparsityPattern,
+        jac_eq: &SparsityPattern,
+        jac_q: &SparsityPattern,
+        curved: &[bool],
+    ) -> Result<Self> {
         let nx = hess.shape().1;
         let (neq, nq) = (jac_eq.shape().0, jac_q.shape().0);
         let n = nx + neq + nq;
@@ -48,7 +54,11 @@ impl SparseKkt {
         let diag_y_at: Vec<(usize, usize)> = (nx..n).map(|i| (i, i)).collect();
         let all = || hess_at.iter().chain(&jac_eq_at).chain(&jac_q_at).chain(&diag_x_at).chain(&diag_y_at);
         let edges: Vec<(usize, usize)> = all().copied().filter(|(i, j)| i != j).collect();
-        let perm = minimum_degree(n, &edges);
+        // An equality row's diagonal is zero until regularised, and so is a variable's with
+        // neither curvature nor bounds: the unpivoted factorisation may take one as a pivot
+        // only once a neighbour's elimination has filled it in.
+        let zero_diagonal: Vec<bool> = (0..n).map(|v| if v < nx { !curved[v] } else { v < nx + neq }).collect();
+        let perm = minimum_degree(n, &edges, &zero_diagonal);
         let mut pinv = vec![0; n];
         for (k, &orig) in perm.iter().enumerate() {
             pinv[orig] = k;
@@ -115,24 +125,46 @@ impl SparseKkt {
 
 /// A minimum-degree elimination order of the graph on `n` nodes with `edges` (each
 /// elimination joins the node's neighbours into a clique; ties go to the lower index, so the
-/// order is deterministic).
-fn minimum_degree(n: usize, edges: &[(usize, usize)]) -> Vec<usize> {
+/// order is deterministic). A node with a `zero_diagonal` waits until one of its neighbours
+/// has been eliminated, which fills its diagonal in, so that the numeric factorisation (which
+/// does not pivot) meets no structurally zero pivot; only when nothing else is left (a
+/// structurally singular matrix) do waiting nodes go as they are.
+fn minimum_degree(n: usize, edges: &[(usize, usize)], zero_diagonal: &[bool]) -> Vec<usize> {
     let mut adjacent: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); n];
     for &(i, j) in edges {
         adjacent[i].insert(j);
         adjacent[j].insert(i);
     }
+    let mut filled: Vec<bool> = zero_diagonal.iter().map(|zero| !zero).collect();
     let mut heap: BinaryHeap<Reverse<(usize, usize)>> = (0..n).map(|v| Reverse((adjacent[v].len(), v))).collect();
     let mut eliminated = vec![false; n];
     let mut order = Vec::with_capacity(n);
-    while let Some(Reverse((degree, v))) = heap.pop() {
+    let mut waiting: Vec<usize> = Vec::new();
+    while order.len() < n {
+        let Some(Reverse((degree, v))) = heap.pop() else {
+            if waiting.is_empty() {
+                break;
+            }
+            // Only waiting nodes are left: they go as they are.
+            for v in waiting.drain(..) {
+                filled[v] = true;
+                heap.push(Reverse((adjacent[v].len(), v)));
+            }
+            continue;
+        };
         if eliminated[v] || degree != adjacent[v].len() {
+            continue;
+        }
+        if !filled[v] {
+            // A neighbour's elimination pushes it again.
+            waiting.push(v);
             continue;
         }
         eliminated[v] = true;
         order.push(v);
         let neighbours: Vec<usize> = std::mem::take(&mut adjacent[v]).into_iter().collect();
         for &u in &neighbours {
+            filled[u] = true;
             adjacent[u].remove(&v);
             for &w in &neighbours {
                 if w != u {
@@ -144,6 +176,7 @@ fn minimum_degree(n: usize, edges: &[(usize, usize)]) -> Vec<usize> {
             heap.push(Reverse((adjacent[u].len(), u)));
         }
     }
+    debug_assert_eq!(order.len(), n, "every node is ordered");
     order
 }
 
@@ -183,7 +216,7 @@ mod tests {
         let hess = SparsityPattern::new(6, 6, (0..6).flat_map(|i| [(i, i), (i, (i + 1).min(5))])).unwrap();
         let jac_eq = SparsityPattern::new(2, 6, [(0, 0), (0, 5), (1, 2), (1, 3)]).unwrap();
         let jac_q = SparsityPattern::new(1, 6, [(0, 1), (0, 4)]).unwrap();
-        let kkt = SparseKkt::new(&hess.upper_triangle(), &jac_eq, &jac_q).unwrap();
+        let kkt = SparseKkt::new(&hess.upper_triangle(), &jac_eq, &jac_q, &[true; 6]).unwrap();
         let n = kkt.n;
         assert_eq!(n, 9);
         let mut seen = kkt.perm.clone();
@@ -233,7 +266,33 @@ mod tests {
     fn minimum_degree_eliminates_leaves_of_a_star_first() {
         // A star: the centre (0) has degree 4, the leaves 1; the centre goes last but one
         // (after three leaves its degree is 1).
-        let order = minimum_degree(5, &[(0, 1), (0, 2), (0, 3), (0, 4)]);
+        let order = minimum_degree(5, &[(0, 1), (0, 2), (0, 3), (0, 4)], &[false; 5]);
         assert_eq!(order[..3], [1, 2, 3]);
+    }
+
+    #[test]
+    fn equality_rows_wait_until_a_neighbour_fills_their_diagonal() {
+        // Variables 0..3 coupled in a triangle, one equality row (3) on variable 0: the row
+        // has the least degree, but its zero diagonal cannot be the first pivot; it follows
+        // the elimination of variable 0 (its only neighbour), which fills its diagonal in.
+        let edges = [(0, 1), (1, 2), (2, 0), (0, 3)];
+        let free = minimum_degree(4, &edges, &[false; 4]);
+        assert_eq!(free[0], 3);
+        let order = minimum_degree(4, &edges, &[false, false, false, true]);
+        let position = |v: usize| order.iter().position(|&u| u == v).unwrap();
+        assert!(position(0) < position(3), "{order:?}");
+        let mut sorted = order.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, [0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn a_structurally_singular_matrix_is_still_ordered_whole() {
+        // A linear program's KKT matrix: no diagonal anywhere, so every node waits; they go
+        // as they are (the numeric factorisation reports the zero pivots).
+        let order = minimum_degree(3, &[(0, 2), (1, 2)], &[true; 3]);
+        let mut sorted = order.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, [0, 1, 2]);
     }
 }

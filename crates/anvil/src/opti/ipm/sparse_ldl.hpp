@@ -5,7 +5,7 @@
 // the permuted matrix's upper triangle, its elimination tree and the column pointers of L.
 // What runs here is the numeric factorisation (Davis's up-looking algorithm, "LDL: a concise
 // sparse Cholesky package", ACM TOMS 31, 2005), without pivoting: D's signs give the inertia
-// (Sylvester's law) when it exists; a pivot that is zero relative to its row of the matrix
+// (Sylvester's law) when it exists; a pivot that is cancellation's roundoff (dense_ldl.hpp)
 // counts as a zero eigenvalue, which the interior-point method answers with regularisation
 // (delta_c, delta_w) until the matrix factorises with the right inertia. Solves refine
 // iteratively against the matrix, which recovers the accuracy an unpivoted factorisation of
@@ -28,15 +28,8 @@ class SparseLdl {
 
   Inertia factorize(double zero_pivot) {
     Inertia inertia{0, 0, 0};
-    for (int k = 0; k < N; ++k) row_size_[k] = 0.0;
-    for (int j = 0; j < N; ++j) {
-      for (int p = AOuter[j]; p < AOuter[j + 1]; ++p) {
-        const double v = std::fabs(a[p]);
-        const int i = AInner[p];
-        row_size_[i] = v > row_size_[i] ? v : row_size_[i];
-        row_size_[j] = v > row_size_[j] ? v : row_size_[j];
-      }
-    }
+    size_a_ = 0.0;
+    for (int p = 0; p < NnzA; ++p) size_a_ = std::fabs(a[p]) > size_a_ ? std::fabs(a[p]) : size_a_;
     for (int k = 0; k < N; ++k) {
       y_[k] = 0.0;
       int top = N;
@@ -53,7 +46,7 @@ class SparseLdl {
         }
         while (len > 0) pattern_[--top] = pattern_[--len];
       }
-      double dk = y_[k];
+      double dk = y_[k], terms = std::fabs(dk);
       y_[k] = 0.0;
       for (; top < N; ++top) {
         const int i = pattern_[top];
@@ -63,11 +56,12 @@ class SparseLdl {
         for (int p = LOuter[i]; p < end; ++p) y_[rows_[p]] -= values_[p] * yi;
         const double lki = yi / d_[i];
         dk -= lki * yi;
+        terms += std::fabs(lki * yi);
         rows_[end] = k;
         values_[end] = lki;
         ++count_[i];
       }
-      const double tiny = zero_pivot * row_size_[k];
+      const double tiny = zero_pivot * terms;
       if (!(std::fabs(dk) > tiny)) {
         // A zero (or NaN) pivot: singular. Its column is decoupled so that the rest factorises.
         ++inertia.zero;
@@ -80,36 +74,36 @@ class SparseLdl {
     return inertia;
   }
 
-  // Solves A x = b in place (b becomes x, both in the original order), refining twice at
-  // most against the assembled matrix.
-  void solve(double* b) {
-    for (int k = 0; k < N; ++k) rhs_[k] = x_[k] = b[Perm[k]];
-    substitute(x_);
-    for (int refinement = 0; refinement < 2; ++refinement) {
-      double residual = 0.0, scale = 0.0;
-      for (int k = 0; k < N; ++k) r_[k] = rhs_[k];
-      for (int j = 0; j < N; ++j) {
-        for (int p = AOuter[j]; p < AOuter[j + 1]; ++p) {
-          const int i = AInner[p];
-          r_[i] -= a[p] * x_[j];
-          if (i != j) r_[j] -= a[p] * x_[i];
-        }
-      }
-      for (int k = 0; k < N; ++k) {
-        residual = std::fabs(r_[k]) > residual ? std::fabs(r_[k]) : residual;
-        scale = std::fabs(rhs_[k]) > scale ? std::fabs(rhs_[k]) : scale;
-      }
-      if (!(residual > 1e-15 * scale)) break;
-      substitute(r_);
-      for (int k = 0; k < N; ++k) x_[k] += r_[k];
+  // Solves A x = b in place (b becomes x, both in the original order), refined against the
+  // assembled matrix (refine()); returns the residual ratio reached.
+  double solve(double* b) {
+    double size_b = 0.0;
+    for (int k = 0; k < N; ++k) {
+      rhs_[k] = x_[k] = b[Perm[k]];
+      size_b = std::fabs(rhs_[k]) > size_b ? std::fabs(rhs_[k]) : size_b;
     }
+    substitute(x_);
+    const double ratio = refine(
+        N, size_a_, size_b, x_, r_,
+        [this](const double* x, double* r) {
+          for (int k = 0; k < N; ++k) r[k] = rhs_[k];
+          for (int j = 0; j < N; ++j) {
+            for (int p = AOuter[j]; p < AOuter[j + 1]; ++p) {
+              const int i = AInner[p];
+              r[i] -= a[p] * x[j];
+              if (i != j) r[j] -= a[p] * x[i];
+            }
+          }
+        },
+        [this](double* r) { substitute(r); });
     for (int k = 0; k < N; ++k) b[Perm[k]] = x_[k];
+    return ratio;
   }
 
  private:
   double values_[NnzL > 0 ? NnzL : 1];
   int rows_[NnzL > 0 ? NnzL : 1];
-  double d_[N > 0 ? N : 1], y_[N > 0 ? N : 1], row_size_[N > 0 ? N : 1];
+  double d_[N > 0 ? N : 1], y_[N > 0 ? N : 1], size_a_ = 0.0;
   double rhs_[N > 0 ? N : 1], x_[N > 0 ? N : 1], r_[N > 0 ? N : 1];
   int pattern_[N > 0 ? N : 1], flag_[N > 0 ? N : 1], count_[N > 0 ? N : 1];
 

@@ -14,7 +14,8 @@
 // is what makes terminal and point constraints work: rows that pin a state the dynamics
 // already fix cannot be pivoted in their own stage, but can one or more stages earlier,
 // where the controls reach them. The first stage pivots what is left, by Bunch and
-// Kaufman's rule; a pivot that is zero relative to its row counts as a zero eigenvalue.
+// Kaufman's rule; a pivot that is cancellation's roundoff (at most zero_pivot times the
+// absolute terms it was computed from: dense_ldl.hpp) counts as a zero eigenvalue.
 //
 // The inertia is the sum of the pivots' (Sylvester's law), which the interior-point method's
 // inertia correction needs; a Riccati recursion over states and controls is the special case
@@ -55,6 +56,9 @@ class StageLdl {
   Inertia factorize(double zero_pivot) {
     Inertia inertia{0, 0, 0};
     for (int i = 0; i < Size; ++i) row_size_[i] = 0.0;
+    for (int k = 0; k < Stages; ++k) {
+      for (int c = 0; c < count[k]; ++c) terms_[index[k * Own + c]] = std::fabs(own(k, c, c));
+    }
     int delayed = 0;
     for (int k = Stages - 1; k >= 0; --k) {
       measure_rows(k);
@@ -63,9 +67,9 @@ class StageLdl {
     return inertia;
   }
 
-  // Solves A x = b in place (b becomes x), refining against the assembled matrix until the
-  // residual is below 1e-10 of ||A|| ||x|| + ||b|| (Ipopt's test), twice at most.
-  void solve(double* b) {
+  // Solves A x = b in place (b becomes x), refined against the assembled matrix (refine());
+  // returns the residual ratio reached.
+  double solve(double* b) {
     double size_b = 0.0, size_a = 0.0;
     for (int i = 0; i < Size; ++i) {
       rhs_[i] = x_[i] = b[i];
@@ -73,19 +77,15 @@ class StageLdl {
       size_a = max2(size_a, row_size_[i]);
     }
     substitute(x_);
-    for (int refinement = 0; refinement < 2; ++refinement) {
-      for (int i = 0; i < Size; ++i) r_[i] = rhs_[i];
-      subtract_product(x_, r_);
-      double residual = 0.0, size_x = 0.0;
-      for (int i = 0; i < Size; ++i) {
-        residual = max2(residual, std::fabs(r_[i]));
-        size_x = max2(size_x, std::fabs(x_[i]));
-      }
-      if (!(residual > 1e-10 * (size_a * size_x + size_b))) break;
-      substitute(r_);
-      for (int i = 0; i < Size; ++i) x_[i] += r_[i];
-    }
+    const double ratio = refine(
+        Size, size_a, size_b, x_, r_,
+        [this](const double* x, double* r) {
+          for (int i = 0; i < Size; ++i) r[i] = rhs_[i];
+          subtract_product(x, r);
+        },
+        [this](double* r) { substitute(r); });
     for (int i = 0; i < Size; ++i) b[i] = x_[i];
+    return ratio;
   }
 
  private:
@@ -99,6 +99,8 @@ class StageLdl {
   int block_[Stages * kFront];
   int size_[Stages], pivots_[Stages];
   double row_size_[Size > 0 ? Size : 1];
+  // Per unknown, the sum of the absolute terms its diagonal was computed from so far.
+  double terms_[Size > 0 ? Size : 1];
   double rhs_[Size > 0 ? Size : 1], x_[Size > 0 ? Size : 1], r_[Size > 0 ? Size : 1];
   double v_[kFront];
 
@@ -217,19 +219,19 @@ class StageLdl {
       // The usual case first: the diagonal at t itself, against its contiguous column.
       const double* column = f + t * kFront;
       const double d = std::fabs(column[t]);
-      if (d > zero_pivot * row_size_[unknown[t]] && d >= kThreshold * abs_max(column + t + 1, n - t - 1)) return 1;
+      if (d > zero_pivot * terms_[unknown[t]] && d >= kThreshold * abs_max(column + t + 1, n - t - 1)) return 1;
     }
     for (int j = t; j < nf; ++j) {
       int r = -1, unused = -1;
       const double cj = column_max(f, j, t, nf, n, -1, &r);
       const double djj = std::fabs(at(f, j, j));
-      if (djj > zero_pivot * row_size_[unknown[j]] && djj >= kThreshold * cj) {
+      if (djj > zero_pivot * terms_[unknown[j]] && djj >= kThreshold * cj) {
         swap(f, unknown, t, j, n);
         return 1;
       }
       if (r < 0) continue;
       const double drr = std::fabs(at(f, r, r));
-      if (drr > zero_pivot * row_size_[unknown[r]] && drr >= kThreshold * column_max(f, r, t, nf, n, -1, &unused)) {
+      if (drr > zero_pivot * terms_[unknown[r]] && drr >= kThreshold * column_max(f, r, t, nf, n, -1, &unused)) {
         swap(f, unknown, t, r, n);
         return 1;
       }
@@ -300,7 +302,7 @@ class StageLdl {
   // Eliminates the pivot at t (size 1 or 2) from the front's n positions.
   void eliminate(double* f, const int* unknown, int t, int size, int n, double zero_pivot, Inertia* inertia) {
     if (size == 1) {
-      const double d = at(f, t, t), tiny = zero_pivot * row_size_[unknown[t]];
+      const double d = at(f, t, t), tiny = zero_pivot * terms_[unknown[t]];
       if (!(std::fabs(d) > tiny)) {
         // A zero pivot: singular. Its column is decoupled so that the rest factorises.
         ++inertia->zero;
@@ -315,6 +317,7 @@ class StageLdl {
         if (ljt == 0.0) continue;
         double* __restrict column = f + j * kFront;
         for (int i = j; i < n; ++i) column[i] -= pivot[i] * ljt;
+        terms_[unknown[j]] += std::fabs(pivot[j] * ljt);
       }
       const double inverse = 1.0 / d;
       for (int i = t + 1; i < n; ++i) at(f, i, t) *= inverse;
@@ -336,6 +339,7 @@ class StageLdl {
       const double l1 = (d11 * ajt1 - d21 * ajt) / det;
       double* __restrict column = f + j * kFront;
       for (int i = j; i < n; ++i) column[i] -= first[i] * l0 + second[i] * l1;
+      terms_[unknown[j]] += std::fabs(ajt * l0) + std::fabs(ajt1 * l1);
     }
     for (int i = t + 2; i < n; ++i) {
       const double ait = at(f, i, t), ait1 = at(f, i, t + 1);
