@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> list[tuple[str, ...]]:
                         label,
                         status,
                         f"{f:.7g}",
-                        f"{spec.f_opt:g}",
+                        f"{spec.f_opt:g}" if spec.f_opt is not None else "—",
                         str(it),
                         f"{t * 1e3:.2f}",
                         f"{violation(nlp, bounds, x):.1e}",
@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> list[tuple[str, ...]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--N", type=int, nargs="+", default=[100, 200, 400], help="intervals (default 100 200 400)")
-    parser.add_argument("--problems", default="catmix,steering,chain,rocket")
+    parser.add_argument("--problems", default="catmix,steering,chain,rocket,glider,arm")
     parser.add_argument("--repeat", type=int, default=5, help="solves per solver and guess (median time)")
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args()

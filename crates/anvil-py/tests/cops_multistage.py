@@ -28,7 +28,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from cops_problems import catalyst_mixing, goddard_rocket, hanging_chain, particle_steering
+from cops_problems import catalyst_mixing, goddard_rocket, hang_glider, hanging_chain, particle_steering, robot_arm
 from opti_problems import AnvilMath as m
 from opti_problems import Spec
 
@@ -195,6 +195,65 @@ def goddard_rocket_stages(N: int) -> tuple[Any, list[np.ndarray], Spec]:
     return problem, [to_stages(x, N, 5) for x in guesses], spec
 
 
+def hang_glider_stages(N: int) -> tuple[Any, list[np.ndarray], Spec]:
+    """Hang glider (cops_problems.hang_glider): ``z = (x, y, v_x, v_y, c_L, t_f)`` with the
+    Spec's bounds, min -x(t_f) from (0, 1000) to y(t_f) = 900 at the velocity (13.23, -1.288)
+    at both ends."""
+    spec, guesses = hang_glider(N)
+    y0, yf, vx0, vy0 = 1000.0, 900.0, 13.23, -1.288
+    uc, radius, mass, g, c0, k, area, rho, cl_max = 2.5, 100.0, 100.0, 9.81, 0.034, 0.069662, 14.0, 1.13, 1.4
+
+    def rhs(z: Any) -> list[Any]:
+        x, vx, vy, cl = z[0], z[2], z[3], z[4]
+        d = x / radius - 2.5
+        w = vy - uc * (1.0 - d * d) * m.exp(-d * d)
+        q = (0.5 * rho * area / mass) * m.sqrt(vx * vx + w * w)
+        cd = c0 + k * cl * cl
+        return [vx, vy, -q * (cl * w + cd * vx), q * (cl * vx - cd * w) - g]
+
+    problem = _problem(
+        f"glider{N}",
+        N,
+        6,
+        rhs,
+        free_time=True,
+        cost=lambda z: -z[0],
+        initial=lambda z: [z[0], z[1] - y0, z[2] - vx0, z[3] - vy0],
+        terminal=lambda z: [z[1] - yf, z[2] - vx0, z[3] - vy0],
+        z_lb=[0.0, -np.inf, 0.0, -np.inf, 0.0, 0.0],
+        z_ub=[np.inf, np.inf, np.inf, np.inf, cl_max, np.inf],
+    )
+    return problem, [to_stages(x, N, 6) for x in guesses], spec
+
+
+def robot_arm_stages(N: int) -> tuple[Any, list[np.ndarray], Spec]:
+    """Robot arm (cops_problems.robot_arm): ``z = (rho, theta, phi, rho', theta', phi', u_rho,
+    u_theta, u_phi, t_f)`` with the Spec's bounds, min t_f from rest at (4.5, 0, pi / 4) to rest
+    at (4.5, 2 pi / 3, pi / 4)."""
+    spec, guesses = robot_arm(N)
+    length = 5.0
+    start, end = [4.5, 0.0, math.pi / 4], [4.5, 2.0 * math.pi / 3, math.pi / 4]
+
+    def rhs(z: Any) -> list[Any]:
+        rho, s = z[0], m.sin(z[2])
+        i_phi = ((length - rho) * (length - rho) * (length - rho) + rho * rho * rho) / 3.0
+        return [z[3], z[4], z[5], z[6] / length, z[7] / (i_phi * s * s), z[8] / i_phi]
+
+    problem = _problem(
+        f"arm{N}",
+        N,
+        10,
+        rhs,
+        free_time=True,
+        cost=lambda z: z[9],
+        initial=lambda z: [z[j] - start[j] for j in range(3)] + [z[3], z[4], z[5]],
+        terminal=lambda z: [z[j] - end[j] for j in range(3)] + [z[3], z[4], z[5]],
+        z_lb=[0.0, -math.pi, 0.0, -np.inf, -np.inf, -np.inf, -1.0, -1.0, -1.0, 0.0],
+        z_ub=[length, math.pi, math.pi, np.inf, np.inf, np.inf, 1.0, 1.0, 1.0, np.inf],
+    )
+    return problem, [to_stages(x, N, 10) for x in guesses], spec
+
+
 #: Each problem by name (cops_problems.PROBLEMS's names), as a function of the number of
 #: intervals N: (the MultistageProblem, its guesses as stacked stages, the Spec).
 PROBLEMS: dict[str, Callable[[int], tuple[Any, list[np.ndarray], Spec]]] = {
@@ -202,4 +261,6 @@ PROBLEMS: dict[str, Callable[[int], tuple[Any, list[np.ndarray], Spec]]] = {
     "steering": particle_steering_stages,
     "chain": hanging_chain_stages,
     "rocket": goddard_rocket_stages,
+    "glider": hang_glider_stages,
+    "arm": robot_arm_stages,
 }
