@@ -11,9 +11,9 @@ free final time is copied from stage to stage by the interstage equality ``t_f' 
 The initial conditions are stage 0's equalities, the terminal conditions and the objective
 (a Mayer term: a function of z_N) stage N's. Stage N keeps its controls: the trapezoid uses u
 at both ends of every interval. The Spec's bounds are the same at every grid point, so they
-are the stages' bounds; a free final time's bound t_f >= 0 is so repeated on each of its
-N + 1 copies: the same feasible set and optimum, but N + 1 barrier terms where the Spec has
-one, so an interior-point solver's path differs from the Spec's (Ipopt's too).
+are the stages' bounds, except a free final time's: its bound t_f >= 0 holds at stage 0 only
+(bounds by stage), as the Spec has one such bound, not N + 1 (whose barrier terms would move
+an interior-point solver's path away from the Spec's).
 
 The Spec's variables are stacked by trajectory, the multistage problem's by stage:
 ``to_stages`` and ``from_stages`` convert between the two, so that both solvers start from the
@@ -80,6 +80,12 @@ def _problem(
             rows.append(zn[nz - 1] - z[nz - 1])
         return m.vec(rows)
 
+    if free_time:
+        # The final time's bounds hold at stage 0 only: its copies equal it.
+        lb = np.tile(np.asarray(-np.inf if z_lb is None else z_lb, dtype=float), (N + 1, 1))
+        ub = np.tile(np.asarray(np.inf if z_ub is None else z_ub, dtype=float), (N + 1, 1))
+        lb[1:, nz - 1], ub[1:, nz - 1] = -np.inf, np.inf
+        z_lb, z_ub = lb, ub
     stage = (av.Arg(nz), av.Arg(0), av.Arg(0))
     fn = lambda what, body: av.NumericalFunction(f"cops_ms_{name}_{what}", lambda z, g, p: body(z), stage)  # noqa: E731
     return MultistageProblem(

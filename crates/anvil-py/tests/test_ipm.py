@@ -493,6 +493,15 @@ def _build_cops_multistage(name: str) -> tuple[str, _CopsMultistage]:
     return name, (spec, solver, starts, spec_starts)
 
 
+# A known gap (strict): the robot arm by stages from the report's guess. Its final time's
+# copies make it a harder NLP than the Spec (Ipopt needs its restoration phase and 125
+# iterations on it, 15 on the Spec); the solver follows Ipopt's iterates to the restoration
+# phase, whose fourth step Ipopt regularises for wrong inertia where the stage factorisation
+# finds the inertia right; its restoration then converges to a local minimum of the
+# violation, INFEASIBLE. A variable shared by all stages (issue 31 §3) removes the copies.
+MULTISTAGE_GAPS = {("arm", 0): "restoration ends at a local minimum of the violation (issue 31)"}
+
+
 @pytest.mark.parametrize("name", list(cops_multistage.PROBLEMS))
 def test_cops_multistage_reaches_ipopts_optimum(name: str) -> None:
     built = built_once(_COPS_MS_SOLVERS, _build_cops_multistage, cops_multistage.PROBLEMS)
@@ -504,8 +513,14 @@ def test_cops_multistage_reaches_ipopts_optimum(name: str) -> None:
         assert want["success"], (name, k)
         res = solver(z0)
         what = f"{spec.name} (multistage) from guess {k}"
+        if (name, k) in MULTISTAGE_GAPS:
+            # Strict: reports when the gap closes.
+            assert res.status != SQPStatus.SOLVED, (what, MULTISTAGE_GAPS[name, k])
+            continue
         # Independently: the Spec's constraints and bounds at the returned point.
         reaches_ipopts_optimum(what, res, want, violation(spec, cops_multistage.from_stages(res.x, 50, spec.n)))
+        # The final time's copies add no barrier terms (bounds by stage): Ipopt's path.
+        assert res.iterations <= 1.2 * want["iterations"] + 3, (what, res.iterations, want["iterations"])
 
 
 def test_gauss_newton_on_linear_stage_costs_warns():

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import pickle
 import sys
 
 import casadi as cs
@@ -23,8 +24,10 @@ from anvil.opti import (
     DenseProblem,
     DenseSQPFunction,
     HessianApproximation,
+    IPMSettings,
     MultistageProblem,
     SparseProblem,
+    SparseIPMFunction,
     SparseSQPFunction,
     SQPSettings,
     SQPStatus,
@@ -323,6 +326,54 @@ def test_path_constraints_and_stage_inequalities_agree_with_ipopt(backend):
     assert res.x[2] < -2.5, "stage 0 is not constrained"
 
 
+
+@pytest.mark.parametrize("backend", ["riccati", "piqp", "ipm"])
+def test_bounds_that_differ_by_stage_agree_with_ipopt(backend):
+    """The oscillator with bounds by stage: its position held above 0.4 from stage 8 on, its
+    controls within 1.5 except the first (free), its final position above 0.45; each solver at
+    Ipopt's solution and multipliers, every bound binding where it holds and only there."""
+    m, n = AnvilMath, OSC_N
+    lb, ub = np.tile([-np.inf, -np.inf, -1.5], (n + 1, 1)), np.tile([np.inf, np.inf, 1.5], (n + 1, 1))
+    lb[8:, 0] = 0.4
+    lb[0, 2], ub[0, 2] = -np.inf, np.inf
+    lb[n, 0] = 0.45
+    stage = (av.Arg(3), av.Arg(2), av.Arg(0))
+    problem = MultistageProblem(
+        N=n,
+        nz=3,
+        cost_initial_fn=av.NumericalFunction("oscb_l0", lambda z, g, p: osc_cost(z[:2], z[2:]), stage),
+        cost_stage_fn=av.NumericalFunction("oscb_l", lambda z, g, p: osc_cost(z[:2], z[2:]), stage),
+        cost_terminal_fn=av.NumericalFunction("oscb_lf", lambda z, g, p: osc_terminal(z[:2]), stage),
+        eq_initial_fn=av.NumericalFunction("oscb_e0", lambda z, g, p: z[:2] - g, stage),
+        eq_interstage_fn=av.NumericalFunction(
+            "oscb_dyn", lambda z, zn, g, p: zn[:2] - osc_step(z[:2], z[2:], m), (av.Arg(3),) + stage
+        ),
+        z_lb=lb,
+        z_ub=ub,
+        global_param_dim=2,
+    )
+    if backend == "ipm":
+        solver = SparseIPMFunction("ms_oscb_ipm", problem, IPMSettings(tol=1e-10))
+    else:
+        solver = SparseSQPFunction(name=f"ms_oscb_{backend}", problem=problem, qp_backend=backend)
+    res = solver(np.zeros(problem.nvars), p=[1.0, 0.0])
+    if backend == "ipm":
+        # Ipopt's tolerances; its point may cross a bound by the bounds' relaxation (1e-8 of
+        # 1.5), as Ipopt's.
+        assert res.status == SQPStatus.SOLVED and res.ineq_res <= 1.5e-8 and res.eq_res <= 1e-8
+    else:
+        solved(res)
+    nlp, bounds, neq = osc_casadi([])
+    bounds["lbx"], bounds["ubx"] = lb.ravel(), ub.ravel()
+    compare_with_ipopt(res, ipopt(nlp, bounds), neq)
+    # The bounds travel with the problem.
+    assert pickle.loads(pickle.dumps(problem)).z_lb == problem.z_lb == [float(v) for v in lb.ravel()]
+    box = res.lam_box.reshape(n + 1, 3)
+    assert np.any(box[8:, 0] < -1e-3) and np.all(np.abs(box[:8, 0]) < 1e-6), "the position bound from stage 8"
+    assert res.x[2] < -1.5 and np.any(np.abs(box[1:, 2]) > 1e-3), "the first control is free, the others bound"
+    assert box[n, 0] < box[n - 1, 0] - 1e-3, "the final position's own bound"
+
+
 # A named horizon, generated modules.
 
 
@@ -404,8 +455,14 @@ def test_bad_multistage_problems_are_clear_errors(cartpole):
         MultistageProblem(N=5, nz=3, eq_interstage_fn=cost)
     with pytest.raises(ValueError, match=r"cost_stage_fn must take .*shape \[2\]"):
         MultistageProblem(N=5, nz=3, cost_stage_fn=cost, global_param_dim=2)
-    with pytest.raises(ValueError, match="z_lb`: has 2 entries, expected 3"):
+    with pytest.raises(ValueError, match=r"z_lb`: has 2 entries, expected nz = 3 \(every stage's\) or \(N \+ 1\)·nz = 18"):
         MultistageProblem(N=5, nz=3, cost_stage_fn=cost, z_lb=[0.0, 0.0])
+    with pytest.raises(ValueError, match=r"z_ub`: has 15 entries, expected nz = 3 .* or \(N \+ 1\)·nz = 18"):
+        MultistageProblem(N=5, nz=3, cost_stage_fn=cost, z_ub=np.ones((5, 3)))
+    with pytest.raises(ValueError, match="no value satisfies both"):
+        MultistageProblem(N=5, nz=3, z_lb=np.r_[np.zeros(15), [0.0, 2.0, 0.0]], z_ub=1.0)
+    with pytest.raises(ValueError, match="bounds that differ by stage fix the number of stages; give the horizon N as a number"):
+        MultistageProblem(N=av.CodegenIntConstant("N_BY_STAGE", 2), nz=3, cost_stage_fn=cost, z_lb=np.arange(9.0))
     with pytest.raises(ValueError, match="ineq_ub`: has 3 entries, expected 2"):
         MultistageProblem(N=5, nz=3, ineq_stage_fn=rows, ineq_ub=[1.0, 2.0, 3.0])
     with pytest.raises(ValueError, match="no value satisfies both"):

@@ -501,7 +501,9 @@ class MultistageProblem(_Travels):
       eq_initial_fn, eq_interstage_fn, eq_stage_fn, eq_terminal_fn: ``e_0``, ``c``, ``e``, ``e_N``.
       ineq_stage_fn: ``h``, with ``ineq_lb``/``ineq_ub`` (one entry per row of ``h``, or
         scalars; default -inf and 0, i.e. ``h <= 0``).
-      z_lb, z_ub: bounds on every stage's variables (``nz`` entries, or scalars; default none).
+      z_lb, z_ub: bounds on the stages' variables: ``nz`` entries (or scalars) that hold at
+        every stage, or an ``(N + 1, nz)`` array (or ``(N + 1) * nz`` entries) of each
+        stage's, e.g. a free final time bounded at one stage only (default none).
       param_dim: entries of each stage parameter ``p_i``.
       global_param_dim: entries of ``p_global``.
 

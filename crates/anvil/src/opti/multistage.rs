@@ -48,7 +48,7 @@ pub struct StateControl {
 /// ```text
 /// min  ℓ_0(z_0) + Σ_{i=1}^{N-1} ℓ(z_i) + ℓ_N(z_N)
 /// s.t. e_0(z_0) = 0,  c(z_i, z_{i+1}) = 0 (i < N),  e(z_i) = 0 and lb ≤ h(z_i) ≤ ub (0 < i < N),
-///      e_N(z_N) = 0,  z_lb ≤ z_i ≤ z_ub (every i)
+///      e_N(z_N) = 0,  z_lb,i ≤ z_i ≤ z_ub,i (every i; the same at every stage, or not)
 /// ```
 ///
 /// Stage functions take `(z_i, p_global, p_i)` and the interstage function
@@ -223,12 +223,70 @@ impl MultistageProblem {
         Ok(self)
     }
 
-    /// The bounds `z_lb ≤ z_i ≤ z_ub` of every stage (`nz` entries each, or scalars).
+    /// The bounds `z_lb ≤ z_i ≤ z_ub`: the same at every stage (`nz` entries, or scalars), or
+    /// stage by stage (`(N + 1)·nz` entries, stacked as `z` is), such as a free final time
+    /// bounded at one stage only, or a state held at the last.
+    ///
+    /// ```
+    /// use anvil::{Arg, NumericalFunction, opti::MultistageProblem};
+    /// # fn main() -> anvil::Result<()> {
+    /// let cost = NumericalFunction::new("bounded_cost", |[z, _g, _p]| (&z * &z).sum(), [Arg::new(2), Arg::new(0), Arg::new(0)])?;
+    /// // z = (x, u) at 3 stages: |u| ≤ 1 everywhere, and x ≥ 0.5 at the last stage only.
+    /// let lb = [f64::NEG_INFINITY, -1.0, f64::NEG_INFINITY, -1.0, 0.5, -1.0];
+    /// let ub = [f64::INFINITY, 1.0, f64::INFINITY, 1.0, f64::INFINITY, 1.0];
+    /// let problem = MultistageProblem::new(2, 2, 0, 0)?.cost_stage(&cost)?.bounds(lb, ub)?;
+    /// assert!(MultistageProblem::new(2, 2, 0, 0)?.bounds(vec![0.0; 4], 1.0).is_err());
+    /// # Ok(()) }
+    /// ```
     pub fn bounds(mut self, lb: impl Into<Bound>, ub: impl Into<Bound>) -> Result<Self> {
-        let (lb, ub) = (lb.into().resolve(self.nz, "z_lb")?, ub.into().resolve(self.nz, "z_ub")?);
+        let (lb, ub) = (self.stage_bounds(lb.into(), "z_lb")?, self.stage_bounds(ub.into(), "z_ub")?);
+        // One layout for both: the same at every stage, or each stage's.
+        let (lb, ub) = match (lb.len() == self.nz, ub.len() == self.nz) {
+            (true, false) => (self.every_stage(&lb), ub),
+            (false, true) => (lb, self.every_stage(&ub)),
+            _ => (lb, ub),
+        };
         super::problem::check_ordered(&lb, &ub, "z_lb", "z_ub")?;
+        if lb.len() > self.nz && self.horizon.is_some() {
+            return Err(problem_error(
+                "multistage",
+                "bounds that differ by stage fix the number of stages; give the horizon N as a number, not a \
+                 named constant"
+                    .into(),
+            ));
+        }
         (self.z_lb, self.z_ub) = (lb, ub);
         Ok(self)
+    }
+
+    /// `bound` as one stage's `nz` values, or as every stage's when it has `(N + 1)·nz`
+    /// (collapsed to one stage's when all stages agree).
+    fn stage_bounds(&self, bound: Bound, what: &str) -> Result<Vec<f64>> {
+        let all = (self.n + 1) * self.nz;
+        let values = match &bound {
+            Bound::Vector(v) if v.len() == all && all != self.nz => bound.resolve(all, what)?,
+            Bound::Vector(v) if v.len() != self.nz => {
+                return Err(problem_error(
+                    what,
+                    format!(
+                        "has {} entries, expected nz = {} (every stage's) or (N + 1)·nz = {all} (stage by stage), or \
+                         one scalar",
+                        v.len(),
+                        self.nz
+                    ),
+                ))
+            }
+            _ => return bound.resolve(self.nz, what),
+        };
+        let first = &values[..self.nz];
+        let uniform =
+            values.chunks(self.nz).all(|stage| stage.iter().zip(first).all(|(a, b)| a.to_bits() == b.to_bits()));
+        Ok(if uniform { first.to_vec() } else { values })
+    }
+
+    /// One stage's bounds repeated at every stage.
+    fn every_stage(&self, stage: &[f64]) -> Vec<f64> {
+        stage.iter().copied().cycle().take((self.n + 1) * self.nz).collect()
     }
 
     /// The stage inequality `term` with its bounds, checked against its rows even where the

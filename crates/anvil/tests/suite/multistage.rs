@@ -223,7 +223,7 @@ fn bad_multistage_problems_get_errors_that_say_what_to_fix() {
     assert!(message(e).contains("(z, z_next, p_global, p_i)"));
     // Bounds of the wrong length, crossed bounds, an empty horizon.
     let e = MultistageProblem::new(5, 3, 0, 0).unwrap().bounds(vec![0.0; 2], 1.0).unwrap_err();
-    assert!(message(e).contains("has 2 entries, expected 3"));
+    assert!(message(e).contains("has 2 entries, expected nz = 3 (every stage's) or (N + 1)·nz = 18"));
     let e = MultistageProblem::new(5, 3, 0, 0).unwrap().bounds(1.0, 0.0).unwrap_err();
     assert!(message(e).contains("no value satisfies both"));
     assert!(message(MultistageProblem::new(0, 3, 0, 0).unwrap_err()).contains("N ≥ 1"));
@@ -473,6 +473,50 @@ fn interior_point_by_stages_meets_terminal_and_point_constraints() {
     let solution = ipm.solve(&vec![0.0; 63], &x_init, &WarmStart::default()).unwrap();
     assert_eq!(solution.info.status, Status::Infeasible, "{:?}", solution.info);
     assert!(solution.info.eq_res > 0.1, "{:?}", solution.info);
+}
+
+/// Bounds that differ by stage: the double integrator's position held above 0.3 from stage
+/// 10 on and the first force free. The interior-point solver by stages and the SQP with
+/// both QP backends reach the same solution, in which each bound binds where it holds.
+#[test]
+fn bounds_that_differ_by_stage_bind_where_they_hold_for_every_solver() {
+    let n = 20;
+    let (mut lb, mut ub) = (Vec::new(), Vec::new());
+    for k in 0..=n {
+        lb.extend([
+            if k >= 10 { 0.3 } else { f64::NEG_INFINITY },
+            f64::NEG_INFINITY,
+            if k == 0 { -1e20 } else { -1.0 },
+        ]);
+        ub.extend([f64::INFINITY, f64::INFINITY, if k == 0 { 1e20 } else { 1.0 }]);
+    }
+    let problem = double_integrator_z_form(n).bounds(lb, ub).unwrap();
+    let (x0, x_init) = (vec![0.0; 3 * (n + 1)], [1.0, 0.5]);
+    let ipm =
+        IpmFunction::multistage("di_by_stage_ipm", &problem, IpmSettings { tol: 1e-10, ..IpmSettings::default() })
+            .unwrap()
+            .solve(&x0, &x_init, &WarmStart::default())
+            .unwrap();
+    assert_eq!(ipm.info.status, Status::Solved, "{:?}", ipm.info);
+    let position = |x: &[f64], k: usize| x[3 * k];
+    assert!(
+        (10..=n).any(|k| position(&ipm.x, k) < 0.3 + 1e-6 && ipm.lam_box[3 * k] < -1e-3),
+        "the position bound binds"
+    );
+    assert!(ipm.x[2].abs() > 1.0, "the first force is free");
+    for backend in [QpBackend::Riccati, QpBackend::PiqpSparse] {
+        let name = format!("di_by_stage_{backend:?}").to_lowercase();
+        let sqp = SqpFunction::multistage(&name, &problem, SqpSettings::default(), backend).unwrap();
+        let solution = sqp.solve(&x0, &x_init, &WarmStart::default()).unwrap();
+        assert_eq!(solution.info.status, Status::Solved, "{name}: {:?}", solution.info);
+        assert_close(&format!("{name}: x"), &solution.x, &ipm.x, 1e-6);
+        assert_close(&format!("{name}: lam_box"), &solution.lam_box, &ipm.lam_box, 1e-5);
+    }
+    // The tables are sized by the horizon: a named one cannot take them.
+    let horizon = CodegenIntConstant::new("N_DI_BY_STAGE", 2).unwrap();
+    let named = MultistageProblem::with_horizon(&horizon, 3, 2, 0).unwrap();
+    let err = named.bounds((0..9).map(f64::from).collect::<Vec<f64>>(), 10.0).unwrap_err();
+    assert!(err.to_string().contains("give the horizon N as a number"), "{err}");
 }
 
 /// A QP whose solution touches no bound is solved without its inequalities (one
