@@ -310,7 +310,7 @@ class InteriorPoint {
   typename RestorationParts<P, Outer>::Nlp resto_nlp_;
   typename RestorationParts<P, Outer>::Solver resto_;
   double resto_x0_[Outer ? NX + 2 * NY : 1], resto_lam_[Outer ? NX + 2 * NY : 1];
-  double resto_zero_[ipm_storage(NY)];
+  double resto_q_lam_[ipm_storage(NQ)];
   double theta_resto_start_ = 0.0;
   int iteration_offset_ = 0;
   static constexpr double kKappaResto = 0.9, kBoundMultResetThreshold = 1000.0;
@@ -413,6 +413,8 @@ class InteriorPoint {
     filter_len_ = 0;
     if (warm.lam_box != nullptr || warm.lam_eq != nullptr || warm.lam_q != nullptr) {
       warm_multipliers(p, warm, o);
+      // Without equality multipliers, y as for a cold start (Ipopt's restoration phase too).
+      if (warm.lam_eq == nullptr) least_squares_multipliers(p);
     } else {
       for (int j = 0; j < NX; ++j) {
         zl[j] = hl_[j] ? 1.0 : 0.0;
@@ -1142,11 +1144,11 @@ class InteriorPoint {
     for (int i = 0; i < NQ; ++i) {
       r.q_lower[i] = hdl_[i] ? dl_[i] : -inf();
       r.q_upper[i] = hdu_[i] ? du_[i] : inf();
+      resto_q_lam_[i] = min2(vu[i], rho) - min2(vl[i], rho);
     }
     // p and n that satisfy the constraints at x_R and are centred for mu_r (eq. 33).
     for (int i = 0; i < NY; ++i) {
       r.row_scale[i] = 1.0;
-      resto_zero_[i] = 0.0;
       const double v = i < NEQ ? c_[i] : d_[i - NEQ] - s[i - NEQ];
       const double a = (mu_r - rho * v) / (2.0 * rho);
       const double n = a + std::sqrt(a * a + mu_r * v / (2.0 * rho));
@@ -1163,7 +1165,7 @@ class InteriorPoint {
     ro.max_iter = o.max_iter - *k;
     int inner = 0;
     const IpmOutcome outcome = resto_.restoration_run(
-        r, resto_x0_, IpmMultipliers{resto_zero_, resto_zero_, resto_lam_}, ro, *k, &inner);
+        r, resto_x0_, IpmMultipliers{nullptr, resto_q_lam_, resto_lam_}, ro, *k, &inner);
     *k += inner;
     if (outcome == IpmOutcome::Returned) return take_restored_point(p);
     if (outcome == IpmOutcome::MaxIter) return outcome;

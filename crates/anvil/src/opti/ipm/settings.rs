@@ -77,7 +77,8 @@ pub struct IpmSettings {
     pub max_soc: usize,
     /// Warm start (MPC): the initial point is pushed from its bounds by only
     /// `warm_start_bound_push`, and given multipliers are kept (bound multipliers at least that
-    /// large). Set `mu_init` small (e.g. 1e-4) with it.
+    /// large; equality multipliers by least squares when none are given). Set `mu_init` small
+    /// (e.g. 1e-4) with it.
     pub warm_start_init_point: bool,
     /// The bound push of a warm start.
     pub warm_start_bound_push: f64,
