@@ -374,6 +374,43 @@ def test_bounds_that_differ_by_stage_agree_with_ipopt(backend):
     assert box[n, 0] < box[n - 1, 0] - 1e-3, "the final position's own bound"
 
 
+
+@pytest.mark.parametrize("backend", ["riccati", "piqp", "ipm"])
+def test_path_bounds_that_differ_by_stage_agree_with_ipopt(backend):
+    """The oscillator's path constraints with bounds by stage: the speed within 0.5 until
+    stage 7, within 0.3 after, the force within 2 except at stage 0 (free); each solver at
+    Ipopt's solution and multipliers."""
+    m, n = AnvilMath, OSC_N
+    lb, ub = np.tile(OSC_LB, (n, 1)), np.tile(OSC_UB, (n, 1))
+    lb[7:, 0], ub[7:, 0] = -0.3, 0.3
+    lb[0, 1], ub[0, 1] = -np.inf, np.inf
+    xup = (av.Arg(2), av.Arg(1), av.Arg(0))
+    ocp = MultistageProblem.from_dynamics(
+        N=n,
+        nx=2,
+        nu=1,
+        dynamics_fn=av.NumericalFunction("oscp_f", lambda x, u, p: osc_step(x, u, m), xup),
+        stage_cost_fn=av.NumericalFunction("oscp_l", lambda x, u, p: osc_cost(x, u), xup),
+        terminal_cost_fn=av.NumericalFunction("oscp_lf", lambda x, p: osc_terminal(x), (av.Arg(2), av.Arg(0))),
+        path_constraints_fn=av.NumericalFunction("oscp_h", lambda x, u, p: osc_rows(x, u, m), xup),
+        path_lb=lb,
+        path_ub=ub,
+    )
+    if backend == "ipm":
+        solver = SparseIPMFunction("ms_oscp_ipm", ocp, IPMSettings(tol=1e-10))
+    else:
+        solver = SparseSQPFunction(name=f"ms_oscp_{backend}", problem=ocp, qp_backend=backend)
+    res = solver(np.zeros(ocp.nvars), p=[1.0, 0.0])
+    assert res.status == SQPStatus.SOLVED, res
+    nlp, bounds, neq = osc_casadi(range(n))
+    bounds["lbg"], bounds["ubg"] = np.r_[np.zeros(neq), lb.ravel()], np.r_[np.zeros(neq), ub.ravel()]
+    bounds["lbx"] = np.full((n + 1) * 3, -np.inf)
+    compare_with_ipopt(res, ipopt(nlp, bounds), neq)
+    rows = res.lam_ineq.reshape(n, 2)
+    assert np.any(np.abs(rows[7:, 0]) > 1e-3), "the tighter speed bound binds"
+    assert abs(rows[0, 1]) < 1e-8 and abs(res.U[0, 0]) > 2.0, "the first force is free"
+
+
 # A named horizon, generated modules.
 
 
@@ -461,9 +498,11 @@ def test_bad_multistage_problems_are_clear_errors(cartpole):
         MultistageProblem(N=5, nz=3, cost_stage_fn=cost, z_ub=np.ones((5, 3)))
     with pytest.raises(ValueError, match="no value satisfies both"):
         MultistageProblem(N=5, nz=3, z_lb=np.r_[np.zeros(15), [0.0, 2.0, 0.0]], z_ub=1.0)
+    with pytest.raises(ValueError, match=r"ineq_lb`: has 3 entries, expected rows = 2 \(every stage's\) or \(stages\)·rows = 8"):
+        MultistageProblem(N=5, nz=3, cost_stage_fn=cost, ineq_stage_fn=rows, ineq_lb=[0.0, 0.0, 0.0])
     with pytest.raises(ValueError, match="bounds that differ by stage fix the number of stages; give the horizon N as a number"):
         MultistageProblem(N=av.CodegenIntConstant("N_BY_STAGE", 2), nz=3, cost_stage_fn=cost, z_lb=np.arange(9.0))
-    with pytest.raises(ValueError, match="ineq_ub`: has 3 entries, expected 2"):
+    with pytest.raises(ValueError, match="ineq_ub`: has 3 entries, expected rows = 2"):
         MultistageProblem(N=5, nz=3, ineq_stage_fn=rows, ineq_ub=[1.0, 2.0, 3.0])
     with pytest.raises(ValueError, match="no value satisfies both"):
         MultistageProblem(N=5, nz=3, z_lb=1.0, z_ub=0.0)

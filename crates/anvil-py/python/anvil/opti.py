@@ -500,7 +500,8 @@ class MultistageProblem(_Travels):
       cost_initial_fn, cost_stage_fn, cost_terminal_fn: ``l_0``, ``l``, ``l_N``.
       eq_initial_fn, eq_interstage_fn, eq_stage_fn, eq_terminal_fn: ``e_0``, ``c``, ``e``, ``e_N``.
       ineq_stage_fn: ``h``, with ``ineq_lb``/``ineq_ub`` (one entry per row of ``h``, or
-        scalars; default -inf and 0, i.e. ``h <= 0``).
+        scalars, at every stage; or an ``(N - 1, rows)`` array of each stage's; default -inf
+        and 0, i.e. ``h <= 0``).
       z_lb, z_ub: bounds on the stages' variables: ``nz`` entries (or scalars) that hold at
         every stage, or an ``(N + 1, nz)`` array (or ``(N + 1) * nz`` entries) of each
         stage's, e.g. a free final time bounded at one stage only (default none).
@@ -641,8 +642,9 @@ class MultistageProblem(_Travels):
           nx, nu: states and controls.
           dynamics_fn: ``F``, returning the next state (``nx`` entries).
           stage_cost_fn, terminal_cost_fn: ``l`` and ``l_N`` (scalars), or None.
-          path_constraints_fn: ``h``, or None; ``path_lb``/``path_ub``: its bounds (default
-            -inf and 0, i.e. ``h <= 0``).
+          path_constraints_fn: ``h``, or None; ``path_lb``/``path_ub``: its bounds, the same at
+            every stage or an ``(N, rows)`` array of each stage's (default -inf and 0, i.e.
+            ``h <= 0``).
           x_lb, x_ub, u_lb, u_ub: bounds on every state and control (default: none).
           param_dim: entries of each stage parameter.
           terminal_constraints_fn: ``r`` of ``(x, p)``, equality rows on the final state (a

@@ -108,6 +108,55 @@ enum Kind {
     Interstage,
 }
 
+/// The shape of bounds that hold at every stage or differ by stage: `each` entries per stage,
+/// `stages` stages (named in errors).
+struct ByStage {
+    each: usize,
+    stages: usize,
+    each_name: &'static str,
+    stages_name: &'static str,
+}
+
+impl ByStage {
+    /// `(lb, ub)` as one stage's `each` values, or every stage's `stages·each` when either
+    /// differs by stage (stage-identical arrays collapse to one stage's); ordered.
+    fn resolve(&self, lb: Bound, ub: Bound, names: [&str; 2]) -> Result<(Vec<f64>, Vec<f64>)> {
+        let (lb, ub) = (self.values(lb, names[0])?, self.values(ub, names[1])?);
+        let every_stage = |v: Vec<f64>| v.iter().copied().cycle().take(self.stages * self.each).collect();
+        let (lb, ub) = match (lb.len() == self.each, ub.len() == self.each) {
+            (true, false) => (every_stage(lb), ub),
+            (false, true) => (lb, every_stage(ub)),
+            _ => (lb, ub),
+        };
+        super::problem::check_ordered(&lb, &ub, names[0], names[1])?;
+        Ok((lb, ub))
+    }
+
+    fn values(&self, bound: Bound, what: &str) -> Result<Vec<f64>> {
+        let all = self.stages * self.each;
+        let values = match &bound {
+            Bound::Vector(v) if v.len() == all && all > self.each => bound.resolve(all, what)?,
+            Bound::Vector(v) if v.len() != self.each => {
+                let (each, stages) = (self.each_name, self.stages_name);
+                return Err(problem_error(
+                    what,
+                    format!(
+                        "has {} entries, expected {each} = {} (every stage's) or ({stages})·{each} = {all} (stage by \
+                         stage), or one scalar",
+                        v.len(),
+                        self.each
+                    ),
+                ));
+            }
+            _ => return bound.resolve(self.each, what),
+        };
+        let first = &values[..self.each];
+        let uniform =
+            values.chunks(self.each).all(|stage| stage.iter().zip(first).all(|(a, b)| a.to_bits() == b.to_bits()));
+        Ok(if uniform { first.to_vec() } else { values })
+    }
+}
+
 impl MultistageProblem {
     /// A problem with `n` stage transitions (`n + 1` stages of `nz` variables), a global
     /// parameter of `global_param_dim` entries and `param_dim` per stage; no cost, no
@@ -216,7 +265,8 @@ impl MultistageProblem {
     }
 
     /// The inequality constraints `lb ≤ h(z_i, p_global, p_i) ≤ ub` for `0 < i < N`; `lb`
-    /// and `ub` have one entry per row of `h` (or are scalars) and hold at every stage.
+    /// and `ub` have one entry per row of `h` (or are scalars) and hold at every stage, or
+    /// `(N − 1)·rows` entries, each stage's (stacked by stage).
     pub fn ineq_stage(mut self, f: &NumericalFunction, lb: impl Into<Bound>, ub: impl Into<Bound>) -> Result<Self> {
         let term = self.term(f, Kind::Stage, "ineq_stage_fn", false)?;
         self.set_ineq_stage(term, lb.into(), ub.into())?;
@@ -239,14 +289,8 @@ impl MultistageProblem {
     /// # Ok(()) }
     /// ```
     pub fn bounds(mut self, lb: impl Into<Bound>, ub: impl Into<Bound>) -> Result<Self> {
-        let (lb, ub) = (self.stage_bounds(lb.into(), "z_lb")?, self.stage_bounds(ub.into(), "z_ub")?);
-        // One layout for both: the same at every stage, or each stage's.
-        let (lb, ub) = match (lb.len() == self.nz, ub.len() == self.nz) {
-            (true, false) => (self.every_stage(&lb), ub),
-            (false, true) => (lb, self.every_stage(&ub)),
-            _ => (lb, ub),
-        };
-        super::problem::check_ordered(&lb, &ub, "z_lb", "z_ub")?;
+        let shape = ByStage { each: self.nz, stages: self.n + 1, each_name: "nz", stages_name: "N + 1" };
+        let (lb, ub) = shape.resolve(lb.into(), ub.into(), ["z_lb", "z_ub"])?;
         if lb.len() > self.nz && self.horizon.is_some() {
             return Err(problem_error(
                 "multistage",
@@ -259,41 +303,11 @@ impl MultistageProblem {
         Ok(self)
     }
 
-    /// `bound` as one stage's `nz` values, or as every stage's when it has `(N + 1)·nz`
-    /// (collapsed to one stage's when all stages agree).
-    fn stage_bounds(&self, bound: Bound, what: &str) -> Result<Vec<f64>> {
-        let all = (self.n + 1) * self.nz;
-        let values = match &bound {
-            Bound::Vector(v) if v.len() == all && all != self.nz => bound.resolve(all, what)?,
-            Bound::Vector(v) if v.len() != self.nz => {
-                return Err(problem_error(
-                    what,
-                    format!(
-                        "has {} entries, expected nz = {} (every stage's) or (N + 1)·nz = {all} (stage by stage), or \
-                         one scalar",
-                        v.len(),
-                        self.nz
-                    ),
-                ))
-            }
-            _ => return bound.resolve(self.nz, what),
-        };
-        let first = &values[..self.nz];
-        let uniform =
-            values.chunks(self.nz).all(|stage| stage.iter().zip(first).all(|(a, b)| a.to_bits() == b.to_bits()));
-        Ok(if uniform { first.to_vec() } else { values })
-    }
-
-    /// One stage's bounds repeated at every stage.
-    fn every_stage(&self, stage: &[f64]) -> Vec<f64> {
-        stage.iter().copied().cycle().take((self.n + 1) * self.nz).collect()
-    }
-
-    /// The stage inequality `term` with its bounds, checked against its rows even where the
-    /// term acts on no stage (and is then dropped).
+    /// The stage inequality `term` with its bounds (its rows', the same at every stage or each
+    /// stage's), checked even where the term acts on no stage (and is then dropped).
     fn set_ineq_stage(&mut self, term: Term, lb: Bound, ub: Bound) -> Result<()> {
-        let (lb, ub) = (lb.resolve(term.rows, "ineq_lb")?, ub.resolve(term.rows, "ineq_ub")?);
-        super::problem::check_ordered(&lb, &ub, "ineq_lb", "ineq_ub")?;
+        let shape = ByStage { each: term.rows, stages: term.count, each_name: "rows", stages_name: "stages" };
+        let (lb, ub) = shape.resolve(lb, ub, ["ineq_lb", "ineq_ub"])?;
         let kept = term.rows > 0 && term.count > 0;
         (self.ineq_lb, self.ineq_ub) = if kept { (lb, ub) } else { (Vec::new(), Vec::new()) };
         self.ineq_stage = kept.then_some(term);

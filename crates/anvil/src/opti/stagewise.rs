@@ -240,7 +240,12 @@ struct StageTerms<'a> {
 
 impl<'a> StageTerms<'a> {
     fn new(problem: &'a MultistageProblem) -> Self {
-        let finite = |r: usize| problem.ineq_lb[r].is_finite() || problem.ineq_ub[r].is_finite();
+        // A row is kept where it has a finite bound at any stage (bounds may differ by stage).
+        let rows = problem.ineq_terms().next().map_or(1, |t| t.rows.max(1));
+        let finite = |r: usize| {
+            let bounded = |v: &[f64]| v.iter().skip(r).step_by(rows).any(|b| b.is_finite());
+            bounded(&problem.ineq_lb) || bounded(&problem.ineq_ub)
+        };
         let ineqs = stage_terms(problem.ineq_terms(), finite);
         StageTerms {
             costs: stage_terms(problem.cost_terms(), |_| true),

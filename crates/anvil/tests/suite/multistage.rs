@@ -627,7 +627,7 @@ fn one_step_problems_keep_their_path_constraints() {
     // Bounds of the wrong length name the rows they must match.
     let wrong = ControlProblem::new(1, 2, 1, 0, &f).unwrap().path_constraints(&h, vec![0.0; 3], 1.0).unwrap();
     let e = MultistageProblem::from_dynamics(&wrong).unwrap_err().to_string();
-    assert!(e.contains("has 3 entries, expected 2"), "{e}");
+    assert!(e.contains("has 3 entries, expected rows = 2"), "{e}");
 }
 
 /// Sizes are checked before anything proportional to them is built: a horizon of a
