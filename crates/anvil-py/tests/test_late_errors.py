@@ -89,7 +89,7 @@ def test_one_step_problems_keep_their_path_constraints():
     h = av.NumericalFunction("one_h", lambda x, u, p: u, args)
     problem = MultistageProblem.from_dynamics(N=1, nx=2, nu=1, dynamics_fn=f, path_constraints_fn=h, path_lb=0.5, path_ub=1.0)
     assert problem.nineq == 1
-    with pytest.raises(ValueError, match="expected 1"):
+    with pytest.raises(ValueError, match=r"has 2 entries, expected rows = 1 \(every stage's\), or one scalar"):
         MultistageProblem.from_dynamics(N=1, nx=2, nu=1, dynamics_fn=f, path_constraints_fn=h, path_lb=[0.0, 0.0])
     l = av.NumericalFunction("one_l", lambda x, u, p: (x**2).sum() + (u**2).sum(), args)
     problem = MultistageProblem.from_dynamics(N=1, nx=2, nu=1, dynamics_fn=f, stage_cost_fn=l, path_constraints_fn=h, path_lb=0.5, path_ub=1.0)

@@ -138,11 +138,15 @@ impl ByStage {
             Bound::Vector(v) if v.len() == all && all > self.each => bound.resolve(all, what)?,
             Bound::Vector(v) if v.len() != self.each => {
                 let (each, stages) = (self.each_name, self.stages_name);
+                let by_stage = if all > self.each {
+                    format!(" or ({stages})·{each} = {all} (stage by stage)")
+                } else {
+                    String::new()
+                };
                 return Err(problem_error(
                     what,
                     format!(
-                        "has {} entries, expected {each} = {} (every stage's) or ({stages})·{each} = {all} (stage by \
-                         stage), or one scalar",
+                        "has {} entries, expected {each} = {} (every stage's){by_stage}, or one scalar",
                         v.len(),
                         self.each
                     ),
