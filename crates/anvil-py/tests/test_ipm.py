@@ -495,10 +495,11 @@ def _build_cops_multistage(name: str) -> tuple[str, _CopsMultistage]:
 
 # A known gap (strict): the robot arm by stages from the report's guess. Its final time's
 # copies make it a harder NLP than the Spec (Ipopt needs its restoration phase and 125
-# iterations on it, 15 on the Spec); the solver follows Ipopt's iterates to the restoration
-# phase, whose fourth step Ipopt regularises for wrong inertia where the stage factorisation
-# finds the inertia right; its restoration then converges to a local minimum of the
-# violation, INFEASIBLE. A variable shared by all stages (issue 31 §3) removes the copies.
+# iterations on it, 53 on the Spec, 15 with the bound on every copy); the solver follows
+# Ipopt's iterates to the restoration phase, whose fourth step Ipopt regularises for wrong
+# inertia where the stage factorisation finds the inertia right; its restoration then
+# converges to a local minimum of the violation, INFEASIBLE. A variable shared by all
+# stages (issue 31 §3) removes the copies.
 MULTISTAGE_GAPS = {("arm", 0): "restoration ends at a local minimum of the violation (issue 31)"}
 # Known gaps in the iteration count alone (strict). The hang glider's counts swing with the
 # grid and the guess for Ipopt too (393-1575 iterations at N = 100, 200); by stages from the
