@@ -264,6 +264,49 @@ def osc_casadi(stages):
     return {"x": z, "f": f, "g": cs.vertcat(*eq, *rows)}, bounds, neq
 
 
+def osc_from_dynamics(prefix, **bounds):
+    """The oscillator in states and controls, its functions named ``<prefix>_*``, with its
+    path constraints and the given bounds (``path_lb``, ``path_ub``, ``x_lb``, ...)."""
+    m, xup = AnvilMath, (av.Arg(2), av.Arg(1), av.Arg(0))
+    return MultistageProblem.from_dynamics(
+        N=OSC_N,
+        nx=2,
+        nu=1,
+        dynamics_fn=av.NumericalFunction(f"{prefix}_f", lambda x, u, p: osc_step(x, u, m), xup),
+        stage_cost_fn=av.NumericalFunction(f"{prefix}_l", lambda x, u, p: osc_cost(x, u), xup),
+        terminal_cost_fn=av.NumericalFunction(f"{prefix}_lf", lambda x, p: osc_terminal(x), (av.Arg(2), av.Arg(0))),
+        path_constraints_fn=av.NumericalFunction(f"{prefix}_h", lambda x, u, p: osc_rows(x, u, m), xup),
+        **bounds,
+    )
+
+
+def osc_z_form(prefix, **extra):
+    """The oscillator in the z-form, z = (x, u), the initial state as the global parameter,
+    its functions named ``<prefix>_*``; `extra`: further arguments (stage inequalities,
+    bounds)."""
+    m, stage = AnvilMath, (av.Arg(3), av.Arg(2), av.Arg(0))
+    return MultistageProblem(
+        N=OSC_N,
+        nz=3,
+        cost_initial_fn=av.NumericalFunction(f"{prefix}_l0", lambda z, g, p: osc_cost(z[:2], z[2:]), stage),
+        cost_stage_fn=av.NumericalFunction(f"{prefix}_l", lambda z, g, p: osc_cost(z[:2], z[2:]), stage),
+        cost_terminal_fn=av.NumericalFunction(f"{prefix}_lf", lambda z, g, p: osc_terminal(z[:2]), stage),
+        eq_initial_fn=av.NumericalFunction(f"{prefix}_e0", lambda z, g, p: z[:2] - g, stage),
+        eq_interstage_fn=av.NumericalFunction(
+            f"{prefix}_dyn", lambda z, zn, g, p: zn[:2] - osc_step(z[:2], z[2:], m), (av.Arg(3),) + stage
+        ),
+        global_param_dim=2,
+        **extra,
+    )
+
+
+def multistage_solver(name, problem, backend):
+    """The SQP with QP backend `backend`, or the interior-point solver ("ipm", to 1e-10)."""
+    if backend == "ipm":
+        return SparseIPMFunction(name, problem, IPMSettings(tol=1e-10))
+    return SparseSQPFunction(name=name, problem=problem, qp_backend=backend)
+
+
 def compare_with_ipopt(res, want, neq):
     close(res.x, want["x"], 1e-6, "x")
     close(res.objective, want["f"], 1e-6, "objective")
@@ -280,19 +323,7 @@ def compare_with_ipopt(res, want, neq):
 @pytest.mark.parametrize("backend", ["riccati", "piqp"])
 def test_path_constraints_and_stage_inequalities_agree_with_ipopt(backend):
     m = AnvilMath
-    xup = (av.Arg(2), av.Arg(1), av.Arg(0))
-    ocp = MultistageProblem.from_dynamics(
-        N=OSC_N,
-        nx=2,
-        nu=1,
-        dynamics_fn=av.NumericalFunction("osc_f", lambda x, u, p: osc_step(x, u, m), xup),
-        stage_cost_fn=av.NumericalFunction("osc_l", lambda x, u, p: osc_cost(x, u), xup),
-        terminal_cost_fn=av.NumericalFunction("osc_lf", lambda x, p: osc_terminal(x), (av.Arg(2), av.Arg(0))),
-        path_constraints_fn=av.NumericalFunction("osc_h", lambda x, u, p: osc_rows(x, u, m), xup),
-        path_lb=OSC_LB,
-        path_ub=OSC_UB,
-        x_lb=OSC_X_LB,
-    )
+    ocp = osc_from_dynamics("osc", path_lb=OSC_LB, path_ub=OSC_UB, x_lb=OSC_X_LB)
     assert (ocp.nineq, ocp.neq) == (2 * OSC_N, 2 + 2 * OSC_N)
     res = solved(SparseSQPFunction(name=f"ms_osc_{backend}", problem=ocp, qp_backend=backend)(np.zeros(ocp.nvars), p=[1.0, 0.0]))
     nlp, bounds, neq = osc_casadi(range(OSC_N))
@@ -303,21 +334,12 @@ def test_path_constraints_and_stage_inequalities_agree_with_ipopt(backend):
     assert np.any(res.lam_box[0::3] < -1e-3), "the position bound is active"
 
     stage = (av.Arg(3), av.Arg(2), av.Arg(0))
-    zform = MultistageProblem(
-        N=OSC_N,
-        nz=3,
-        cost_initial_fn=av.NumericalFunction("oscz_l0", lambda z, g, p: osc_cost(z[:2], z[2:]), stage),
-        cost_stage_fn=av.NumericalFunction("oscz_l", lambda z, g, p: osc_cost(z[:2], z[2:]), stage),
-        cost_terminal_fn=av.NumericalFunction("oscz_lf", lambda z, g, p: osc_terminal(z[:2]), stage),
-        eq_initial_fn=av.NumericalFunction("oscz_e0", lambda z, g, p: z[:2] - g, stage),
-        eq_interstage_fn=av.NumericalFunction(
-            "oscz_dyn", lambda z, zn, g, p: zn[:2] - osc_step(z[:2], z[2:], m), (av.Arg(3),) + stage
-        ),
+    zform = osc_z_form(
+        "oscz",
         ineq_stage_fn=av.NumericalFunction("oscz_h", lambda z, g, p: osc_rows(z[:2], z[2:], m), stage),
         ineq_lb=OSC_LB,
         ineq_ub=OSC_UB,
         z_lb=OSC_X_LB + [-np.inf],
-        global_param_dim=2,
     )
     assert zform.nineq == 2 * (OSC_N - 1)
     res = solved(SparseSQPFunction(name=f"ms_oscz_{backend}", problem=zform, qp_backend=backend)(np.zeros(zform.nvars), p=[1.0, 0.0]))
@@ -326,36 +348,18 @@ def test_path_constraints_and_stage_inequalities_agree_with_ipopt(backend):
     assert res.x[2] < -2.5, "stage 0 is not constrained"
 
 
-
 @pytest.mark.parametrize("backend", ["riccati", "piqp", "ipm"])
 def test_bounds_that_differ_by_stage_agree_with_ipopt(backend):
     """The oscillator with bounds by stage: its position held above 0.4 from stage 8 on, its
     controls within 1.5 except the first (free), its final position above 0.45; each solver at
     Ipopt's solution and multipliers, every bound binding where it holds and only there."""
-    m, n = AnvilMath, OSC_N
+    n = OSC_N
     lb, ub = np.tile([-np.inf, -np.inf, -1.5], (n + 1, 1)), np.tile([np.inf, np.inf, 1.5], (n + 1, 1))
     lb[8:, 0] = 0.4
     lb[0, 2], ub[0, 2] = -np.inf, np.inf
     lb[n, 0] = 0.45
-    stage = (av.Arg(3), av.Arg(2), av.Arg(0))
-    problem = MultistageProblem(
-        N=n,
-        nz=3,
-        cost_initial_fn=av.NumericalFunction("oscb_l0", lambda z, g, p: osc_cost(z[:2], z[2:]), stage),
-        cost_stage_fn=av.NumericalFunction("oscb_l", lambda z, g, p: osc_cost(z[:2], z[2:]), stage),
-        cost_terminal_fn=av.NumericalFunction("oscb_lf", lambda z, g, p: osc_terminal(z[:2]), stage),
-        eq_initial_fn=av.NumericalFunction("oscb_e0", lambda z, g, p: z[:2] - g, stage),
-        eq_interstage_fn=av.NumericalFunction(
-            "oscb_dyn", lambda z, zn, g, p: zn[:2] - osc_step(z[:2], z[2:], m), (av.Arg(3),) + stage
-        ),
-        z_lb=lb,
-        z_ub=ub,
-        global_param_dim=2,
-    )
-    if backend == "ipm":
-        solver = SparseIPMFunction("ms_oscb_ipm", problem, IPMSettings(tol=1e-10))
-    else:
-        solver = SparseSQPFunction(name=f"ms_oscb_{backend}", problem=problem, qp_backend=backend)
+    problem = osc_z_form("oscb", z_lb=lb, z_ub=ub)
+    solver = multistage_solver(f"ms_oscb_{backend}", problem, backend)
     res = solver(np.zeros(problem.nvars), p=[1.0, 0.0])
     if backend == "ipm":
         # Ipopt's tolerances; its point may cross a bound by the bounds' relaxation (1e-8 of
@@ -374,32 +378,17 @@ def test_bounds_that_differ_by_stage_agree_with_ipopt(backend):
     assert box[n, 0] < box[n - 1, 0] - 1e-3, "the final position's own bound"
 
 
-
 @pytest.mark.parametrize("backend", ["riccati", "piqp", "ipm"])
 def test_path_bounds_that_differ_by_stage_agree_with_ipopt(backend):
     """The oscillator's path constraints with bounds by stage: the speed within 0.5 until
     stage 7, within 0.3 after, the force within 2 except at stage 0 (free); each solver at
     Ipopt's solution and multipliers."""
-    m, n = AnvilMath, OSC_N
+    n = OSC_N
     lb, ub = np.tile(OSC_LB, (n, 1)), np.tile(OSC_UB, (n, 1))
     lb[7:, 0], ub[7:, 0] = -0.3, 0.3
     lb[0, 1], ub[0, 1] = -np.inf, np.inf
-    xup = (av.Arg(2), av.Arg(1), av.Arg(0))
-    ocp = MultistageProblem.from_dynamics(
-        N=n,
-        nx=2,
-        nu=1,
-        dynamics_fn=av.NumericalFunction("oscp_f", lambda x, u, p: osc_step(x, u, m), xup),
-        stage_cost_fn=av.NumericalFunction("oscp_l", lambda x, u, p: osc_cost(x, u), xup),
-        terminal_cost_fn=av.NumericalFunction("oscp_lf", lambda x, p: osc_terminal(x), (av.Arg(2), av.Arg(0))),
-        path_constraints_fn=av.NumericalFunction("oscp_h", lambda x, u, p: osc_rows(x, u, m), xup),
-        path_lb=lb,
-        path_ub=ub,
-    )
-    if backend == "ipm":
-        solver = SparseIPMFunction("ms_oscp_ipm", ocp, IPMSettings(tol=1e-10))
-    else:
-        solver = SparseSQPFunction(name=f"ms_oscp_{backend}", problem=ocp, qp_backend=backend)
+    ocp = osc_from_dynamics("oscp", path_lb=lb, path_ub=ub)
+    solver = multistage_solver(f"ms_oscp_{backend}", ocp, backend)
     res = solver(np.zeros(ocp.nvars), p=[1.0, 0.0])
     assert res.status == SQPStatus.SOLVED, res
     nlp, bounds, neq = osc_casadi(range(n))

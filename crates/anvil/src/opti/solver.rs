@@ -137,11 +137,10 @@ impl Bounds {
     /// A multistage problem's bounds, every stage's repeated; `q_rows`: its inequality rows
     /// with a finite bound.
     pub(crate) fn multistage(problem: &MultistageProblem, q_rows: &[usize]) -> Self {
-        // One stage's row bounds, repeated; or already every stage's.
+        // Bounds hold one stage's entries (repeated here) or already every stage's.
         let stage_rows = problem.ineq_lb.len().max(1);
         let (q_lb, q_ub) =
             q_rows.iter().map(|&i| (problem.ineq_lb[i % stage_rows], problem.ineq_ub[i % stage_rows])).unzip();
-        // One stage's bounds, repeated; or already every stage's.
         let repeat = |v: &[f64]| v.iter().copied().cycle().take(problem.nvars()).collect::<Vec<f64>>();
         Bounds { x_lb: repeat(&problem.z_lb), x_ub: repeat(&problem.z_ub), q_lb, q_ub }
     }
