@@ -487,6 +487,12 @@ def test_bad_multistage_problems_are_clear_errors(cartpole):
         MultistageProblem(N=5, nz=3, cost_stage_fn=cost, z_ub=np.ones((5, 3)))
     with pytest.raises(ValueError, match="no value satisfies both"):
         MultistageProblem(N=5, nz=3, z_lb=np.r_[np.zeros(15), [0.0, 2.0, 0.0]], z_ub=1.0)
+    nan_at_stage_2 = np.zeros((6, 3))
+    nan_at_stage_2[2, 1] = np.nan
+    with pytest.raises(ValueError, match="z_lb`: entry 7 is NaN"):
+        MultistageProblem(N=5, nz=3, z_lb=nan_at_stage_2)
+    with pytest.raises(ValueError, match="z_lb`: has 10000000 entries, expected nz = 3"):
+        MultistageProblem(N=5, nz=3, z_lb=np.zeros(10**7))
     with pytest.raises(ValueError, match=r"ineq_lb`: has 3 entries, expected rows = 2 \(every stage's\) or \(stages\)·rows = 8"):
         MultistageProblem(N=5, nz=3, cost_stage_fn=cost, ineq_stage_fn=rows, ineq_lb=[0.0, 0.0, 0.0])
     with pytest.raises(ValueError, match="bounds that differ by stage fix the number of stages; give the horizon N as a number"):
