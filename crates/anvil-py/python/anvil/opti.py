@@ -245,9 +245,11 @@ class IPMSettings:
     bound_push: float = 1e-2
     #: ... at most this fraction of the distance between two bounds.
     bound_frac: float = 1e-2
-    #: Bounds relaxed by this relative amount (equal bounds keep an interior).
+    #: Bounds relaxed by this relative amount, at most ``constr_viol_tol`` (equal bounds keep
+    #: an interior).
     bound_relax_factor: float = 1e-8
-    #: The cost and constraints are scaled so their gradients at x0 are at most this (0: off).
+    #: The cost and constraints are scaled so their gradients at x0 (as given, before the
+    #: bound push) are at most this (0: off).
     nlp_scaling_max_gradient: float = 100.0
     #: Most second-order corrections per iteration.
     max_soc: int = 4

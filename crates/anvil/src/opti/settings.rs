@@ -305,7 +305,10 @@ pub enum Status {
     MaxIter = 1,
     /// The QP solver failed (iteration limit, numerical trouble).
     QpFailed = 2,
-    /// No step length gave enough decrease of the merit function.
+    /// No step length gave enough decrease of the merit function (SQP), or the line search
+    /// and the restoration phase found no acceptable point, or steps stopped changing the
+    /// iterate at the smallest barrier parameter (interior point: Ipopt's "search direction
+    /// becomes too small", where the tolerances are tighter than the problem's roundoff).
     LineSearchFailed = 3,
     /// A callback returned NaN or infinity at an accepted iterate.
     NanDetected = 4,

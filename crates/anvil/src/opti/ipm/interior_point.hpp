@@ -42,7 +42,9 @@ struct IpmOptions {
 };
 
 // Returned: the restoration phase's own solve ended because the outer method accepts its point.
-enum class IpmOutcome { Solved, MaxIter, Infeasible, NonFinite, RestorationFailed, Returned };
+// TinyStep: the step became too small to change the iterate while the barrier parameter is
+// already at its smallest (Ipopt's "search direction becomes too small").
+enum class IpmOutcome { Solved, MaxIter, Infeasible, NonFinite, RestorationFailed, Returned, TinyStep };
 
 struct IpmReport {
   IpmOutcome outcome;
@@ -325,9 +327,12 @@ class InteriorPoint {
   int filter_len_;
   double mu_, tau_, delta_w_last_, delta_w_, delta_c_ = 0.0, solve_ratio_ = 0.0, theta_min_, theta_max_;
   int acceptable_count_;
-  // How the last step was accepted, as Ipopt prints it: 'f' by the Armijo condition, 'h' by
-  // the filter, upper case after a second-order correction, 't' a tiny step, 'w' a watchdog step.
+  // How the last step was accepted, as Ipopt prints it: 'f' an f-type step (switching and
+  // Armijo conditions), 'h' one the filter took, upper case after a second-order correction,
+  // 't' a tiny step, 'w' a watchdog step.
   char step_kind_;
+  // Whether the last step was a tiny one (the line search's tiny-step rule).
+  bool tiny_step_ = false;
   bool debug_ = false;
 
   static double nan() { return std::numeric_limits<double>::quiet_NaN(); }
@@ -346,10 +351,14 @@ class InteriorPoint {
     return true;
   }
 
-  // The relaxed bound below v (Ipopt's bound_relax_factor): strictly feasible interiors exist
-  // for equal bounds, and rounding cannot make a bound unreachable.
-  static double relax_down(double v, double factor) { return v - factor * max2(1.0, std::fabs(v)); }
-  static double relax_up(double v, double factor) { return v + factor * max2(1.0, std::fabs(v)); }
+  // The relaxed bounds (Ipopt's bound_relax_factor): strictly feasible interiors exist for
+  // equal bounds, and rounding cannot make a bound unreachable. A bound moves by factor *
+  // max(1, |v|), at most `most` (constr_viol_tol), in the problem's own units before any
+  // scaling (as Ipopt relaxes: relaxed after scaling, a row scaled down by 1e-5 would be
+  // relaxed 1e5 times as much in its own units).
+  static double relaxation(double v, double factor, double most) { return min2(most, factor * max2(1.0, std::fabs(v))); }
+  static double relax_down(double v, double factor, double most) { return v - relaxation(v, factor, most); }
+  static double relax_up(double v, double factor, double most) { return v + relaxation(v, factor, most); }
 
   // v pushed into the interior of [lo, hi] (section 3.6).
   static double push(double v, double lo, double hi, bool has_lo, bool has_hi, double k1, double k2) {
@@ -375,16 +384,20 @@ class InteriorPoint {
     for (int j = 0; j < NX; ++j) {
       hl_[j] = std::isfinite(p.x_lb(j));
       hu_[j] = std::isfinite(p.x_ub(j));
-      xl_[j] = hl_[j] ? relax_down(p.x_lb(j), o.bound_relax_factor) : -inf();
-      xu_[j] = hu_[j] ? relax_up(p.x_ub(j), o.bound_relax_factor) : inf();
+      xl_[j] = hl_[j] ? relax_down(p.x_lb(j), o.bound_relax_factor, o.constr_viol_tol) : -inf();
+      xu_[j] = hu_[j] ? relax_up(p.x_ub(j), o.bound_relax_factor, o.constr_viol_tol) : inf();
     }
     const double k1 = o.warm_start ? o.warm_start_bound_push : o.bound_push;
     const double k2 = o.warm_start ? o.warm_start_bound_push : o.bound_frac;
-    for (int j = 0; j < NX; ++j) x[j] = push(x[j], xl_[j], xu_[j], hl_[j], hu_[j], k1, k2);
     p.obj_scale = 1.0;
     for (int i = 0; i < NY; ++i) p.row_scale[i] = 1.0;
+    // The gradients are taken at the user's point as given, as Ipopt takes them (before the
+    // bound push), or at the pushed point where they cannot be evaluated there.
+    const bool scale_at_x0 = o.nlp_scaling_max_gradient > 0.0 && p.linearize(x, &f_, grad_, c_, d_);
+    for (int j = 0; j < NX; ++j) x[j] = push(x[j], xl_[j], xu_[j], hl_[j], hu_[j], k1, k2);
+    if (scale_at_x0) p.choose_scaling(grad_, o.nlp_scaling_max_gradient);
     if (!p.linearize(x, &f_, grad_, c_, d_)) return IpmOutcome::NonFinite;
-    if (o.nlp_scaling_max_gradient > 0.0) {
+    if (o.nlp_scaling_max_gradient > 0.0 && !scale_at_x0) {
       p.choose_scaling(grad_, o.nlp_scaling_max_gradient);
       if (!p.linearize(x, &f_, grad_, c_, d_)) return IpmOutcome::NonFinite;
     }
@@ -392,8 +405,8 @@ class InteriorPoint {
       const double scale = p.row_scale[NEQ + i];
       hdl_[i] = std::isfinite(p.q_lb(i));
       hdu_[i] = std::isfinite(p.q_ub(i));
-      dl_[i] = hdl_[i] ? relax_down(scale * p.q_lb(i), o.bound_relax_factor) : -inf();
-      du_[i] = hdu_[i] ? relax_up(scale * p.q_ub(i), o.bound_relax_factor) : inf();
+      dl_[i] = hdl_[i] ? scale * relax_down(p.q_lb(i), o.bound_relax_factor, o.constr_viol_tol) : -inf();
+      du_[i] = hdu_[i] ? scale * relax_up(p.q_ub(i), o.bound_relax_factor, o.constr_viol_tol) : inf();
       s[i] = push(d_[i], dl_[i], du_[i], hdl_[i], hdu_[i], k1, k2);
     }
     mu_ = o.mu_init;
@@ -401,6 +414,7 @@ class InteriorPoint {
     delta_w_last_ = 0.0;
     delta_w_ = delta_c_ = 0.0;
     acceptable_count_ = 0;
+    tiny_step_ = false;
     soft_steps_ = 0;
     shortened_ = 0;
     in_watchdog_ = false;
@@ -445,13 +459,15 @@ class InteriorPoint {
     }
   }
 
-  // y minimising the dual residual ||grad f + J'y - z|| (section 3.6), or 0 if that is large.
+  // y minimising the dual residual ||grad f + J'y - z|| (section 3.6), or 0 if that is large
+  // or J is rank deficient. The equality rows are not regularised (Ipopt's D_c = 0): where J
+  // has singular values near 1e-4, a shift of 1e-8 would move y by as much as y itself.
   void least_squares_multipliers(P& p) {
     for (int i = 0; i < NEQ; ++i) yc[i] = 0.0;
     for (int i = 0; i < NQ; ++i) yd[i] = 0.0;
     if (NY == 0) return;
     for (int j = 0; j < NX; ++j) diag_x_[j] = 1.0;
-    for (int i = 0; i < NEQ; ++i) diag_y_[i] = -kDeltaCBar;
+    for (int i = 0; i < NEQ; ++i) diag_y_[i] = 0.0;
     for (int i = 0; i < NQ; ++i) diag_y_[NEQ + i] = -1.0;
     const Inertia inertia = p.factorize(false, diag_x_, diag_y_);
     if (inertia.zero > 0) return;
@@ -714,18 +730,21 @@ class InteriorPoint {
   }
 
   // Whether a trial point with (theta_t, phi_t) is acceptable after a step of length alpha
-  // (eqs. 18-21); `armijo` says whether the Armijo condition decided.
+  // (eqs. 18-21). `ftype`: whether the step is an f-type one, the switching condition and
+  // the Armijo condition both holding, whichever test accepted it; only other steps augment
+  // the filter (as Ipopt decides, also where the violation is above theta_min).
   bool acceptable(double theta, double phi, double slope, double theta_t, double phi_t, double alpha,
-                  bool* armijo) const {
-    *armijo = false;
+                  bool* ftype) const {
+    *ftype = false;
     if (!(theta_t <= theta_max_) || !std::isfinite(phi_t)) return false;
     const double slack = 10.0 * std::numeric_limits<double>::epsilon() * std::fabs(phi);
     const bool switching =
         slope < 0.0 && alpha * std::pow(-slope, kSPhi) > kDelta * std::pow(theta, kSTheta);
+    const bool armijo = phi_t <= phi + kEta * alpha * slope + slack;
+    *ftype = switching && armijo;
     bool ok;
     if (switching && theta <= theta_min_) {
-      *armijo = true;
-      ok = phi_t <= phi + kEta * alpha * slope + slack;
+      ok = armijo;
     } else {
       ok = theta_t <= (1.0 - kGammaTheta) * theta || phi_t <= phi - kGammaPhi * theta + slack;
     }
@@ -785,13 +804,13 @@ class InteriorPoint {
     const double alpha = primal_step_limit();
     if (evaluate_trial(p, alpha)) {
       const double theta_t = constraint_violation(ct_, dt_, st_), phi_t = barrier(ft_, xt_, st_);
-      bool armijo = false;
-      if (acceptable(watchdog_theta_, watchdog_phi_, watchdog_slope_, theta_t, phi_t, alpha, &armijo)) {
-        if (!armijo) augment_filter(watchdog_theta_, watchdog_phi_);
+      bool ftype = false;
+      if (acceptable(watchdog_theta_, watchdog_phi_, watchdog_slope_, theta_t, phi_t, alpha, &ftype)) {
+        if (!ftype) augment_filter(watchdog_theta_, watchdog_phi_);
         in_watchdog_ = false;
         shortened_ = 0;
         *alpha_out = alpha;
-        step_kind_ = armijo ? 'f' : 'h';
+        step_kind_ = ftype ? 'f' : 'h';
         return true;
       }
       if (++watchdog_steps_ <= kWatchdogTrials) {
@@ -840,6 +859,7 @@ class InteriorPoint {
     if (tiny && evaluate_trial(p, alpha)) {
       *alpha_out = alpha;
       step_kind_ = 't';
+      tiny_step_ = true;
       return true;
     }
     if (debug_) std::printf("    ls alpha_max %g alpha_min %g theta %g slope %g\n", alpha_max, alpha_min, theta, slope);
@@ -847,11 +867,11 @@ class InteriorPoint {
       if (alpha < alpha_min) return false;
       if (!evaluate_trial(p, alpha)) continue;
       const double theta_t = constraint_violation(ct_, dt_, st_), phi_t = barrier(ft_, xt_, st_);
-      bool armijo = false;
-      if (acceptable(theta, phi, slope, theta_t, phi_t, alpha, &armijo)) {
-        if (!armijo) augment_filter(theta, phi);
+      bool ftype = false;
+      if (acceptable(theta, phi, slope, theta_t, phi_t, alpha, &ftype)) {
+        if (!ftype) augment_filter(theta, phi);
         *alpha_out = alpha;
-        step_kind_ = armijo ? 'f' : 'h';
+        step_kind_ = ftype ? 'f' : 'h';
         return true;
       }
       if (k == 0 && theta_t >= theta && o.max_soc > 0) {
@@ -877,10 +897,10 @@ class InteriorPoint {
       const double a = primal_step_limit();
       if (!evaluate_trial(p, a)) return false;
       const double theta_t = constraint_violation(ct_, dt_, st_), phi_t = barrier(ft_, xt_, st_);
-      bool armijo = false;
-      if (acceptable(theta, phi, slope, theta_t, phi_t, alpha, &armijo)) {
-        if (!armijo) augment_filter(theta, phi);
-        step_kind_ = armijo ? 'F' : 'H';
+      bool ftype = false;
+      if (acceptable(theta, phi, slope, theta_t, phi_t, alpha, &ftype)) {
+        if (!ftype) augment_filter(theta, phi);
+        step_kind_ = ftype ? 'F' : 'H';
         *taken = a;
         return true;
       }
@@ -957,8 +977,14 @@ class InteriorPoint {
   // increasing, so that the filter stays valid between resets) while the optimality error
   // keeps falling, and the monotone rule from 0.8 times the average complementarity when it
   // does not (Ipopt's safeguard), until that barrier problem is solved.
-  void update_barrier(P& p, const IpmOptions& o, double error) {
-    const double mu_min = o.tol / 10.0;
+  // The barrier parameter for the next step. A tiny step decreases it whether or not the
+  // barrier problem is solved, and ends the solve (false) where it cannot (Ipopt's rule).
+  bool update_barrier(P& p, const IpmOptions& o, double error) {
+    bool tiny = tiny_step_;
+    tiny_step_ = false;
+    // The smallest barrier parameter: the tolerance the scaled problem is solved to, with the
+    // complementarity tolerance in the scaled objective's units (Ipopt's).
+    const double mu_min = min2(o.tol, p.obj_scale * o.compl_inf_tol) / (kKappaEps + 1.0);
     if (o.adaptive_mu && free_mode_) {
       double reference = 0.0;
       for (int k = 0; k < reference_len_; ++k) reference = max2(reference, references_[k]);
@@ -975,15 +1001,18 @@ class InteriorPoint {
         const double sigma = 0.1 * std::pow(min2(0.05 * (1.0 - xi) / max2(xi, 1e-20), 2.0), 3.0);
         const double candidate = max2(mu_min, sigma * average);
         if (candidate < mu_) set_mu(candidate);
-        return;
+        return true;
       }
     }
     // As long as the barrier problem of the new mu is solved too (Ipopt's default,
     // mu_allow_fast_monotone_decrease; the paper repeats only in the first iteration).
-    while (mu_ > mu_min && optimality_error(p, mu_) <= kKappaEps * mu_) {
+    if (tiny && !(mu_ > mu_min)) return false;
+    while (mu_ > mu_min && (tiny || optimality_error(p, mu_) <= kKappaEps * mu_)) {
       set_mu(max2(mu_min, min2(kKappaMu * mu_, std::pow(mu_, kThetaMu))));
       free_mode_ = o.adaptive_mu;
+      tiny = false;
     }
+    return true;
   }
 
   // A new barrier problem: a new filter, and no watchdog (its references were the old
@@ -1003,7 +1032,11 @@ class InteriorPoint {
   void print_line(P& p, int k, char mark, char kind, double alpha_du, double alpha_pr, int ls) {
     double inf_pr = 0.0;
     for (int i = 0; i < NEQ; ++i) inf_pr = max2(inf_pr, std::fabs(c_[i]) / p.row_scale[i]);
-    for (int i = 0; i < NQ; ++i) inf_pr = max2(inf_pr, std::fabs(d_[i] - s[i]) / p.row_scale[NEQ + i]);
+    // Ipopt's inf_pr (3.14): the violation of the problem's own bounds on d, not d - s.
+    for (int i = 0; i < NQ; ++i) {
+      const double d = d_[i] / p.row_scale[NEQ + i];
+      inf_pr = max2(inf_pr, max2(p.q_lb(i) - d, d - p.q_ub(i)));
+    }
     double inf_du = norm_inf(rx_, NX);
     for (int i = 0; i < NQ; ++i) inf_du = max2(inf_du, std::fabs(-yd[i] - vl[i] + vu[i]));
     char rg[8] = "   - ";
@@ -1027,7 +1060,8 @@ class InteriorPoint {
       }
       const double error = optimality_error(p, 0.0);
       if (o.verbose > 0 && (Outer || k > 0)) {
-        print_line(p, k + iteration_offset_, mark, k == 0 ? ' ' : step_kind_, alpha_du, alpha_pr, ls);
+        // ls: the trial points the line search evaluated (Ipopt's column), backtracks + 1.
+        print_line(p, k + iteration_offset_, mark, k == 0 ? ' ' : step_kind_, alpha_du, alpha_pr, k == 0 ? 0 : ls + 1);
       }
       mark = Outer ? ' ' : 'r';
       if (error <= o.tol && unscaled_ok(p, o.dual_inf_tol, o.constr_viol_tol, o.compl_inf_tol)) {
@@ -1036,7 +1070,7 @@ class InteriorPoint {
       acceptable_count_ = error <= o.acceptable_tol && unscaled_ok(p, 1e10, 1e-2, 1e-2) ? acceptable_count_ + 1 : 0;
       if (o.acceptable_iter > 0 && acceptable_count_ >= o.acceptable_iter) return IpmOutcome::Solved;
       if (k >= o.max_iter) return IpmOutcome::MaxIter;
-      update_barrier(p, o, error);
+      if (!update_barrier(p, o, error)) return IpmOutcome::TinyStep;
       if (!p.hessian(x, yc, yd)) return IpmOutcome::NonFinite;
       barrier_gradient(p);
       bool searched = newton_direction(p);
@@ -1306,7 +1340,7 @@ class InteriorPoint {
   }
 
   // The unscaled point and signed multipliers. The point is the iterate itself, which may
-  // cross a bound by its relaxation (bound_relax_factor, relative): projecting it back would
+  // cross a bound by its relaxation (bound_relax_factor, at most constr_viol_tol): projecting it back would
   // move the constraints by as much times their gradients (Ipopt 3.14 no longer projects by
   // default: honor_original_bounds = no).
   void unscale(P& p, double* x_out, double* lam_eq, double* lam_q, double* lam_box) const {

@@ -68,10 +68,12 @@ pub struct IpmSettings {
     pub bound_push: f64,
     /// How far, at most, as a fraction of the distance between two bounds.
     pub bound_frac: f64,
-    /// The bounds are relaxed by this (relative) amount: equal bounds keep an interior.
+    /// The bounds are relaxed by this (relative) amount, at most `constr_viol_tol` (in the
+    /// problem's own units): equal bounds keep an interior.
     pub bound_relax_factor: f64,
     /// The cost and each constraint are scaled down so that their gradients at the initial
-    /// point are at most this large (0: no scaling).
+    /// point (as given, before the bound push, as Ipopt scales) are at most this large (0: no
+    /// scaling).
     pub nlp_scaling_max_gradient: f64,
     /// Most second-order corrections per iteration.
     pub max_soc: usize,
