@@ -32,6 +32,7 @@ from anvil.opti import (
 )
 
 sys.path.insert(0, os.path.dirname(__file__))
+import cops_nlp  # noqa: E402
 import hock_schittkowski  # noqa: E402
 from opti_problems import PROBLEMS, anvil_problem, casadi_nlp  # noqa: E402
 
@@ -196,6 +197,29 @@ def test_hock_schittkowski_witnesses_follow_ipopt(name, k):
     assert abs(res.objective - want["f"]) <= 1e-6 * max(1.0, abs(want["f"])), (what, res.objective, want["f"])
     assert violation(spec, res.x) <= max(1e-8, 1.01 * violation(spec, want["x"])), what
     assert res.iterations <= 1.2 * want["iterations"] + 3, (what, res.iterations, want["iterations"])
+
+
+# COPS 3.0's other problems (cops_nlp.py: ten of them; all in benches/collection_bench.py at
+# the report's sizes, where every run reaches Ipopt's optimum): here four kinds at small
+# sizes, from the COPS guess and a plainer one, with the sparse KKT solver — a bound-
+# constrained grid problem (torsion), one with equalities (minimal surface), inequalities
+# (cam shape) and a collocated parameter estimation (methanol). Recorded there, not here:
+# at nh = 25 the sparse solver takes 80-86 iterations on gas oil where Ipopt takes 13-17
+# (the dense one 21) and ends MAX_ITER on pinene (issue 31: its unpivoted LDL).
+COPS_NLP_CASES = [("torsion", 25), ("minsurf", 25), ("camshape", 100), ("methanol", 25)]
+
+
+@pytest.mark.parametrize("name,size", COPS_NLP_CASES, ids=[name for name, _ in COPS_NLP_CASES])
+def test_cops_nlps_reach_ipopts_optimum(name, size):
+    spec, starts = cops_nlp.PROBLEMS[name](size)
+    solver = SparseIPMFunction(f"ipm_{spec.name}", anvil_problem(spec, True))
+    for k, x0 in enumerate(starts):
+        res, want = solver(x0), ipopt(spec, x0)
+        what = f"{spec.name} from guess {k}"
+        assert want["success"] and res.status == SQPStatus.SOLVED, (what, res.status)
+        assert abs(res.objective - want["f"]) <= 1e-6 * max(1.0, abs(want["f"])), (what, res.objective, want["f"])
+        assert violation(spec, res.x) <= max(1e-7, 1.01 * violation(spec, want["x"])), what
+        assert res.iterations <= 1.2 * want["iterations"] + 3, (what, res.iterations, want["iterations"])
 
 
 def test_a_tolerance_below_roundoff_ends_at_a_tiny_step():
