@@ -1,7 +1,7 @@
 """The interior-point solver on two published collections nobody here tuned it for, side by
 side with Ipopt (through CasADi, MUMPS) in the same run:
 
-- Hock & Schittkowski's problems (tests/opti_problems.py and tests/hock_schittkowski.py: 95
+- Hock & Schittkowski's problems (tests/opti_problems.py and tests/hock_schittkowski.py: 94
   of them), each from its published start and two seeded perturbations of it (the tests'
   guesses), with the dense KKT solver;
 - the non-optimal-control problems of COPS 3.0 (tests/cops_nlp.py: polygon, electrons on a
@@ -33,49 +33,22 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
 
 
-def perturbed_guesses(spec: Any, count: int = 3) -> list[Any]:
-    """The published start, then `count - 1` seeded perturbations inside the bounds (as the
-    tests draw them)."""
-    import numpy as np
-    from opti_problems import casadi_nlp
-
-    rng = np.random.default_rng(sum(map(ord, spec.name)))
-    _, bounds, _ = casadi_nlp(spec)
-    lb = np.where(np.isfinite(bounds["lbx"]), bounds["lbx"], -1e9)
-    ub = np.where(np.isfinite(bounds["ubx"]), bounds["ubx"], 1e9)
-    x0 = np.array(spec.x0, dtype=float)
-    return [x0] + [np.clip(x0 + rng.normal(0.0, 1.0, spec.n) * (1.0 + np.abs(x0)), lb, ub) for _ in range(count - 1)]
-
-
 def cases(only: str) -> list[tuple[str, Any, list[Any], bool]]:
     """(collection, Spec, guesses, sparse) for every problem of the chosen collections."""
     import cops_nlp
     import hock_schittkowski
-    from opti_problems import PROBLEMS
+    from opti_problems import PROBLEMS, perturbed_starts
 
     out = []
     if only in ("all", "hs"):
         for spec in [s for s in PROBLEMS if s.name.startswith("hs")] + hock_schittkowski.PROBLEMS:
-            out.append(("HS", spec, perturbed_guesses(spec), False))
+            out.append(("HS", spec, perturbed_starts(spec), False))
     if only in ("all", "cops"):
         for name, make in cops_nlp.PROBLEMS.items():
             for size in cops_nlp.SIZES[name]["bench"]:
                 spec, guesses = make(size)
                 out.append(("COPS", spec, guesses, True))
     return out
-
-
-def violation(nlp: dict[str, Any], bounds: dict[str, Any], x: Any) -> float:
-    import casadi as cs
-    import numpy as np
-
-    g = np.asarray(cs.Function("g", [nlp["x"]], [nlp["g"]])(x)).ravel()
-    return float(
-        max(
-            np.max(np.maximum(bounds["lbg"] - g, g - bounds["ubg"]), initial=0.0),
-            np.max(np.maximum(bounds["lbx"] - x, x - bounds["ubx"]), initial=0.0),
-        )
-    )
 
 
 def build(case: tuple[str, Any, list[Any], bool]) -> Any:
@@ -93,7 +66,7 @@ def build(case: tuple[str, Any, list[Any], bool]) -> Any:
 def main() -> None:
     import casadi as cs
     import numpy as np
-    from opti_problems import casadi_nlp
+    from opti_problems import casadi_nlp, casadi_violation
 
     from anvil.opti import SQPStatus
 
@@ -120,7 +93,7 @@ def main() -> None:
                 theirs.append(ipopt.stats()["t_wall_total"])
             st = ipopt.stats()
             f, x = float(sol["f"]), np.asarray(sol["x"]).ravel()
-            v, v_ipopt = violation(nlp, bounds, np.asarray(res.x)), violation(nlp, bounds, x)
+            v, v_ipopt = casadi_violation(nlp, bounds, np.asarray(res.x)), casadi_violation(nlp, bounds, x)
             solved = res.status == SQPStatus.SOLVED and v <= max(1e-7, 1.01 * v_ipopt)
             agree = solved and res.objective <= f + 1e-6 * max(1.0, abs(f))
             t["runs"] += 1

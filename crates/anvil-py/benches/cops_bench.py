@@ -26,25 +26,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
 
 
-def violation(nlp: dict[str, Any], bounds: dict[str, Any], x: Any) -> float:
-    import casadi as cs
-    import numpy as np
-
-    g = np.asarray(cs.Function("g", [nlp["x"]], [nlp["g"]])(x)).ravel()
-    return float(
-        max(
-            np.max(np.maximum(bounds["lbg"] - g, g - bounds["ubg"]), initial=0.0),
-            np.max(np.maximum(bounds["lbx"] - x, x - bounds["ubx"]), initial=0.0),
-        )
-    )
-
-
 def run(args: argparse.Namespace) -> list[tuple[str, ...]]:
     import casadi as cs
     import cops_multistage
     import numpy as np
     from cops_problems import PROBLEMS
-    from opti_problems import anvil_problem, casadi_nlp
+    from opti_problems import anvil_problem, casadi_nlp, casadi_violation
 
     from anvil.opti import SparseIPMFunction, SparseSQPFunction, SQPSettings
 
@@ -101,7 +88,7 @@ def run(args: argparse.Namespace) -> list[tuple[str, ...]]:
                         f"{spec.f_opt:g}" if spec.f_opt is not None else "—",
                         str(it),
                         f"{t * 1e3:.2f}",
-                        f"{violation(nlp, bounds, x):.1e}",
+                        f"{casadi_violation(nlp, bounds, x):.1e}",
                     )
                     rows.append(row)
                     print("  ".join(f"{c:>14s}" for c in row), flush=True)

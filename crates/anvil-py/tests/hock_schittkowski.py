@@ -1,6 +1,6 @@
 """Hock & Schittkowski's test problems (W. Hock, K. Schittkowski, "Test Examples for Nonlinear
 Programming Codes", Lecture Notes in Economics and Mathematical Systems 187, 1981): 81 of
-them beside the 14 of opti_problems.py, written against the same math namespace (``m``) so
+them beside the 13 of opti_problems.py, written against the same math namespace (``m``) so
 that one formula builds the anvil graph and the CasADi expression.
 
 HS writes inequalities as g(x) >= 0: here ineq_lb=0, ineq_ub=INF unless a row is a range.

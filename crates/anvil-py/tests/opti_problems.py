@@ -391,3 +391,28 @@ def casadi_nlp(spec: Spec) -> tuple[dict[str, Any], dict[str, Any], int]:
         bounds[key][np.abs(bounds[key]) >= 1e20] = np.sign(bounds[key][np.abs(bounds[key]) >= 1e20]) * np.inf
     nlp = {"x": x, "f": spec.cost(x, CasadiMath), "g": cs.vertcat(eq, ineq)}
     return nlp, bounds, neq
+
+
+def casadi_violation(nlp: dict[str, Any], bounds: dict[str, Any], x: Any) -> float:
+    """The largest constraint and bound violation at x of CasADi's `nlp` with `bounds` (as
+    casadi_nlp returns them), evaluated by CasADi: the independent check of a returned point."""
+    import casadi as cs
+
+    g = np.asarray(cs.Function("g", [nlp["x"]], [nlp["g"]])(x)).ravel()
+    return float(
+        max(
+            np.max(np.maximum(bounds["lbg"] - g, g - bounds["ubg"]), initial=0.0),
+            np.max(np.maximum(bounds["lbx"] - x, x - bounds["ubx"]), initial=0.0),
+        )
+    )
+
+
+def perturbed_starts(spec: Spec, count: int = 3) -> list[np.ndarray]:
+    """The problem's own initial guess, then `count - 1` seeded perturbations of it (inside
+    the bounds): the starts the tests and the benchmarks share."""
+    rng = np.random.default_rng(sum(map(ord, spec.name)))
+    _, bounds, _ = casadi_nlp(spec)
+    lb = np.where(np.isfinite(bounds["lbx"]), bounds["lbx"], -1e9)
+    ub = np.where(np.isfinite(bounds["ubx"]), bounds["ubx"], 1e9)
+    x0 = np.array(spec.x0, dtype=float)
+    return [x0] + [np.clip(x0 + rng.normal(0.0, 1.0, spec.n) * (1.0 + np.abs(x0)), lb, ub) for _ in range(count - 1)]

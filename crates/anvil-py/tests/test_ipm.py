@@ -34,7 +34,7 @@ from anvil.opti import (
 sys.path.insert(0, os.path.dirname(__file__))
 import cops_nlp  # noqa: E402
 import hock_schittkowski  # noqa: E402
-from opti_problems import PROBLEMS, anvil_problem, casadi_nlp  # noqa: E402
+from opti_problems import PROBLEMS, anvil_problem, casadi_nlp, casadi_violation, perturbed_starts  # noqa: E402
 
 SMALL = [spec for spec in PROBLEMS if not spec.large]
 #: (problem, KKT solver): the dense one on the small problems, the sparse one on all.
@@ -44,15 +44,7 @@ CASES = [(spec, sparse) for spec in PROBLEMS for sparse in (False, True) if spar
 def guesses(spec, count=3):
     """The problem's own initial guess, then `count - 1` seeded perturbations of it (inside
     the bounds)."""
-    rng = np.random.default_rng(sum(map(ord, spec.name)))
-    _, bounds, _ = casadi_nlp(spec)
-    lb = np.where(np.isfinite(bounds["lbx"]), bounds["lbx"], -1e9)
-    ub = np.where(np.isfinite(bounds["ubx"]), bounds["ubx"], 1e9)
-    x0 = np.array(spec.x0, dtype=float)
-    out = [x0]
-    for _ in range(count - 1):
-        out.append(np.clip(x0 + rng.normal(0.0, 1.0, spec.n) * (1.0 + np.abs(x0)), lb, ub))
-    return out
+    return perturbed_starts(spec, count)
 
 
 def ipopt(spec, x0):
@@ -76,11 +68,7 @@ def ipopt(spec, x0):
 def violation(spec, x):
     """The largest constraint and bound violation at x, evaluated by CasADi."""
     nlp, bounds, _ = casadi_nlp(spec)
-    g = np.asarray(cs.Function("g", [nlp["x"]], [nlp["g"]])(x)).ravel()
-    return max(
-        np.max(np.maximum(bounds["lbg"] - g, g - bounds["ubg"]), initial=0.0),
-        np.max(np.maximum(bounds["lbx"] - x, x - bounds["ubx"]), initial=0.0),
-    )
+    return casadi_violation(nlp, bounds, x)
 
 
 _SOLVERS: dict[tuple[str, bool], object] = {}
