@@ -219,10 +219,19 @@ pub(crate) struct IpmLayout<'a> {
 
 /// What the templates need of a sparse KKT structure.
 fn kkt_context(k: &SparseKkt) -> Value {
+    let f = &k.fronts;
     context! {
-        nnz => k.nnz(), l_nnz => k.l_nnz(),
+        nnz => k.nnz(), l_nnz => f.l_nnz, fronts => f.parent.len(),
         perm => join(&k.perm), a_outer => join(&k.a_outer), a_inner => join(&k.a_inner),
-        parent => join(&k.parent), l_outer => join(&k.l_outer),
+        cols => join(&f.cols), parent => join(&f.parent),
+        row_start => join(&f.row_start), rows => join(&f.rows), relative => join(&f.relative),
+        rows_len => f.rows.len(),
+        asm_start => join(&f.asm_start), asm_src => join(&f.asm_src),
+        asm_row => join(&f.asm_row), asm_col => join(&f.asm_col),
+        max_front => f.max_front, max_delays => f.max_delays,
+        factor_capacity => f.factor_capacity, factor_slack => f.factor_slack,
+        stack_capacity => f.stack_capacity, stack_slack => f.stack_slack,
+        stack_index_capacity => f.stack_index_capacity, unknown_capacity => f.unknown_capacity,
         hess_dest => join(&k.hess_dest), jac_eq_dest => join(&k.jac_eq_dest), jac_q_dest => join(&k.jac_q_dest),
         diag_x_dest => join(&k.diag_x_dest), diag_y_dest => join(&k.diag_y_dest),
     }

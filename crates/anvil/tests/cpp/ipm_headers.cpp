@@ -9,6 +9,7 @@
 namespace anvil_ipm {
 namespace {
 #include "dense_ldl.hpp"
+#include "front.hpp"
 #include "sparse_ldl.hpp"
 #include "stage_ldl.hpp"
 #include "interior_point.hpp"
@@ -141,6 +142,8 @@ struct Toy {
     return kkt.factorize(1e-14);
   }
   double solve(double* rhs) const { return kkt.solve(rhs); }
+  bool increase_quality() { return kkt.increase_quality(); }
+  void reset_quality() { kkt.reset_quality(); }
 };
 
 constexpr double Toy::kXLb[2];
@@ -166,17 +169,31 @@ void toy_problem() {
 }
 
 // A KKT-like arrow matrix in the order x0, x1, x2, y (y couples to every x): the upper
-// triangle's columns are {0}, {1}, {2}, {0, 1, 2, 3}; the elimination tree is 0, 1, 2 -> 3
-// and each of the first three columns of L holds one entry (no fill).
-constexpr int kArrowOuter[5] = {0, 1, 2, 3, 7};
-constexpr int kArrowInner[7] = {0, 1, 2, 0, 1, 2, 3};
-constexpr int kArrowParent[4] = {3, 3, 3, -1};
-constexpr int kArrowLOuter[5] = {0, 1, 2, 3, 3};
-// The original order is (y, x0, x1, x2): position k holds original index kArrowPerm[k].
-constexpr int kArrowPerm[4] = {1, 2, 3, 0};
+// triangle's columns are {0}, {1}, {2}, {0, 1, 2, 3}; the elimination tree is 0, 1, 2 -> 3,
+// four fronts (each x's with the row y, and y's), each assembling its column's entries.
+// The original order is (y, x0, x1, x2): position k holds original index kPerm[k]. (The
+// tables are what sparse_kkt.rs generates for this pattern.)
+struct Arrow {
+  static constexpr int kSize = 4, kNnz = 7, kFronts = 4;
+  static constexpr int kPerm[4] = {1, 2, 3, 0};
+  static constexpr int kOuter[5] = {0, 1, 2, 3, 7};
+  static constexpr int kInner[7] = {0, 1, 2, 0, 1, 2, 3};
+  static constexpr int kCols[5] = {0, 1, 2, 3, 4};
+  static constexpr int kParent[4] = {3, 3, 3, -1};
+  static constexpr int kRowStart[5] = {0, 1, 2, 3, 3};
+  static constexpr int kRows[3] = {3, 3, 3};
+  static constexpr int kRelative[3] = {0, 0, 0};
+  static constexpr int kAsmStart[5] = {0, 2, 4, 6, 7};
+  static constexpr int kAsmSrc[7] = {0, 3, 1, 4, 2, 5, 6};
+  static constexpr int kAsmRow[7] = {0, 1, 0, 1, 0, 1, 0};
+  static constexpr int kAsmCol[7] = {0, 0, 0, 0, 0, 0, 0};
+  static constexpr int kMaxFront = 4, kMaxDelays = 96;
+  static constexpr int kFactorCapacity = 87, kFactorSlack = 64, kStackCapacity = 35, kStackSlack = 32;
+  static constexpr int kStackIndexCapacity = 108, kUnknownCapacity = 103;
+};
 
 void sparse_arrow() {
-  anvil_ipm::SparseLdl<4, 7, 3, kArrowOuter, kArrowInner, kArrowParent, kArrowLOuter, kArrowPerm> ldl;
+  anvil_ipm::SparseLdl<Arrow> ldl;
   // diag(2, -3, -1) on the x block, y's -1e-8: pivots 2, -3, -1 and 5/6, inertia (2, 2) (a
   // KKT matrix of 3 variables and 1 constraint needs (3, 1)).
   const double values[7] = {2.0, -3.0, -1.0, 1.0, 1.0, 1.0, -1e-8};
@@ -207,16 +224,71 @@ void sparse_arrow() {
 }
 
 
+// An equality row's zero diagonal ordered first: [0 1 0; 1 1 1; 0 1 2] in the order (y, x0,
+// x1). Its elimination tree is a chain, fronts {y} (row x0) and {x0, x1}: y is no stable
+// pivot in its front and is delayed to its parent, which pivots it with x0.
+struct Delayed {
+  static constexpr int kSize = 3, kNnz = 5, kFronts = 2;
+  static constexpr int kPerm[3] = {0, 1, 2};
+  static constexpr int kOuter[4] = {0, 1, 3, 5};
+  static constexpr int kInner[5] = {0, 0, 1, 1, 2};
+  static constexpr int kCols[3] = {0, 1, 3};
+  static constexpr int kParent[2] = {1, -1};
+  static constexpr int kRowStart[3] = {0, 1, 1};
+  static constexpr int kRows[1] = {1};
+  static constexpr int kRelative[1] = {0};
+  static constexpr int kAsmStart[3] = {0, 2, 5};
+  static constexpr int kAsmSrc[5] = {0, 1, 2, 3, 4};
+  static constexpr int kAsmRow[5] = {0, 1, 0, 1, 1};
+  static constexpr int kAsmCol[5] = {0, 0, 0, 0, 1};
+  static constexpr int kMaxFront = 3, kMaxDelays = 88;
+  static constexpr int kFactorCapacity = 51, kFactorSlack = 36, kStackCapacity = 19, kStackSlack = 18;
+  static constexpr int kStackIndexCapacity = 92, kUnknownCapacity = 92;
+};
+
+void sparse_delays_a_zero_diagonal() {
+  anvil_ipm::SparseLdl<Delayed> ldl;
+  const double values[5] = {0.0, 1.0, 1.0, 1.0, 2.0};
+  for (int k = 0; k < 5; ++k) ldl.a[k] = values[k];
+  const anvil_ipm::Inertia in = ldl.factorize(anvil_ipm::kZeroPivot);
+  // det = -2, trace 3: two positive eigenvalues, one negative.
+  check(in.positive == 2 && in.negative == 1 && in.zero == 0, "delayed pivot: inertia");
+  const double dense[3][3] = {{0.0, 1.0, 0.0}, {1.0, 1.0, 1.0}, {0.0, 1.0, 2.0}};
+  const double b[3] = {1.0, -2.0, 0.5};
+  double x[3] = {1.0, -2.0, 0.5};
+  const double ratio = ldl.solve(x);
+  double residual = 0.0;
+  for (int i = 0; i < 3; ++i) {
+    double r = -b[i];
+    for (int j = 0; j < 3; ++j) r += dense[i][j] * x[j];
+    residual = std::fabs(r) > residual ? std::fabs(r) : residual;
+  }
+  check(ratio <= 1e-10 && residual < 1e-14, "delayed pivot: solve");
+}
+
 // What counts as a zero pivot: cancellation's roundoff, not smallness. An equality row on a
 // variable at its bound (barrier curvature 1e14) has the true pivot -1e-14, as small as its
 // row's entries times roundoff but computed without cancellation: the KKT inertia (1, 1).
 // Two proportional constraint rows leave a pivot of roundoff size out of terms of order
 // one: a zero eigenvalue.
-constexpr int kPairOuter[3] = {0, 1, 3};
-constexpr int kPairInner[3] = {0, 0, 1};
-constexpr int kPairParent[2] = {1, -1};
-constexpr int kPairLOuter[3] = {0, 1, 1};
-constexpr int kPairPerm[2] = {0, 1};
+struct Pair {
+  static constexpr int kSize = 2, kNnz = 3, kFronts = 1;
+  static constexpr int kPerm[2] = {0, 1};
+  static constexpr int kOuter[3] = {0, 1, 3};
+  static constexpr int kInner[3] = {0, 0, 1};
+  static constexpr int kCols[2] = {0, 2};
+  static constexpr int kParent[1] = {-1};
+  static constexpr int kRowStart[2] = {0, 0};
+  static constexpr int kRows[1] = {0};
+  static constexpr int kRelative[1] = {0};
+  static constexpr int kAsmStart[2] = {0, 3};
+  static constexpr int kAsmSrc[3] = {0, 1, 2};
+  static constexpr int kAsmRow[3] = {0, 1, 1};
+  static constexpr int kAsmCol[3] = {0, 0, 1};
+  static constexpr int kMaxFront = 2, kMaxDelays = 80;
+  static constexpr int kFactorCapacity = 24, kFactorSlack = 16, kStackCapacity = 8, kStackSlack = 8;
+  static constexpr int kStackIndexCapacity = 80, kUnknownCapacity = 82;
+};
 
 void zero_pivots_are_cancellations() {
   anvil_ipm::DenseLdl<2> dense;
@@ -224,7 +296,7 @@ void zero_pivots_are_cancellations() {
   for (int k = 0; k < 4; ++k) dense.a[k] = bound_row[k];
   anvil_ipm::Inertia in = dense.factorize(anvil_ipm::kZeroPivot);
   check(in.positive == 1 && in.negative == 1 && in.zero == 0, "dense: a tiny true pivot is no zero");
-  anvil_ipm::SparseLdl<2, 3, 1, kPairOuter, kPairInner, kPairParent, kPairLOuter, kPairPerm> sparse;
+  anvil_ipm::SparseLdl<Pair> sparse;
   const double upper[3] = {1e14, 1.0, 0.0};
   for (int k = 0; k < 3; ++k) sparse.a[k] = upper[k];
   in = sparse.factorize(anvil_ipm::kZeroPivot);
@@ -267,7 +339,7 @@ void zero_pivots_are_cancellations() {
 // factorisation is good; not below any threshold (NaN) when the matrix holds a NaN, which the
 // interior-point method answers as it answers a singular matrix.
 void solves_report_their_residual() {
-  anvil_ipm::SparseLdl<2, 3, 1, kPairOuter, kPairInner, kPairParent, kPairLOuter, kPairPerm> ldl;
+  anvil_ipm::SparseLdl<Pair> ldl;
   const double stable[3] = {4.0, 1.0, -3.0};
   for (int k = 0; k < 3; ++k) ldl.a[k] = stable[k];
   ldl.factorize(anvil_ipm::kZeroPivot);
@@ -368,6 +440,7 @@ int main() {
   known_inertia<5>(4, singular, anvil_ipm::Inertia{2, 2, 1});
   toy_problem();
   sparse_arrow();
+  sparse_delays_a_zero_diagonal();
   zero_pivots_are_cancellations();
   solves_report_their_residual();
   stage_kkt<false>(5, 1.0);

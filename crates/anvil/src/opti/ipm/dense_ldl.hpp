@@ -104,6 +104,10 @@ class DenseLdl {
     return inertia;
   }
 
+  // Bunch-Kaufman pivoting is as stable as it gets.
+  bool increase_quality() { return false; }
+  void reset_quality() {}
+
   // Solves A x = b in place (b becomes x) with the factors from factorize(). Returns the
   // residual ratio as refine() does: Bunch-Kaufman is backward stable, so it is roundoff's,
   // reported as 0 (NaN if x is not finite).

@@ -18,6 +18,8 @@
 //   Inertia factorize(bool with_hessian, const double* diag_x, const double* diag_y);
 //   double solve(double* rhs);  // with the last factorisation; rhs of kNx + kNeq + kNq entries;
 //                               // returns the residual ratio reached (dense_ldl.hpp: refine())
+//   bool increase_quality();    // a stabler factorisation from now on (false if none is);
+//   void reset_quality();       // back to the fastest, at each solve's start
 // where the factorised matrix is [H + diag(diag_x), J'; J, diag(diag_y)] (H omitted when
 // with_hessian is false), J = [J_c; J_d].
 //
@@ -147,6 +149,9 @@ struct RestorationNlp {
     return inertia;
   }
 
+  bool increase_quality() { return p->increase_quality(); }
+  void reset_quality() { p->reset_quality(); }
+
   // rhs = (r_x, r_p, r_n, r_y): the rows of p and n are diag_p dp - dy = r_p and
   // diag_n dn + dy = r_n.
   double solve(double* rhs) {
@@ -223,6 +228,7 @@ class InteriorPoint {
   IpmReport run(P& p, const double* x0, IpmMultipliers warm, const IpmOptions& o, double* x_out, double* lam_eq,
                 double* lam_q, double* lam_box) {
     IpmReport report{IpmOutcome::MaxIter, 0, nan(), nan(), nan(), nan(), nan()};
+    p.reset_quality();
     const IpmOutcome start = initialize(p, x0, warm, o);
     if (start != IpmOutcome::Solved) {
       report.outcome = start;
@@ -469,7 +475,8 @@ class InteriorPoint {
     for (int j = 0; j < NX; ++j) diag_x_[j] = 1.0;
     for (int i = 0; i < NEQ; ++i) diag_y_[i] = 0.0;
     for (int i = 0; i < NQ; ++i) diag_y_[NEQ + i] = -1.0;
-    const Inertia inertia = p.factorize(false, diag_x_, diag_y_);
+    Inertia inertia = p.factorize(false, diag_x_, diag_y_);
+    while (inertia.zero > 0 && p.increase_quality()) inertia = p.factorize(false, diag_x_, diag_y_);
     if (inertia.zero > 0) return;
     for (int j = 0; j < NX; ++j) rhs_[j] = -(grad_[j] - zl[j] + zu[j]);
     for (int i = 0; i < NEQ; ++i) rhs_[NX + i] = 0.0;
@@ -602,6 +609,9 @@ class InteriorPoint {
       const Inertia inertia = p.factorize(true, diag_x_, diag_y_);
       if (debug_) std::printf("    inertia %d %d %d dw %g dc %g\n", inertia.positive, inertia.negative, inertia.zero, delta_w, delta_c);
       if (inertia.zero == 0 && inertia.positive == NX && inertia.negative == NY) break;
+      // A zero pivot may be an unstable pivot's cancellation rather than a singular matrix:
+      // a stabler factorisation, where there is one, tells them apart.
+      if (inertia.zero > 0 && p.increase_quality()) continue;
       // Too few negative eigenvalues (or zero ones) mean the constraint Jacobian is (nearly)
       // rank deficient: no delta_w repairs that (it only adds positive curvature), delta_c does.
       if ((inertia.zero > 0 || inertia.negative < NY) && delta_c == 0.0 && NY > 0) {
@@ -622,11 +632,16 @@ class InteriorPoint {
   }
 
   // The Newton direction (of the barrier problem) with inertia correction. A solve that
-  // refinement leaves inaccurate (an unpivoted factorisation of a nearly singular matrix) is
-  // done once more with the matrix regularised as a singular one (Ipopt's "pretend singular").
+  // refinement leaves inaccurate is done again with a stabler factorisation while there is
+  // one (a larger pivot threshold, kept from then on), then once more with the matrix
+  // regularised as a singular one (Ipopt's "increase quality" and "pretend singular").
   bool newton_direction(P& p) {
     if (!factorize_corrected(p)) return false;
     direction(p, c_, dtheta_rows());
+    while (!(solve_ratio_ <= kResidualRatioSingular) && p.increase_quality()) {
+      if (!factorize_corrected(p)) return false;
+      direction(p, c_, dtheta_rows());
+    }
     if (!(solve_ratio_ <= kResidualRatioSingular)) {
       if (!factorize_corrected(p, true)) return false;
       direction(p, c_, dtheta_rows());

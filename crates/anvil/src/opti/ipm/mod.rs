@@ -427,8 +427,9 @@ impl std::fmt::Debug for IpmFunction {
 }
 
 /// The interior-point method's headers, in the order they build on each other.
-const HEADERS: [&str; 4] = [
+const HEADERS: [&str; 5] = [
     include_str!("dense_ldl.hpp"),
+    include_str!("front.hpp"),
     include_str!("sparse_ldl.hpp"),
     include_str!("stage_ldl.hpp"),
     include_str!("interior_point.hpp"),

@@ -1,7 +1,9 @@
 //! The sparse KKT matrix's structure, decided when a solver is generated: the pattern of
-//! `[H + Σ_x, Jᵀ; J, D_y]` from the derivatives' fixed patterns, a minimum-degree ordering,
-//! the permuted upper triangle (CSC), its elimination tree and the column pointers of `L`,
-//! and where each value the glue assembles lands. `sparse_ldl.hpp` does the numeric work.
+//! `[H + Σ_x, Jᵀ; J, D_y]` from the derivatives' fixed patterns, a minimum-degree ordering
+//! (postordered), the permuted upper triangle (CSC), and the multifrontal tree that
+//! `sparse_ldl.hpp` factorises: supernodes (fronts), each front's rows, where each value of
+//! the matrix is assembled, where each front's update goes in its parent, and the sizes the
+//! numeric factorisation may reach with delayed pivots.
 
 use crate::error::{Error, Result};
 use crate::pattern::SparsityPattern;
@@ -18,9 +20,6 @@ pub(crate) struct SparseKkt {
     /// The permuted matrix's upper triangle, CSC.
     pub a_outer: Vec<usize>,
     pub a_inner: Vec<usize>,
-    /// The elimination tree (`-1` at roots) and the column pointers of `L`.
-    pub parent: Vec<i64>,
-    pub l_outer: Vec<usize>,
     /// Where each stored value of the Hessian (upper triangle), of the two Jacobians, and of
     /// the two diagonals lands among the permuted upper triangle's values.
     pub hess_dest: Vec<usize>,
@@ -28,7 +27,56 @@ pub(crate) struct SparseKkt {
     pub jac_q_dest: Vec<usize>,
     pub diag_x_dest: Vec<usize>,
     pub diag_y_dest: Vec<usize>,
+    /// The fronts, children before parents.
+    pub fronts: Fronts,
 }
+
+/// The multifrontal tree of a symmetric matrix (permuted order; fronts in postorder).
+///
+/// Front `s` eliminates its own columns `cols[s]..cols[s + 1]`; its symbolic front is those
+/// columns followed by its `rows` (the later unknowns its columns couple to). Positions in a
+/// symbolic front ("local" positions) are what the numeric factorisation maps onto its
+/// actual front, which also holds the pivots its children delayed.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Fronts {
+    pub cols: Vec<usize>,
+    /// The parent front (`-1` at a root).
+    pub parent: Vec<i64>,
+    /// Front `s`'s rows: `rows[row_start[s]..row_start[s + 1]]`, ascending.
+    pub row_start: Vec<usize>,
+    pub rows: Vec<usize>,
+    /// For each entry of `rows`, its local position in the parent's front.
+    pub relative: Vec<usize>,
+    /// The matrix's stored values that front `s` assembles, `asm_start[s]..asm_start[s + 1]`:
+    /// the value's index and its local (row, column), row ≥ column.
+    pub asm_start: Vec<usize>,
+    pub asm_src: Vec<usize>,
+    pub asm_row: Vec<usize>,
+    pub asm_col: Vec<usize>,
+    /// Bounds for the numeric factorisation's storage: the largest front (delayed pivots
+    /// included), the most delays (an unknown delayed through k fronts counts k times), the
+    /// factors' values (and how many of them delays may add), the update stack's values (and
+    /// how many delays may add) and indices, and the fronts' unknowns.
+    pub max_front: usize,
+    pub max_delays: usize,
+    pub factor_capacity: usize,
+    pub factor_slack: usize,
+    pub stack_capacity: usize,
+    pub stack_slack: usize,
+    pub stack_index_capacity: usize,
+    pub unknown_capacity: usize,
+    /// Entries of `L` below its diagonal without delays (the symbolic factor's size).
+    pub l_nnz: usize,
+}
+
+/// Fronts eliminating fewer columns than this merge with their parent when it does too
+/// (MA57's default): dense kernels on larger fronts outrun the explicit zeros they add.
+const NEMIN: usize = 16;
+
+/// The storage delayed pivots may add to the factors (and half of it to the update stack),
+/// in values, unless twice the symbolic sizes are more: a delay that would exceed it is
+/// pivoted in place instead (sparse_ldl.hpp).
+const DELAY_STORAGE: usize = 1 << 18;
 
 impl SparseKkt {
     /// The structure for the Hessian's upper triangle `hess` (its diagonal stored) and the
@@ -39,6 +87,17 @@ impl SparseKkt {
         jac_eq: &SparsityPattern,
         jac_q: &SparsityPattern,
         curved: &[bool],
+    ) -> Result<Self> {
+        Self::with_nemin(hess, jac_eq, jac_q, curved, NEMIN)
+    }
+
+    /// [`SparseKkt::new`] with fronts merged below `nemin` eliminations.
+    fn with_nemin(
+        hess: &SparsityPattern,
+        jac_eq: &SparsityPattern,
+        jac_q: &SparsityPattern,
+        curved: &[bool],
+        nemin: usize,
     ) -> Result<Self> {
         let nx = hess.shape().1;
         let (neq, nq) = (jac_eq.shape().0, jac_q.shape().0);
@@ -55,48 +114,32 @@ impl SparseKkt {
         let all = || hess_at.iter().chain(&jac_eq_at).chain(&jac_q_at).chain(&diag_x_at).chain(&diag_y_at);
         let edges: Vec<(usize, usize)> = all().copied().filter(|(i, j)| i != j).collect();
         // An equality row's diagonal is zero until regularised, and so is a variable's with
-        // neither curvature nor bounds: the unpivoted factorisation may take one as a pivot
-        // only once a neighbour's elimination has filled it in.
+        // neither curvature nor bounds: ordering one after a neighbour (whose elimination
+        // fills its diagonal in) spares the numeric factorisation a delayed pivot.
         let zero_diagonal: Vec<bool> = (0..n).map(|v| if v < nx { !curved[v] } else { v < nx + neq }).collect();
-        let perm = minimum_degree(n, &edges, &zero_diagonal);
+        let order = minimum_degree(n, &edges, &zero_diagonal);
+        // Postordering the elimination tree keeps the fill and makes each front's children
+        // the last updates on the numeric factorisation's stack.
+        let (outer, inner) = upper_csc(n, &order, all().copied());
+        let (parent, _) = elimination_tree(n, &outer, &inner);
+        let perm: Vec<usize> = postorder(&parent).into_iter().map(|k| order[k]).collect();
         let mut pinv = vec![0; n];
         for (k, &orig) in perm.iter().enumerate() {
             pinv[orig] = k;
         }
-        let permuted = |&(i, j): &(usize, usize)| upper(pinv[i], pinv[j]);
-        let mut entries: Vec<(usize, usize)> = all().map(permuted).collect();
-        // CSC order: by column, then row.
-        entries.sort_by_key(|&(i, j)| (j, i));
-        entries.dedup();
-        let mut a_outer = vec![0; n + 1];
-        for &(_, j) in &entries {
-            a_outer[j + 1] += 1;
+        let (a_outer, a_inner) = upper_csc(n, &perm, all().copied());
+        if a_inner.len() > i32::MAX as usize {
+            return Err(too_large(a_inner.len()));
         }
-        for j in 0..n {
-            a_outer[j + 1] += a_outer[j];
-        }
-        let a_inner: Vec<usize> = entries.iter().map(|&(i, _)| i).collect();
         let dest = |at: &[(usize, usize)]| -> Vec<usize> {
             at.iter()
-                .map(|e| {
-                    let (i, j) = permuted(e);
+                .map(|&(i, j)| {
+                    let (i, j) = upper(pinv[i], pinv[j]);
                     a_outer[j] + a_inner[a_outer[j]..a_outer[j + 1]].binary_search(&i).expect("every source is stored")
                 })
                 .collect()
         };
-        let (parent, counts) = elimination_tree(n, &a_outer, &a_inner);
-        let mut l_outer = vec![0; n + 1];
-        for k in 0..n {
-            l_outer[k + 1] = l_outer[k] + counts[k];
-        }
-        crate::array::check_alloc(|| format!("the sparse KKT factor ({n} rows)"), l_outer[n].max(1), 16)?;
-        if l_outer[n] > i32::MAX as usize || entries.len() > i32::MAX as usize {
-            return Err(Error::Problem {
-                what: "solver",
-                name: "KKT matrix".into(),
-                message: format!("its factor has {} entries, more than the generated code indexes", l_outer[n]),
-            });
-        }
+        let fronts = Fronts::new(n, &a_outer, &a_inner, nemin)?;
         Ok(SparseKkt {
             n,
             perm,
@@ -107,8 +150,7 @@ impl SparseKkt {
             diag_y_dest: dest(&diag_y_at),
             a_outer,
             a_inner,
-            parent,
-            l_outer,
+            fronts,
         })
     }
 
@@ -116,11 +158,283 @@ impl SparseKkt {
     pub fn nnz(&self) -> usize {
         self.a_inner.len()
     }
+}
 
-    /// Entries of `L` below its diagonal.
-    pub fn l_nnz(&self) -> usize {
-        self.l_outer[self.n]
+fn too_large(entries: usize) -> Error {
+    Error::Problem {
+        what: "solver",
+        name: "KKT matrix".into(),
+        message: format!("its factorisation needs {entries} entries, more than the generated code indexes"),
     }
+}
+
+/// The upper triangle, CSC, of the symmetric pattern `entries` (original indices, any
+/// triangle) in the order `order` (`order[k]`: the original index at position k).
+fn upper_csc(n: usize, order: &[usize], entries: impl Iterator<Item = (usize, usize)>) -> (Vec<usize>, Vec<usize>) {
+    let mut pinv = vec![0; n];
+    for (k, &orig) in order.iter().enumerate() {
+        pinv[orig] = k;
+    }
+    let mut permuted: Vec<(usize, usize)> = entries
+        .map(|(i, j)| {
+            let (i, j) = (pinv[i], pinv[j]);
+            (i.min(j), i.max(j))
+        })
+        .collect();
+    // CSC order: by column, then row.
+    permuted.sort_by_key(|&(i, j)| (j, i));
+    permuted.dedup();
+    let mut outer = vec![0; n + 1];
+    for &(_, j) in &permuted {
+        outer[j + 1] += 1;
+    }
+    for j in 0..n {
+        outer[j + 1] += outer[j];
+    }
+    (outer, permuted.into_iter().map(|(i, _)| i).collect())
+}
+
+/// A postorder of the forest `parent` (`-1` at roots): `post[k]` is the node at position k;
+/// children in increasing order, each subtree contiguous.
+fn postorder(parent: &[i64]) -> Vec<usize> {
+    let n = parent.len();
+    let mut children: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (v, &p) in parent.iter().enumerate() {
+        if p >= 0 {
+            children[p as usize].push(v);
+        }
+    }
+    let mut post = Vec::with_capacity(n);
+    let mut stack: Vec<(usize, usize)> = Vec::new();
+    for root in (0..n).filter(|&v| parent[v] < 0) {
+        stack.push((root, 0));
+        while let Some(&mut (v, ref mut next)) = stack.last_mut() {
+            if let Some(&c) = children[v].get(*next) {
+                *next += 1;
+                stack.push((c, 0));
+            } else {
+                post.push(v);
+                stack.pop();
+            }
+        }
+    }
+    post
+}
+
+impl Fronts {
+    /// The fronts of the upper triangle (`outer`, `inner`) of a postordered matrix: its
+    /// fundamental supernodes, a child merged into its parent while both eliminate fewer
+    /// than `nemin` columns; and what the numeric factorisation needs of them.
+    fn new(n: usize, outer: &[usize], inner: &[usize], nemin: usize) -> Result<Self> {
+        let (parent, counts) = elimination_tree(n, outer, inner);
+        let l_nnz: usize = counts.iter().sum();
+        crate::array::check_alloc(|| format!("the sparse KKT factor ({n} rows)"), l_nnz.max(1), 16)?;
+        let structure = column_structure(n, outer, inner, &parent, &counts);
+        let cols = amalgamate(&fundamental_supernodes(&parent, &counts), &parent, nemin);
+        let fronts = cols.len() - 1;
+        let mut front_of = vec![0; n];
+        for s in 0..fronts {
+            front_of[cols[s]..cols[s + 1]].fill(s);
+        }
+        let mut row_start = vec![0];
+        let mut rows = Vec::new();
+        let mut front_parent = Vec::with_capacity(fronts);
+        for s in 0..fronts {
+            let last = cols[s + 1];
+            let mut front_rows: Vec<usize> =
+                (cols[s]..last).flat_map(|j| structure[j].iter().copied().filter(|&r| r >= last)).collect();
+            front_rows.sort_unstable();
+            front_rows.dedup();
+            rows.extend(front_rows);
+            row_start.push(rows.len());
+            let p = parent[last - 1];
+            front_parent.push(if p < 0 { -1 } else { front_of[p as usize] as i64 });
+        }
+        // Where a front's row lands in its parent's front: among the parent's own columns or
+        // its rows.
+        let local = |s: usize, v: usize| -> usize {
+            if v < cols[s + 1] {
+                v - cols[s]
+            } else {
+                let own = cols[s + 1] - cols[s];
+                own + rows[row_start[s]..row_start[s + 1]].binary_search(&v).expect("a child's rows are its parent's")
+            }
+        };
+        let mut relative = Vec::with_capacity(rows.len());
+        for s in 0..fronts {
+            for &r in &rows[row_start[s]..row_start[s + 1]] {
+                relative.push(local(front_parent[s] as usize, r));
+            }
+        }
+        // Each stored value is assembled by the front of its column in the lower triangle.
+        let mut by_front: Vec<Vec<(usize, usize, usize)>> = vec![Vec::new(); fronts];
+        for j in 0..n {
+            for (p, &i) in inner.iter().enumerate().take(outer[j + 1]).skip(outer[j]) {
+                let s = front_of[i];
+                let (row, col) = (local(s, j), local(s, i));
+                by_front[s].push((p, row.max(col), row.min(col)));
+            }
+        }
+        let mut asm_start = vec![0];
+        let (mut asm_src, mut asm_row, mut asm_col) = (Vec::new(), Vec::new(), Vec::new());
+        for entries in by_front {
+            for (p, r, c) in entries {
+                asm_src.push(p);
+                asm_row.push(r);
+                asm_col.push(c);
+            }
+            asm_start.push(asm_src.len());
+        }
+        let mut fronts = Fronts {
+            cols,
+            parent: front_parent,
+            row_start,
+            rows,
+            relative,
+            asm_start,
+            asm_src,
+            asm_row,
+            asm_col,
+            max_front: 0,
+            max_delays: 0,
+            factor_capacity: 0,
+            factor_slack: 0,
+            stack_capacity: 0,
+            stack_slack: 0,
+            stack_index_capacity: 0,
+            unknown_capacity: 0,
+            l_nnz,
+        };
+        fronts.size_storage(n)?;
+        Ok(fronts)
+    }
+
+    fn len(&self) -> usize {
+        self.parent.len()
+    }
+    fn own(&self, s: usize) -> usize {
+        self.cols[s + 1] - self.cols[s]
+    }
+    fn row_count(&self, s: usize) -> usize {
+        self.row_start[s + 1] - self.row_start[s]
+    }
+    /// Front s's size without delayed pivots.
+    fn symbolic(&self, s: usize) -> usize {
+        self.own(s) + self.row_count(s)
+    }
+
+    /// The storage bounds (see the fields): the symbolic sizes and room for delayed pivots.
+    fn size_storage(&mut self, n: usize) -> Result<()> {
+        let largest = (0..self.len()).map(|s| self.symbolic(s)).max().unwrap_or(0);
+        let symbolic_factor: usize = (0..self.len()).map(|s| self.own(s) * self.symbolic(s)).sum();
+        // A front may grow by delays to twice its symbolic size (by at least 32), within a
+        // working area no larger than the factors' storage: beyond, pivoting the fully summed
+        // block in place by Bunch and Kaufman's rule costs less than dense fronts of delays.
+        let area = 4 * (symbolic_factor + DELAY_STORAGE);
+        let bound = (largest + largest.max(32)).min(largest.max(area.isqrt()));
+        self.max_front = bound.min(n).max(1);
+        self.max_delays = 8 * n + 64;
+        let room = |symbolic: usize, per_unknown: usize| {
+            (2 * symbolic).max(DELAY_STORAGE.min(per_unknown * n * self.max_front))
+        };
+        self.factor_slack = room(symbolic_factor, 4);
+        self.factor_capacity = symbolic_factor + self.factor_slack + self.max_front * self.max_front;
+        // The update stack at its fullest without delays: children's updates wait on it
+        // until their parent is assembled.
+        let (mut values, mut indices, mut peak_values, mut peak_indices) = (0usize, 0usize, 0usize, 0usize);
+        let mut waiting: Vec<usize> = Vec::new();
+        for s in 0..self.len() {
+            while let Some(&c) = waiting.last() {
+                if self.parent[c] != s as i64 {
+                    break;
+                }
+                let m = self.row_count(c);
+                values -= m * (m + 1) / 2;
+                indices -= m + 3;
+                waiting.pop();
+            }
+            if self.parent[s] >= 0 {
+                let m = self.row_count(s);
+                values += m * (m + 1) / 2;
+                indices += m + 3;
+                waiting.push(s);
+            }
+            peak_values = peak_values.max(values);
+            peak_indices = peak_indices.max(indices);
+        }
+        self.stack_slack = room(peak_values, 2);
+        self.stack_capacity = peak_values + self.stack_slack;
+        self.stack_index_capacity = peak_indices + self.max_delays;
+        self.unknown_capacity = (0..self.len()).map(|s| self.symbolic(s)).sum::<usize>() + self.max_delays;
+        let most = self.factor_capacity.max(self.stack_capacity).max(self.unknown_capacity);
+        crate::array::check_alloc(|| format!("the sparse KKT factor ({n} rows)"), most.max(1), 8)?;
+        if most > i32::MAX as usize {
+            return Err(too_large(most));
+        }
+        Ok(())
+    }
+}
+
+/// The first column of each fundamental supernode (and `n`): column j + 1 joins j's when j is
+/// its only child and their columns of `L` (`counts`) match.
+fn fundamental_supernodes(parent: &[i64], counts: &[usize]) -> Vec<usize> {
+    let n = parent.len();
+    let mut child_count = vec![0usize; n];
+    for &p in parent {
+        if p >= 0 {
+            child_count[p as usize] += 1;
+        }
+    }
+    let mut cols = vec![0];
+    for j in 1..n {
+        let merges = parent[j - 1] == j as i64 && child_count[j] == 1 && counts[j - 1] == counts[j] + 1;
+        if !merges {
+            cols.push(j);
+        }
+    }
+    if n > 0 {
+        cols.push(n);
+    }
+    cols
+}
+
+/// Supernodes `cols` merged into their parent (the next one, whose first column is the
+/// tree parent of their last) while both eliminate fewer than `nemin` columns.
+fn amalgamate(cols: &[usize], parent: &[i64], nemin: usize) -> Vec<usize> {
+    let fronts = cols.len().saturating_sub(1);
+    let mut merged = vec![0];
+    let mut group = 0;
+    for s in 0..fronts {
+        group += cols[s + 1] - cols[s];
+        let next_is_parent = parent[cols[s + 1] - 1] == cols[s + 1] as i64;
+        let next_own = if s + 1 < fronts { cols[s + 2] - cols[s + 1] } else { usize::MAX };
+        if next_is_parent && group < nemin && next_own < nemin {
+            continue;
+        }
+        merged.push(cols[s + 1]);
+        group = 0;
+    }
+    merged
+}
+
+/// Each column's rows in `L` (ascending) of the upper triangle (`outer`, `inner`) with
+/// elimination tree `parent` and column counts `counts`: row k of `L` is the set of nodes
+/// reached from column k's entries climbing the tree towards k.
+fn column_structure(n: usize, outer: &[usize], inner: &[usize], parent: &[i64], counts: &[usize]) -> Vec<Vec<usize>> {
+    let mut structure: Vec<Vec<usize>> = counts.iter().map(|&c| Vec::with_capacity(c)).collect();
+    let mut flag = vec![usize::MAX; n];
+    for k in 0..n {
+        flag[k] = k;
+        for &row in &inner[outer[k]..outer[k + 1]] {
+            let mut i = row;
+            while i < k && flag[i] != k {
+                structure[i].push(k);
+                flag[i] = k;
+                i = parent[i] as usize;
+            }
+        }
+    }
+    structure
 }
 
 /// A minimum-degree elimination order of the graph on `n` nodes with `edges` (each
@@ -207,23 +521,24 @@ fn elimination_tree(n: usize, outer: &[usize], inner: &[usize]) -> (Vec<i64>, Ve
 mod tests {
     use super::*;
 
-    /// Dense LDL' of the pattern's matrix with generic values shows every fill entry: the
-    /// symbolic counts must cover it, and the tree must be a forest pointing upward.
+    /// Dense LDL' of the pattern's matrix with generic values shows every fill entry: each
+    /// column's must lie in its front, every value must be assembled once, and each front's
+    /// rows must land in its parent's front.
     #[test]
     #[allow(clippy::needless_range_loop)] // the elimination reads best with indices
-    fn symbolic_factorisation_covers_the_numeric_fill() {
+    fn fronts_cover_the_numeric_fill() {
         // A KKT pattern: a tridiagonal Hessian of 6, two equality rows, one inequality row.
         let hess = SparsityPattern::new(6, 6, (0..6).flat_map(|i| [(i, i), (i, (i + 1).min(5))])).unwrap();
         let jac_eq = SparsityPattern::new(2, 6, [(0, 0), (0, 5), (1, 2), (1, 3)]).unwrap();
         let jac_q = SparsityPattern::new(1, 6, [(0, 1), (0, 4)]).unwrap();
         let kkt = SparseKkt::new(&hess.upper_triangle(), &jac_eq, &jac_q, &[true; 6]).unwrap();
-        let n = kkt.n;
+        let (n, f) = (kkt.n, &kkt.fronts);
         assert_eq!(n, 9);
         let mut seen = kkt.perm.clone();
         seen.sort();
         assert_eq!(seen, (0..n).collect::<Vec<_>>());
-        for (k, &p) in kkt.parent.iter().enumerate() {
-            assert!(p == -1 || p as usize > k, "the tree points upward");
+        for (s, &p) in f.parent.iter().enumerate() {
+            assert!(p == -1 || p as usize > s, "children before parents");
         }
         // Numeric fill of a generic symmetric matrix with the pattern (diagonally dominant
         // so that no pivot vanishes).
@@ -236,12 +551,16 @@ mod tests {
                 a[j][i] = v;
             }
         }
-        let mut fill = vec![0usize; n];
+        let front_of = |k: usize| f.cols.partition_point(|&c| c <= k) - 1;
+        let mut fill = 0;
         for k in 0..n {
+            let s = front_of(k);
             let d = a[k][k];
             for i in k + 1..n {
                 if a[i][k] != 0.0 {
-                    fill[k] += 1;
+                    fill += 1;
+                    let in_front = i < f.cols[s + 1] || f.rows[f.row_start[s]..f.row_start[s + 1]].contains(&i);
+                    assert!(in_front, "L({i}, {k}) lies outside front {s}");
                     let l = a[i][k] / d;
                     for j in k + 1..n {
                         a[i][j] -= l * a[k][j];
@@ -249,17 +568,278 @@ mod tests {
                 }
             }
         }
-        for k in 0..n {
-            assert_eq!(kkt.l_outer[k + 1] - kkt.l_outer[k], fill[k], "column {k} of L");
-        }
-        // Every source lands on a stored entry, the diagonals on diagonals.
-        for (j, &d) in kkt.diag_x_dest.iter().enumerate() {
-            let col = kkt.a_outer.partition_point(|&o| o <= d) - 1;
-            assert_eq!((kkt.a_inner[d], col), (kkt.perm.iter().position(|&p| p == j).unwrap(), col));
-            assert_eq!(kkt.a_inner[d], col);
+        assert_eq!(fill, f.l_nnz);
+        let mut assembled = f.asm_src.clone();
+        assembled.sort_unstable();
+        assert_eq!(assembled, (0..kkt.nnz()).collect::<Vec<_>>(), "each value assembled once");
+        for s in 0..f.parent.len() {
+            for q in f.row_start[s]..f.row_start[s + 1] {
+                let p = f.parent[s] as usize;
+                let size = f.cols[p + 1] - f.cols[p] + f.row_start[p + 1] - f.row_start[p];
+                assert!(f.relative[q] < size);
+            }
         }
         assert_eq!(kkt.jac_eq_dest.len(), 4);
         assert_eq!(kkt.hess_dest.len(), hess.upper_triangle().nnz());
+    }
+
+    /// The hand-written tables of tests/cpp/ipm_headers.cpp are what the generator makes
+    /// of fundamental supernodes (without amalgamation, which makes one front of each).
+    #[test]
+    fn fronts_match_the_header_tests_tables() {
+        let arrow = Fronts::new(4, &[0, 1, 2, 3, 7], &[0, 1, 2, 0, 1, 2, 3], 1).unwrap();
+        assert_eq!(arrow.cols, [0, 1, 2, 3, 4]);
+        assert_eq!(arrow.parent, [3, 3, 3, -1]);
+        assert_eq!((arrow.row_start.as_slice(), arrow.rows.as_slice()), (&[0, 1, 2, 3, 3][..], &[3, 3, 3][..]));
+        assert_eq!(arrow.relative, [0, 0, 0]);
+        assert_eq!(arrow.asm_start, [0, 2, 4, 6, 7]);
+        assert_eq!(arrow.asm_src, [0, 3, 1, 4, 2, 5, 6]);
+        assert_eq!(arrow.asm_row, [0, 1, 0, 1, 0, 1, 0]);
+        assert_eq!(arrow.asm_col, [0; 7]);
+        let sizes = |f: &Fronts| {
+            [
+                f.max_front,
+                f.max_delays,
+                f.factor_capacity,
+                f.factor_slack,
+                f.stack_capacity,
+                f.stack_slack,
+                f.stack_index_capacity,
+                f.unknown_capacity,
+            ]
+        };
+        assert_eq!(sizes(&arrow), [4, 96, 87, 64, 35, 32, 108, 103]);
+        let pair = Fronts::new(2, &[0, 1, 3], &[0, 0, 1], 1).unwrap();
+        assert_eq!((pair.cols.as_slice(), pair.parent.as_slice()), (&[0, 2][..], &[-1][..]));
+        assert_eq!((pair.asm_row.as_slice(), pair.asm_col.as_slice()), (&[0, 1, 1][..], &[0, 0, 1][..]));
+        assert_eq!(sizes(&pair), [2, 80, 24, 16, 8, 8, 80, 82]);
+        let delayed = Fronts::new(3, &[0, 1, 3, 5], &[0, 0, 1, 1, 2], 1).unwrap();
+        assert_eq!((delayed.cols.as_slice(), delayed.parent.as_slice()), (&[0, 1, 3][..], &[1, -1][..]));
+        assert_eq!((delayed.rows.as_slice(), delayed.relative.as_slice()), (&[1][..], &[0][..]));
+        assert_eq!(delayed.asm_start, [0, 2, 5]);
+        assert_eq!(
+            (delayed.asm_row.as_slice(), delayed.asm_col.as_slice()),
+            (&[0, 1, 0, 1, 1][..], &[0, 0, 0, 0, 1][..])
+        );
+        assert_eq!(sizes(&delayed), [3, 88, 51, 36, 19, 18, 92, 92]);
+    }
+
+    #[test]
+    fn postorder_keeps_subtrees_contiguous() {
+        // 0 -> 2, 1 -> 3, 2 -> 4, 3 -> 4: children in increasing order, each subtree together.
+        assert_eq!(postorder(&[2, 3, 4, 4, -1]), [0, 2, 1, 3, 4]);
+    }
+
+    /// The multifrontal factorisation agrees with the dense Bunch-Kaufman one (inertia, and
+    /// solves to Ipopt's residual) on random KKT matrices: equality rows' zero diagonals,
+    /// variables without curvature, a Hessian that is numerically zero (the first iterate of
+    /// a problem with linear constraints), rows scaled apart — every pattern needs delayed
+    /// pivots, several children per front, or a forest. Compiled with the sanitizers.
+    #[test]
+    fn sparse_factorisation_agrees_with_the_dense_one_on_random_kkt_matrices() {
+        let mut state = 12345u64;
+        let mut next = move |m: usize| {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((state >> 33) as usize) % m
+        };
+        let mut programs = String::new();
+        let mut calls = String::new();
+        for case in 0..16 {
+            let nx = 4 + next(20);
+            let (neq, nq) = (next(nx.min(8) + 1), next(4));
+            let mut hess: Vec<(usize, usize)> = (0..nx).filter(|_| next(3) > 0).map(|j| (j, j)).collect();
+            for _ in 0..next(2 * nx) {
+                let (i, j) = (next(nx), next(nx));
+                hess.push((i.min(j), i.max(j)));
+            }
+            let jac = |rows: usize, next: &mut dyn FnMut(usize) -> usize| {
+                let entries: Vec<(usize, usize)> =
+                    (0..rows).flat_map(|r| (0..1 + next(4)).map(|_| (r, next(nx))).collect::<Vec<_>>()).collect();
+                SparsityPattern::new(rows, nx, entries).unwrap()
+            };
+            let jac_eq = jac(neq, &mut next);
+            let jac_q = jac(nq, &mut next);
+            let hess = SparsityPattern::new(nx, nx, hess).unwrap();
+            let curved: Vec<bool> = (0..nx).map(|j| hess.csc_entries().contains(&(j, j))).collect();
+            // Fundamental supernodes (more fronts, more delays) and merged ones.
+            let nemin = if case % 2 == 0 { 1 } else { NEMIN };
+            let kkt = SparseKkt::with_nemin(&hess, &jac_eq, &jac_q, &curved, nemin).unwrap();
+            programs.push_str(&cpp_case(case, &kkt, nx, neq));
+            calls.push_str(&format!("  check_case{case}();\n"));
+        }
+        let source = format!(
+            "{}{programs}int main() {{\n{calls}  std::printf(failures == 0 ? \"ok\\n\" : \"\");\n}}\n",
+            CPP_PRELUDE
+        );
+        let dir = std::env::temp_dir().join(format!("anvil_sparse_ldl_{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("check.cpp"), source).unwrap();
+        let headers = concat!(env!("CARGO_MANIFEST_DIR"), "/src/opti/ipm");
+        let out = std::process::Command::new("g++")
+            .args(["-std=c++17", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-fsanitize=address,undefined"])
+            .args(["-fno-sanitize-recover=all", "-I", headers, "check.cpp", "-o", "check"])
+            .current_dir(&dir)
+            .output()
+            .expect("run g++");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let run = std::process::Command::new(dir.join("check")).output().unwrap();
+        let stdout = String::from_utf8_lossy(&run.stdout);
+        assert!(run.status.success() && stdout.trim() == "ok", "{stdout}{}", String::from_utf8_lossy(&run.stderr));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    const CPP_PRELUDE: &str = r#"#include <cmath>
+#include <cstdio>
+namespace anvil_ipm {
+namespace {
+#include "dense_ldl.hpp"
+#include "front.hpp"
+#include "sparse_ldl.hpp"
+}  // namespace
+}  // namespace anvil_ipm
+namespace {
+int failures = 0;
+double uniform(unsigned* state) {
+  *state = *state * 1664525u + 1013904223u;
+  return static_cast<double>(*state >> 8) / static_cast<double>(1u << 24) * 2.0 - 1.0;
+}
+// Factorises the matrix (sparse: permuted upper triangle values; dense: the same matrix in
+// the original order) both ways and compares.
+template <class S, int N>
+void compare(const char* what, const double* values, anvil_ipm::DenseLdl<N>& dense, anvil_ipm::SparseLdl<S>& sparse) {
+  double full[N * N];
+  for (int k = 0; k < N * N; ++k) full[k] = 0.0;
+  for (int j = 0; j < N; ++j) {
+    for (int p = S::kOuter[j]; p < S::kOuter[j + 1]; ++p) {
+      const int i = S::kInner[p], oi = S::kPerm[i], oj = S::kPerm[j];
+      full[(oi < oj ? oi : oj) * N + (oi < oj ? oj : oi)] = values[p];
+      sparse.a[p] = values[p];
+    }
+  }
+  for (int k = 0; k < N * N; ++k) dense.a[k] = full[k];
+  const anvil_ipm::Inertia d = dense.factorize(anvil_ipm::kZeroPivot);
+  // As the interior-point method does: a zero pivot may be an unstable pivot's cancellation,
+  // which a stabler factorisation tells apart.
+  sparse.reset_quality();
+  anvil_ipm::Inertia s = sparse.factorize(anvil_ipm::kZeroPivot);
+  while (s.zero > 0 && sparse.increase_quality()) s = sparse.factorize(anvil_ipm::kZeroPivot);
+  if (d.positive != s.positive || d.negative != s.negative || d.zero != s.zero) {
+    std::printf("%s: inertia dense (%d, %d, %d), sparse (%d, %d, %d)\n", what, d.positive, d.negative, d.zero,
+                s.positive, s.negative, s.zero);
+    ++failures;
+  }
+  if (d.zero > 0) return;
+  double b[N], x[N];
+  unsigned state = 7u;
+  for (int i = 0; i < N; ++i) x[i] = b[i] = uniform(&state);
+  const double ratio = sparse.solve(x);
+  double residual = 0.0, size = 0.0;
+  for (int i = 0; i < N; ++i) {
+    double r = -b[i];
+    for (int j = 0; j < N; ++j) r += full[(i < j ? i : j) * N + (i < j ? j : i)] * x[j];
+    residual = std::fabs(r) > residual ? std::fabs(r) : residual;
+    size = std::fabs(x[i]) > size ? std::fabs(x[i]) : size;
+  }
+  if (!(ratio <= 1e-10) || !(residual <= 1e-8 * (1.0 + size))) {
+    std::printf("%s: solve ratio %g, residual %g\n", what, ratio, residual);
+    ++failures;
+  }
+}
+}  // namespace
+"#;
+
+    /// One random case's C++: its structure and a check over several value sets.
+    fn cpp_case(case: usize, kkt: &SparseKkt, nx: usize, neq: usize) -> String {
+        let f = &kkt.fronts;
+        let j = |v: &[usize]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ");
+        let at_least_one = |v: &[usize]| if v.is_empty() { "0".to_string() } else { j(v) };
+        let parent: Vec<String> = f.parent.iter().map(|p| p.to_string()).collect();
+        // Per stored value: 0 a coupling, 1 a variable's diagonal, 2 an equality row's, 3 an
+        // inequality row's.
+        let kind: Vec<usize> = (0..kkt.n)
+            .flat_map(|col| {
+                (kkt.a_outer[col]..kkt.a_outer[col + 1]).map(move |p| {
+                    let (row, orig) = (kkt.a_inner[p], kkt.perm[col]);
+                    if row != col {
+                        0
+                    } else if orig < nx {
+                        1
+                    } else if orig < nx + neq {
+                        2
+                    } else {
+                        3
+                    }
+                })
+            })
+            .collect();
+        let rows_len = f.rows.len().max(1);
+        format!(
+            r#"struct Case{case} {{
+  static constexpr int kSize = {n}, kNnz = {nnz}, kFronts = {fronts};
+  static constexpr int kPerm[{n}] = {{ {perm} }};
+  static constexpr int kOuter[{n1}] = {{ {outer} }};
+  static constexpr int kInner[{nnz}] = {{ {inner} }};
+  static constexpr int kCols[{fronts} + 1] = {{ {cols} }};
+  static constexpr int kParent[{fronts}] = {{ {parent} }};
+  static constexpr int kRowStart[{fronts} + 1] = {{ {row_start} }};
+  static constexpr int kRows[{rows_len}] = {{ {rows} }};
+  static constexpr int kRelative[{rows_len}] = {{ {relative} }};
+  static constexpr int kAsmStart[{fronts} + 1] = {{ {asm_start} }};
+  static constexpr int kAsmSrc[{nnz}] = {{ {asm_src} }};
+  static constexpr int kAsmRow[{nnz}] = {{ {asm_row} }};
+  static constexpr int kAsmCol[{nnz}] = {{ {asm_col} }};
+  static constexpr int kMaxFront = {max_front}, kMaxDelays = {max_delays};
+  static constexpr int kFactorCapacity = {factor}, kStackCapacity = {stack};
+  static constexpr int kFactorSlack = {factor_slack}, kStackSlack = {stack_slack};
+  static constexpr int kStackIndexCapacity = {stack_index}, kUnknownCapacity = {unknown};
+  static constexpr int kKind[{nnz}] = {{ {kind} }};
+}};
+void check_case{case}() {{
+  static anvil_ipm::DenseLdl<{n}> dense;
+  static anvil_ipm::SparseLdl<Case{case}> sparse;
+  double values[{nnz}];
+  for (unsigned trial = 0; trial < 6; ++trial) {{
+    unsigned state = 1000u * {case}u + trial;
+    for (int p = 0; p < {nnz}; ++p) {{
+      const int kind = Case{case}::kKind[p];
+      double v = uniform(&state);
+      if (kind == 2 || (kind == 1 && trial % 3 == 0)) v = 0.0;  // zero diagonals
+      if (kind == 3) v = -std::fabs(v) - 0.1;                   // slacks' -1/sigma
+      if (trial == 4) v *= std::pow(10.0, 3.0 * uniform(&state));  // scaled apart
+      values[p] = v;
+    }}
+    char what[32];
+    std::snprintf(what, sizeof what, "case {case} trial %u", trial);
+    compare(what, values, dense, sparse);
+  }}
+}}
+"#,
+            n = kkt.n,
+            n1 = kkt.n + 1,
+            nnz = kkt.nnz(),
+            fronts = f.parent.len(),
+            perm = j(&kkt.perm),
+            outer = j(&kkt.a_outer),
+            inner = j(&kkt.a_inner),
+            cols = j(&f.cols),
+            parent = parent.join(", "),
+            row_start = j(&f.row_start),
+            rows = at_least_one(&f.rows),
+            relative = at_least_one(&f.relative),
+            asm_start = j(&f.asm_start),
+            asm_src = j(&f.asm_src),
+            asm_row = j(&f.asm_row),
+            asm_col = j(&f.asm_col),
+            max_front = f.max_front,
+            max_delays = f.max_delays,
+            factor = f.factor_capacity,
+            factor_slack = f.factor_slack,
+            stack_slack = f.stack_slack,
+            stack = f.stack_capacity,
+            stack_index = f.stack_index_capacity,
+            unknown = f.unknown_capacity,
+            kind = j(&kind),
+        )
     }
 
     #[test]

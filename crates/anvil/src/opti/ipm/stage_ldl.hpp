@@ -67,6 +67,10 @@ class StageLdl {
     return inertia;
   }
 
+  // The stage fronts pivot with one threshold.
+  bool increase_quality() { return false; }
+  void reset_quality() {}
+
   // Solves A x = b in place (b becomes x), refined against the assembled matrix (refine());
   // returns the residual ratio reached.
   double solve(double* b) {
@@ -109,21 +113,9 @@ class StageLdl {
   static double* front(double* f, int k) { return f + k * kFront * kFront; }
   static double& at(double* f, int i, int j) { return f[j * kFront + i]; }
   static double at(const double* f, int i, int j) { return f[j * kFront + i]; }
-  static double max2(double u, double v) { return u > v ? u : v; }
-  // The largest |v[i]|, i < count, in four independent chains (a single chain of maxima is
-  // latency-bound, and the compiler may not reorder it).
-  static double abs_max(const double* v, int count) {
-    double m0 = 0.0, m1 = 0.0, m2 = 0.0, m3 = 0.0;
-    int i = 0;
-    for (; i + 4 <= count; i += 4) {
-      m0 = max2(m0, std::fabs(v[i]));
-      m1 = max2(m1, std::fabs(v[i + 1]));
-      m2 = max2(m2, std::fabs(v[i + 2]));
-      m3 = max2(m3, std::fabs(v[i + 3]));
-    }
-    for (; i < count; ++i) m0 = max2(m0, std::fabs(v[i]));
-    return max2(max2(m0, m1), max2(m2, m3));
-  }
+  using StageFront = Front<kFront>;
+  static double max2(double u, double v) { return StageFront::max2(u, v); }
+  static double abs_max(const double* v, int count) { return StageFront::abs_max(v, count); }
 
   // The largest entry of each row of the assembled matrix (what "zero" is relative to): its
   // own and link entries; the next stage's link entries in the row were added when that
@@ -176,220 +168,30 @@ class StageLdl {
       }
     }
     size_[k] = n;
-    int* block = block_ + k * kFront;
-    int t = 0;
-    while (t < nf) {
-      int size = threshold_pivot(f, unknown, t, nf, n, zero_pivot);
-      if (size == 0) {
-        // Nothing here is a stable pivot: delay the rest, unless this is the first stage or
-        // the next front has no room.
-        if (link_size > 0 && nf - t <= MaxDelay) break;
-        size = forced_pivot(f, unknown, t, nf, n);
-      }
-      eliminate(f, unknown, t, size, n, zero_pivot, inertia);
-      block[t] = size;
-      if (size == 2) block[t + 1] = 0;
-      t += size;
-    }
+    StageFront kernel(f, kFront, unknown, terms_, row_size_, kThreshold);
+    const int t = kernel.factorize(nf, n, zero_pivot, block_ + k * kFront, inertia, [&](int left) {
+      // Unless this is the first stage or the next front has no room for them.
+      return link_size > 0 && left <= MaxDelay;
+    });
     pivots_[k] = t;
     return nf - t;
-  }
-
-  // Column j's largest off-diagonal entry over the active rows [t, n) but `skip`, and the
-  // fully summed row (below nf) of its largest entry.
-  static double column_max(const double* f, int j, int t, int nf, int n, int skip, int* best_row) {
-    double largest = 0.0, best = 0.0;
-    *best_row = -1;
-    for (int i = t; i < n; ++i) {
-      if (i == j || i == skip) continue;
-      const double v = std::fabs(i > j ? at(f, i, j) : at(f, j, i));
-      largest = max2(largest, v);
-      if (i < nf && v > best) {
-        best = v;
-        *best_row = i;
-      }
-    }
-    return largest;
-  }
-
-  // Finds a pivot that passes the threshold test among the fully summed positions [t, nf)
-  // and moves it to t (a 2x2 to t, t + 1); returns its size, 0 if there is none.
-  int threshold_pivot(double* f, int* unknown, int t, int nf, int n, double zero_pivot) {
-    {
-      // The usual case first: the diagonal at t itself, against its contiguous column.
-      const double* column = f + t * kFront;
-      const double d = std::fabs(column[t]);
-      if (d > zero_pivot * terms_[unknown[t]] && d >= kThreshold * abs_max(column + t + 1, n - t - 1)) return 1;
-    }
-    for (int j = t; j < nf; ++j) {
-      int r = -1, unused = -1;
-      const double cj = column_max(f, j, t, nf, n, -1, &r);
-      const double djj = std::fabs(at(f, j, j));
-      if (djj > zero_pivot * terms_[unknown[j]] && djj >= kThreshold * cj) {
-        swap(f, unknown, t, j, n);
-        return 1;
-      }
-      if (r < 0) continue;
-      const double drr = std::fabs(at(f, r, r));
-      if (drr > zero_pivot * terms_[unknown[r]] && drr >= kThreshold * column_max(f, r, t, nf, n, -1, &unused)) {
-        swap(f, unknown, t, r, n);
-        return 1;
-      }
-      // The 2x2 pivot [a b; b c] on (j, r): its inverse times the largest other entries of
-      // its columns bounds the multipliers.
-      const double a = at(f, j, j), c = at(f, r, r), b = r > j ? at(f, r, j) : at(f, j, r);
-      const double det = a * c - b * b;
-      const double mj = column_max(f, j, t, nf, n, r, &unused), mr = column_max(f, r, t, nf, n, j, &unused);
-      const double scale = max2(row_size_[unknown[j]], row_size_[unknown[r]]);
-      const double bound = std::fabs(det) / kThreshold;
-      if (std::fabs(b) > zero_pivot * scale && std::fabs(det) > 1e-14 * (std::fabs(a * c) + b * b) &&
-          std::fabs(c) * mj + std::fabs(b) * mr <= bound && std::fabs(b) * mj + std::fabs(a) * mr <= bound) {
-        const int lo = j < r ? j : r, hi = j < r ? r : j;
-        swap(f, unknown, t, lo, n);
-        swap(f, unknown, t + 1, hi, n);
-        return 2;
-      }
-    }
-    return 0;
-  }
-
-  // Bunch and Kaufman's choice at position t among the fully summed [t, nf), where nothing
-  // can be delayed (the first stage, or a front whose delayed unknowns would not fit the
-  // next); moves it to t and returns its size.
-  int forced_pivot(double* f, int* unknown, int t, int nf, int n) {
-    const double alpha = 0.6403882032022076;
-    int imax = t;
-    double colmax = 0.0;
-    for (int i = t + 1; i < nf; ++i) {
-      if (std::fabs(at(f, i, t)) > colmax) {
-        colmax = std::fabs(at(f, i, t));
-        imax = i;
-      }
-    }
-    const double akk = std::fabs(at(f, t, t));
-    if (akk >= alpha * colmax || colmax == 0.0) return 1;
-    double rowmax = 0.0;
-    for (int i = t; i < nf; ++i) {
-      if (i != imax) rowmax = max2(rowmax, std::fabs(i > imax ? at(f, i, imax) : at(f, imax, i)));
-    }
-    if (akk * rowmax >= alpha * colmax * colmax) return 1;
-    if (std::fabs(at(f, imax, imax)) >= alpha * rowmax) {
-      swap(f, unknown, t, imax, n);
-      return 1;
-    }
-    swap(f, unknown, t + 1, imax, n);
-    return 2;
-  }
-
-  // Symmetric interchange of positions p <= q of the front (n positions): rows of L already
-  // computed move with them.
-  void swap(double* f, int* unknown, int p, int q, int n) {
-    if (p == q) return;
-    const int u = unknown[p];
-    unknown[p] = unknown[q];
-    unknown[q] = u;
-    exchange(at(f, p, p), at(f, q, q));
-    for (int j = 0; j < p; ++j) exchange(at(f, p, j), at(f, q, j));
-    for (int i = p + 1; i < q; ++i) exchange(at(f, i, p), at(f, q, i));
-    for (int i = q + 1; i < n; ++i) exchange(at(f, i, p), at(f, i, q));
-  }
-  static void exchange(double& u, double& v) {
-    const double t = u;
-    u = v;
-    v = t;
-  }
-
-  // Eliminates the pivot at t (size 1 or 2) from the front's n positions.
-  void eliminate(double* f, const int* unknown, int t, int size, int n, double zero_pivot, Inertia* inertia) {
-    if (size == 1) {
-      const double d = at(f, t, t), tiny = zero_pivot * terms_[unknown[t]];
-      if (!(std::fabs(d) > tiny)) {
-        // A zero pivot: singular. Its column is decoupled so that the rest factorises.
-        ++inertia->zero;
-        at(f, t, t) = tiny > 0.0 ? tiny : 1.0;
-        for (int i = t + 1; i < n; ++i) at(f, i, t) = 0.0;
-        return;
-      }
-      (d > 0.0 ? inertia->positive : inertia->negative) += 1;
-      const double* __restrict pivot = f + t * kFront;
-      for (int j = t + 1; j < n; ++j) {
-        const double ljt = pivot[j] / d;
-        if (ljt == 0.0) continue;
-        double* __restrict column = f + j * kFront;
-        for (int i = j; i < n; ++i) column[i] -= pivot[i] * ljt;
-        terms_[unknown[j]] += std::fabs(pivot[j] * ljt);
-      }
-      const double inverse = 1.0 / d;
-      for (int i = t + 1; i < n; ++i) at(f, i, t) *= inverse;
-      return;
-    }
-    const double d11 = at(f, t, t), d21 = at(f, t + 1, t), d22 = at(f, t + 1, t + 1);
-    const double det = d11 * d22 - d21 * d21;
-    if (det < 0.0) {
-      inertia->positive += 1;
-      inertia->negative += 1;
-    } else {
-      (d11 + d22 > 0.0 ? inertia->positive : inertia->negative) += 2;
-    }
-    const double* __restrict first = f + t * kFront;
-    const double* __restrict second = f + (t + 1) * kFront;
-    for (int j = t + 2; j < n; ++j) {
-      const double ajt = first[j], ajt1 = second[j];
-      const double l0 = (d22 * ajt - d21 * ajt1) / det;
-      const double l1 = (d11 * ajt1 - d21 * ajt) / det;
-      double* __restrict column = f + j * kFront;
-      for (int i = j; i < n; ++i) column[i] -= first[i] * l0 + second[i] * l1;
-      terms_[unknown[j]] += std::fabs(ajt * l0) + std::fabs(ajt1 * l1);
-    }
-    for (int i = t + 2; i < n; ++i) {
-      const double ait = at(f, i, t), ait1 = at(f, i, t + 1);
-      at(f, i, t) = (d22 * ait - d21 * ait1) / det;
-      at(f, i, t + 1) = (d11 * ait1 - d21 * ait) / det;
-    }
   }
 
   // v <- A^-1 v with the factors: forwards through the stages in elimination order (L and
   // D), then backwards (L').
   void substitute(double* b) {
     for (int k = Stages - 1; k >= 0; --k) {
-      const double* f = front(front_, k);
       const int* unknown = unknown_ + k * kFront;
-      const int* block = block_ + k * kFront;
-      const int n = size_[k], p = pivots_[k];
+      const int n = size_[k];
       for (int q = 0; q < n; ++q) v_[q] = b[unknown[q]];
-      for (int t = 0; t < p; t += block[t] == 2 ? 2 : 1) {
-        if (block[t] == 1) {
-          const double vt = v_[t];
-          for (int i = t + 1; i < n; ++i) v_[i] -= at(f, i, t) * vt;
-          v_[t] = vt / at(f, t, t);
-        } else {
-          const double v0 = v_[t], v1 = v_[t + 1];
-          for (int i = t + 2; i < n; ++i) v_[i] -= at(f, i, t) * v0 + at(f, i, t + 1) * v1;
-          const double d11 = at(f, t, t), d21 = at(f, t + 1, t), d22 = at(f, t + 1, t + 1);
-          const double det = d11 * d22 - d21 * d21;
-          v_[t] = (d22 * v0 - d21 * v1) / det;
-          v_[t + 1] = (d11 * v1 - d21 * v0) / det;
-        }
-      }
+      StageFront::forward(front(front_, k), kFront, block_ + k * kFront, pivots_[k], n, v_);
       for (int q = 0; q < n; ++q) b[unknown[q]] = v_[q];
     }
     for (int k = 0; k < Stages; ++k) {
-      const double* f = front(front_, k);
       const int* unknown = unknown_ + k * kFront;
-      const int* block = block_ + k * kFront;
       const int n = size_[k], p = pivots_[k];
       for (int q = 0; q < n; ++q) v_[q] = b[unknown[q]];
-      for (int t = p - 1; t >= 0; --t) {
-        if (block[t] == 0) continue;  // the second column of a 2x2: done with its first
-        const bool two = block[t] == 2;
-        double s0 = 0.0, s1 = 0.0;
-        for (int i = t + (two ? 2 : 1); i < n; ++i) {
-          s0 += at(f, i, t) * v_[i];
-          if (two) s1 += at(f, i, t + 1) * v_[i];
-        }
-        v_[t] -= s0;
-        if (two) v_[t + 1] -= s1;
-      }
+      StageFront::backward(front(front_, k), kFront, block_ + k * kFront, p, n, v_);
       for (int q = 0; q < p; ++q) b[unknown[q]] = v_[q];
     }
   }
