@@ -562,14 +562,12 @@ def _build_cops_multistage(name: str) -> tuple[str, _CopsMultistage]:
 # converges to a local minimum of the violation, INFEASIBLE. A variable shared by all
 # stages (issue 31 §3) removes the copies.
 #
-# The hang glider by stages from the report's guess (strict too): a path through
-# regularisations of up to 1e12 and the restoration phase (431 iterations) to another local
-# optimum, -1282.40 against Ipopt's -1286.98 on the Spec. Its free final time's copies make
-# the NLP by stages harder than the Spec, as for the arm; the counts of both solvers swing
-# with the grid and the guess (below).
+# The hang glider by stages from the report's guess took a path through regularisations of
+# up to 1e12 and the restoration phase to another local optimum (-1282.40 against -1286.98)
+# until the stage fronts pivoted with Ipopt's threshold for MUMPS (1e-6, rising while solves
+# are inaccurate) instead of 0.01.
 MULTISTAGE_GAPS = {
     ("arm", 0): "restoration ends at a local minimum of the violation (issue 31)",
-    ("glider", 0): "another local optimum, -1282.40 against -1286.98 (issue 31)",
 }
 # Known gaps in the iteration count alone (strict): none now. The hang glider's counts swing
 # with the grid and the guess for Ipopt too (393-1575 iterations at N = 100, 200); by stages

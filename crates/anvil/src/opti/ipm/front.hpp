@@ -18,6 +18,26 @@
 
 #include <cmath>
 
+// The threshold a front's pivots must pass: it starts at Ipopt's for MUMPS (1e-6: few
+// delays, the fill of the order) and rises, as Ipopt raises it (to the power 0.75), each time
+// a solve is inaccurate or a pivot vanishes, to at most 0.01 (MA57's default).
+class PivotThreshold {
+ public:
+  static constexpr double kFirst = 1e-6, kLast = 0.01;
+  double value() const { return value_; }
+  // A stabler threshold from now on; false if it is at its largest already.
+  bool increase() {
+    if (value_ >= kLast) return false;
+    value_ = std::pow(value_, 0.75);
+    if (value_ > kLast) value_ = kLast;
+    return true;
+  }
+  void reset() { value_ = kFirst; }
+
+ private:
+  double value_ = kFirst;
+};
+
 // A front's pivot kinds, per position: 1 for a 1x1 pivot, 2 for the first column of a 2x2,
 // 0 for its second.
 enum PivotKind { kSecondOfTwo = 0, kOneByOne = 1, kTwoByTwo = 2 };
@@ -177,20 +197,18 @@ class Front {
     return t;
   }
 
-  // v <- (L D)^-1 v with the factorised front at f (p pivots of kinds `kind`; v: the
-  // front's n values).
+  // v <- (L D)^-1 v with the factorised front at f (leading dimension lda unless Lda is
+  // set; p pivots of kinds `kind`; v: the front's n values).
   static void forward(const double* f, int lda, const int* kind, int p, int n, double* v) {
-    const int ld = Lda > 0 ? Lda : lda;
-    const auto at = [f, ld](int i, int j) { return f[j * ld + i]; };
     for (int t = 0; t < p; t += kind[t] == kTwoByTwo ? 2 : 1) {
       if (kind[t] == kOneByOne) {
         const double vt = v[t];
-        for (int i = t + 1; i < n; ++i) v[i] -= at(i, t) * vt;
-        v[t] = vt / at(t, t);
+        for (int i = t + 1; i < n; ++i) v[i] -= entry(f, lda, i, t) * vt;
+        v[t] = vt / entry(f, lda, t, t);
       } else {
         const double v0 = v[t], v1 = v[t + 1];
-        for (int i = t + 2; i < n; ++i) v[i] -= at(i, t) * v0 + at(i, t + 1) * v1;
-        const double d11 = at(t, t), d21 = at(t + 1, t), d22 = at(t + 1, t + 1);
+        for (int i = t + 2; i < n; ++i) v[i] -= entry(f, lda, i, t) * v0 + entry(f, lda, i, t + 1) * v1;
+        const double d11 = entry(f, lda, t, t), d21 = entry(f, lda, t + 1, t), d22 = entry(f, lda, t + 1, t + 1);
         const double det = d11 * d22 - d21 * d21;
         v[t] = (d22 * v0 - d21 * v1) / det;
         v[t + 1] = (d11 * v1 - d21 * v0) / det;
@@ -200,15 +218,13 @@ class Front {
 
   // v <- L'^-1 v with the factorised front at f.
   static void backward(const double* f, int lda, const int* kind, int p, int n, double* v) {
-    const int ld = Lda > 0 ? Lda : lda;
-    const auto at = [f, ld](int i, int j) { return f[j * ld + i]; };
     for (int t = p - 1; t >= 0; --t) {
       if (kind[t] == kSecondOfTwo) continue;  // done with its first column
       const bool two = kind[t] == kTwoByTwo;
       double s0 = 0.0, s1 = 0.0;
       for (int i = t + (two ? 2 : 1); i < n; ++i) {
-        s0 += at(i, t) * v[i];
-        if (two) s1 += at(i, t + 1) * v[i];
+        s0 += entry(f, lda, i, t) * v[i];
+        if (two) s1 += entry(f, lda, i, t + 1) * v[i];
       }
       v[t] -= s0;
       if (two) v[t + 1] -= s1;
@@ -240,6 +256,7 @@ class Front {
   double threshold_;
 
   int lda() const { return Lda > 0 ? Lda : lda_; }
+  static double entry(const double* f, int lda, int i, int j) { return f[j * (Lda > 0 ? Lda : lda) + i]; }
 
   // Column j's largest off-diagonal entry over the active rows [t, n) but `skip`, and the
   // fully summed row (below nf) of its largest entry.

@@ -25,8 +25,11 @@
 
 #include <cmath>
 
-// An array's length for n elements (C++ has no empty arrays).
-constexpr int storage_for(int n) { return n > 0 ? n : 1; }
+// An array's length for N elements (C++ has no empty arrays).
+template <int N>
+struct StorageFor {
+  static constexpr int value = N > 0 ? N : 1;
+};
 
 // The factorisation of the matrix whose structure S describes (generated: see the Fronts of
 // sparse_kkt.rs for the meaning of each table):
@@ -39,22 +42,14 @@ template <class S>
 class SparseLdl {
  public:
   static constexpr int N = S::kSize;
-  // The pivot threshold starts at Ipopt's for MUMPS (1e-6: few delays, the fill of the
-  // order) and rises, as Ipopt raises it, each time a solve is inaccurate, to at most 0.01.
-  static constexpr double kFirstThreshold = 1e-6, kLastThreshold = 0.01;
 
-  // A stabler factorisation from the next factorize() on; false if the threshold is at its
-  // largest already.
-  bool increase_quality() {
-    if (threshold_ >= kLastThreshold) return false;
-    threshold_ = std::pow(threshold_, 0.75);
-    if (threshold_ > kLastThreshold) threshold_ = kLastThreshold;
-    return true;
-  }
-  void reset_quality() { threshold_ = kFirstThreshold; }
+  // A stabler factorisation from the next factorize() on (PivotThreshold); false if the
+  // threshold is at its largest already.
+  bool increase_quality() { return threshold_.increase(); }
+  void reset_quality() { threshold_.reset(); }
 
   // The permuted upper triangle's values (the caller assembles them before factorize()).
-  double a[storage_for(S::kNnz)];
+  double a[StorageFor<S::kNnz>::value];
 
   Inertia factorize(double zero_pivot) {
     Inertia inertia{0, 0, 0};
@@ -107,7 +102,7 @@ class SparseLdl {
       }
       const int parent = S::kParent[s];
       const long symbolic = static_cast<long>(own) * (own + rows);
-      SparseFront kernel(f, n, unknown, terms_, row_size_, threshold_);
+      SparseFront kernel(f, n, unknown, terms_, row_size_, threshold_.value());
       int pivots = 0;
       const auto can_delay = [&](int left) {
         // Into the parent's front, if it and the storage have room for them.
@@ -176,23 +171,23 @@ class SparseLdl {
 
  private:
   using SparseFront = Front<0>;
-  double threshold_ = kFirstThreshold;
+  PivotThreshold threshold_;
 
   // Where front s's factors are (offsets into factor_, unknown_ and kind_), its size and
   // its pivots.
   struct FrontRecord {
     int factor, unknown, pivot, size, pivots;
   };
-  FrontRecord front_[storage_for(S::kFronts)];
-  double factor_[storage_for(S::kFactorCapacity)];
-  int unknown_[storage_for(S::kUnknownCapacity)];
-  int kind_[storage_for(N)];
-  double stack_[storage_for(S::kStackCapacity)];
-  int index_[storage_for(S::kStackIndexCapacity)];
-  int delayed_in_[storage_for(S::kFronts)];
-  int position_[storage_for(S::kMaxFront)];
-  double row_size_[storage_for(N)], terms_[storage_for(N)];
-  double rhs_[storage_for(N)], x_[storage_for(N)], r_[storage_for(N)], v_[storage_for(S::kMaxFront)];
+  FrontRecord front_[StorageFor<S::kFronts>::value];
+  double factor_[StorageFor<S::kFactorCapacity>::value];
+  int unknown_[StorageFor<S::kUnknownCapacity>::value];
+  int kind_[StorageFor<N>::value];
+  double stack_[StorageFor<S::kStackCapacity>::value];
+  int index_[StorageFor<S::kStackIndexCapacity>::value];
+  int delayed_in_[StorageFor<S::kFronts>::value];
+  int position_[StorageFor<S::kMaxFront>::value];
+  double row_size_[StorageFor<N>::value], terms_[StorageFor<N>::value];
+  double rhs_[StorageFor<N>::value], x_[StorageFor<N>::value], r_[StorageFor<N>::value], v_[StorageFor<S::kMaxFront>::value];
 
   static long triangle(int m) { return static_cast<long>(m) * (m + 1) / 2; }
   static int symbolic_size(int s) { return S::kCols[s + 1] - S::kCols[s] + S::kRowStart[s + 1] - S::kRowStart[s]; }

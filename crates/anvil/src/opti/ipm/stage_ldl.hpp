@@ -7,10 +7,10 @@
 // eliminating stage by stage, from the last to the first, fills only the link block: each
 // stage is a dense front of its own unknowns (fully summed) and its link (updated).
 //
-// Inside a front the pivots are chosen for stability, as a multifrontal solver does: a 1x1
-// pivot must be at least kThreshold times the largest entry of its column, a 2x2 pivot must
-// keep its multipliers below 1 / kThreshold; own unknowns that no such pivot can eliminate
-// are delayed to the previous stage's front (where more of their entries are summed). This
+// Inside a front the pivots are chosen for stability, as a multifrontal solver does
+// (front.hpp: threshold pivoting, the threshold rising from 1e-6 while solves are
+// inaccurate); own unknowns that no stable pivot can eliminate are delayed to the previous
+// stage's front (where more of their entries are summed). This
 // is what makes terminal and point constraints work: rows that pin a state the dynamics
 // already fix cannot be pivoted in their own stage, but can one or more stages earlier,
 // where the controls reach them. The first stage pivots what is left, by Bunch and
@@ -34,7 +34,6 @@ class StageLdl {
  public:
   static constexpr int kFront = Own + MaxDelay + Link;
   static constexpr int kCols = Own + Link;
-  static constexpr double kThreshold = 0.01;
 
   // The caller's assembly, before factorize(): each stage's own unknowns (count, and their
   // positions in the right-hand side) and entries. set_structure() once, then per matrix
@@ -67,9 +66,10 @@ class StageLdl {
     return inertia;
   }
 
-  // The stage fronts pivot with one threshold.
-  bool increase_quality() { return false; }
-  void reset_quality() {}
+  // A stabler factorisation from the next factorize() on (PivotThreshold); false if the
+  // threshold is at its largest already.
+  bool increase_quality() { return threshold_.increase(); }
+  void reset_quality() { threshold_.reset(); }
 
   // Solves A x = b in place (b becomes x), refined against the assembled matrix (refine());
   // returns the residual ratio reached.
@@ -107,6 +107,7 @@ class StageLdl {
   double terms_[Size > 0 ? Size : 1];
   double rhs_[Size > 0 ? Size : 1], x_[Size > 0 ? Size : 1], r_[Size > 0 ? Size : 1];
   double v_[kFront];
+  PivotThreshold threshold_;
 
   double own(int k, int r, int c) const { return a_[(k * Own + r) * kCols + c]; }
   double link(int k, int r, int c) const { return a_[(k * Own + r) * kCols + Own + c]; }
@@ -168,7 +169,7 @@ class StageLdl {
       }
     }
     size_[k] = n;
-    StageFront kernel(f, kFront, unknown, terms_, row_size_, kThreshold);
+    StageFront kernel(f, kFront, unknown, terms_, row_size_, threshold_.value());
     const int t = kernel.factorize(nf, n, zero_pivot, block_ + k * kFront, inertia, [&](int left) {
       // Unless this is the first stage or the next front has no room for them.
       return link_size > 0 && left <= MaxDelay;
