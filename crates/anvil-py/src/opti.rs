@@ -214,6 +214,7 @@ fn settings_from(d: &Bound<'_, PyDict>) -> PyResult<SqpSettings> {
             "hessian_approximation" => s.hessian_approximation = f.hessian()?,
             "hessian_regularization" => s.hessian_regularization = f.number()?,
             "line_search" => s.line_search = f.flag()?,
+            "second_order_correction" => s.second_order_correction = f.flag()?,
             "armijo" => s.armijo = f.number()?,
             "backtrack" => s.backtrack = f.number()?,
             "max_line_search_steps" => s.max_line_search_steps = f.count()?,

@@ -168,6 +168,37 @@ def test_verbose_prints_one_line_per_iteration(capfd):
     assert capfd.readouterr().out == ""
 
 
+def test_second_order_correction_takes_full_steps_through_the_maratos_effect(capfd):
+    # Powell's example (Nocedal & Wright, example 15.4): min 2(x'x - 1) - x0 on the unit
+    # circle, from a point on it. The full SQP steps converge, but each raises both the cost
+    # and the violation, so the monotone l1 merit function backtracks; the second-order
+    # correction bends the step onto the circle and keeps it whole.
+    from opti_problems import Spec
+
+    theta = 0.5
+    spec = Spec(
+        name="maratos",
+        n=2,
+        x0=[np.cos(theta), np.sin(theta)],
+        cost=lambda x, m: 2 * (x[0] ** 2 + x[1] ** 2 - 1) - x[0],
+        eq=lambda x, m: m.vec([x[0] ** 2 + x[1] ** 2 - 1]),
+    )
+
+    def steps(soc: bool) -> tuple[SQPResult, list[float]]:
+        settings = SQPSettings(second_order_correction=soc, merit_memory=1, verbose=1)
+        res = DenseSQPFunction(f"maratos_{int(soc)}", anvil_problem(spec, False), settings)(spec.x0)
+        rows = [ln.split() for ln in capfd.readouterr().out.splitlines() if ln.strip()]
+        return res, [float(r[7]) for r in rows[2:]]
+
+    res, with_soc = steps(True)
+    res0, without = steps(False)
+    for r in (res, res0):
+        assert r.status == SQPStatus.SOLVED
+        np.testing.assert_allclose(r.x, [1.0, 0.0], atol=1e-7)
+    assert with_soc == [1.0] * res.iterations, with_soc
+    assert min(without) < 1.0 and res.iterations < res0.iterations, (without, res.iterations)
+
+
 # Statuses: each ends with its status and the last iterate, never a crash.
 
 

@@ -129,6 +129,11 @@ class SQPSettings:
     hessian_regularization: float = 1e-8
     #: Backtracking on the l1 merit function; False takes full steps.
     line_search: bool = True
+    #: Where the full step fails the merit test and raises the infeasibility, one QP more
+    #: with the constraints' values at the trial point (Fletcher's second-order correction,
+    #: against the Maratos effect); its step is taken if it passes the test. Off by default:
+    #: each correction the merit test rejects costs a whole QP.
+    second_order_correction: bool = False
     #: Sufficient-decrease constant of the line search.
     armijo: float = 1e-4
     #: Step reduction per backtracking step.

@@ -57,6 +57,11 @@ pub struct SqpSettings {
     pub hessian_regularization: f64,
     /// Backtracking line search on the ℓ1 merit function (`false`: full steps).
     pub line_search: bool,
+    /// Where the full step fails the merit test and raises the infeasibility, one QP more
+    /// with the constraint values at the trial point (Fletcher's second-order correction,
+    /// against the Maratos effect); its step is taken if it passes the test. Off by
+    /// default: each correction the merit test rejects costs a whole QP.
+    pub second_order_correction: bool,
     /// Sufficient-decrease (Armijo) constant of the line search, in (0, 1).
     pub armijo: f64,
     /// Step reduction per backtracking step, in (0, 1).
@@ -96,6 +101,7 @@ impl Default for SqpSettings {
             hessian_approximation: HessianApproximation::Exact,
             hessian_regularization: 1e-8,
             line_search: true,
+            second_order_correction: false,
             armijo: 1e-4,
             backtrack: 0.5,
             max_line_search_steps: 30,
@@ -200,6 +206,11 @@ impl SqpSettings {
                 "Smallest eigenvalue of the convexified Hessian.",
             ),
             F::bool("line_search", self.line_search, "Backtracking on the l1 merit function (false: full steps)."),
+            F::bool(
+                "second_order_correction",
+                self.second_order_correction,
+                "A second QP where the full step fails the merit test and raises the infeasibility.",
+            ),
             F::double("armijo", self.armijo, ""),
             F::double("backtrack", self.backtrack, ""),
             F::int("max_line_search_steps", self.max_line_search_steps, ""),
@@ -275,7 +286,7 @@ impl serde::Serialize for SettingField {
 /// The most settings a solver has (the JIT's settings array is this long).
 pub(crate) const MAX_SETTINGS: usize = 32;
 
-const SQP_SETTINGS: usize = 16;
+const SQP_SETTINGS: usize = 17;
 const _: () = assert!(SQP_SETTINGS <= MAX_SETTINGS);
 
 /// The error of a setting out of its range: names the setting and what it must be.
