@@ -282,6 +282,7 @@ class InteriorPoint {
   // taken for up to kWatchdogTrials iterations unless one is acceptable to the point where
   // they started.
   static constexpr int kWatchdogTrigger = 10, kWatchdogTrials = 3;
+  static constexpr int kMaxFilterResets = 5, kFilterResetTrigger = 5;
 
   // Relaxed, scaled bounds of x and s; whether each is finite.
   double xl_[NX], xu_[NX], dl_[ipm_storage(NQ)], du_[ipm_storage(NQ)];
@@ -330,7 +331,8 @@ class InteriorPoint {
   int reference_len_, reference_next_;
   // The filter: pairs (theta, phi) a trial point must improve on.
   double filter_theta_[kFilterCapacity], filter_phi_[kFilterCapacity];
-  int filter_len_;
+  int filter_len_, filter_rejections_ = 0, filter_resets_ = 0;
+  bool last_rejection_by_filter_ = false;
   double mu_, tau_, delta_w_last_, delta_w_, delta_c_ = 0.0, solve_ratio_ = 0.0, theta_min_, theta_max_;
   int acceptable_count_;
   // How the last step was accepted, as Ipopt prints it: 'f' an f-type step (switching and
@@ -430,7 +432,8 @@ class InteriorPoint {
     const double theta = constraint_violation(c_, d_, s);
     theta_max_ = 1e4 * max2(1.0, theta);
     theta_min_ = 1e-4 * max2(1.0, theta);
-    filter_len_ = 0;
+    reset_filter();
+    filter_resets_ = 0;
     if (warm.lam_box != nullptr || warm.lam_eq != nullptr || warm.lam_q != nullptr) {
       warm_multipliers(p, warm, o);
       // Without equality multipliers, y as for a cold start (Ipopt's restoration phase too).
@@ -748,8 +751,41 @@ class InteriorPoint {
   // (eqs. 18-21). `ftype`: whether the step is an f-type one, the switching condition and
   // the Armijo condition both holding, whichever test accepted it; only other steps augment
   // the filter (as Ipopt decides, also where the violation is above theta_min).
+  //
+  // Ipopt's filter reset heuristic: where the last trial point an iteration rejected was
+  // rejected by the filter alone, in kFilterResetTrigger iterations in a row, the filter is
+  // cleared once the iteration's step is accepted (at most kMaxFilterResets times a solve):
+  // old entries must not block the way forever.
   bool acceptable(double theta, double phi, double slope, double theta_t, double phi_t, double alpha,
-                  bool* ftype) const {
+                  bool* ftype) {
+    if (!sufficient_decrease(theta, phi, slope, theta_t, phi_t, alpha, ftype)) {
+      if (std::isfinite(phi_t) && theta_t <= theta_max_) last_rejection_by_filter_ = false;
+      return false;
+    }
+    if (!filter_accepts(theta_t, phi_t)) {
+      last_rejection_by_filter_ = true;
+      return false;
+    }
+    if (filter_resets_ < kMaxFilterResets) {
+      filter_rejections_ = last_rejection_by_filter_ ? filter_rejections_ + 1 : 0;
+      if (filter_rejections_ >= kFilterResetTrigger) {
+        reset_filter();
+        ++filter_resets_;
+      }
+    }
+    last_rejection_by_filter_ = false;
+    return true;
+  }
+
+  void reset_filter() {
+    filter_len_ = 0;
+    filter_rejections_ = 0;
+    last_rejection_by_filter_ = false;
+  }
+
+  // The trial point's tests but the filter's (eqs. 18-20).
+  bool sufficient_decrease(double theta, double phi, double slope, double theta_t, double phi_t, double alpha,
+                           bool* ftype) const {
     *ftype = false;
     if (!(theta_t <= theta_max_) || !std::isfinite(phi_t)) return false;
     const double slack = 10.0 * std::numeric_limits<double>::epsilon() * std::fabs(phi);
@@ -763,7 +799,7 @@ class InteriorPoint {
     } else {
       ok = theta_t <= (1.0 - kGammaTheta) * theta || phi_t <= phi - kGammaPhi * theta + slack;
     }
-    return ok && filter_accepts(theta_t, phi_t);
+    return ok;
   }
 
   // The smallest step length before restoration takes over (eq. 23).
@@ -1035,7 +1071,7 @@ class InteriorPoint {
   void set_mu(double mu) {
     mu_ = mu;
     tau_ = max2(kTauMin, 1.0 - mu_);
-    filter_len_ = 0;
+    reset_filter();
     in_watchdog_ = false;
     shortened_ = 0;
   }
