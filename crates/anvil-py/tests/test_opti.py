@@ -197,6 +197,8 @@ def test_second_order_correction_takes_full_steps_through_the_maratos_effect(cap
         np.testing.assert_allclose(r.x, [1.0, 0.0], atol=1e-7)
     assert with_soc == [1.0] * res.iterations, with_soc
     assert min(without) < 1.0 and res.iterations < res0.iterations, (without, res.iterations)
+    with pytest.raises(TypeError, match="SQPSettings.second_order_correction must be a bool, got 1"):
+        DenseSQPFunction("maratos_bad", anvil_problem(spec, False), SQPSettings(second_order_correction=1))
 
 
 # Statuses: each ends with its status and the last iterate, never a crash.

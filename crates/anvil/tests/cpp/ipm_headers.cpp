@@ -1,37 +1,9 @@
 // The interior-point runtime's headers on their own (tests/opti.rs compiles this with
 // -Wall -Wextra -Werror under ASan and UBSan): the dense LDL' against matrices of known
 // inertia, and the method on a small problem written by hand against its interface.
-#include <cmath>
-#include <cstdio>
-#include <cstdlib>
-#include <limits>
-
-namespace anvil_ipm {
-namespace {
-#include "dense_ldl.hpp"
-#include "front.hpp"
-#include "sparse_ldl.hpp"
-#include "stage_ldl.hpp"
-#include "interior_point.hpp"
-}  // namespace
-}  // namespace anvil_ipm
+#include "ipm_check.hpp"
 
 namespace {
-
-int failures = 0;
-
-void check(bool ok, const char* what) {
-  if (!ok) {
-    std::printf("FAILED: %s\n", what);
-    ++failures;
-  }
-}
-
-// A deterministic pseudo-random number in [-1, 1].
-double uniform(unsigned* state) {
-  *state = *state * 1664525u + 1013904223u;
-  return static_cast<double>(*state >> 8) / static_cast<double>(1u << 24) * 2.0 - 1.0;
-}
 
 // A = Q diag(d) Q' with Q a product of Householder reflections: its inertia is d's signs.
 template <int N>

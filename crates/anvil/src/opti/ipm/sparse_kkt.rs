@@ -120,14 +120,11 @@ impl SparseKkt {
         let order = minimum_degree(n, &edges, &zero_diagonal);
         // Postordering the elimination tree keeps the fill and makes each front's children
         // the last updates on the numeric factorisation's stack.
-        let (outer, inner) = upper_csc(n, &order, all().copied());
+        let (outer, inner) = upper_csc(&inverse(&order), all().copied());
         let (parent, _) = elimination_tree(n, &outer, &inner);
         let perm: Vec<usize> = postorder(&parent).into_iter().map(|k| order[k]).collect();
-        let mut pinv = vec![0; n];
-        for (k, &orig) in perm.iter().enumerate() {
-            pinv[orig] = k;
-        }
-        let (a_outer, a_inner) = upper_csc(n, &perm, all().copied());
+        let pinv = inverse(&perm);
+        let (a_outer, a_inner) = upper_csc(&pinv, all().copied());
         if a_inner.len() > i32::MAX as usize {
             return Err(too_large(a_inner.len()));
         }
@@ -168,13 +165,19 @@ fn too_large(entries: usize) -> Error {
     }
 }
 
-/// The upper triangle, CSC, of the symmetric pattern `entries` (original indices, any
-/// triangle) in the order `order` (`order[k]`: the original index at position k).
-fn upper_csc(n: usize, order: &[usize], entries: impl Iterator<Item = (usize, usize)>) -> (Vec<usize>, Vec<usize>) {
-    let mut pinv = vec![0; n];
+/// The inverse of the permutation `order` (`order[k]`: the original index at position k).
+fn inverse(order: &[usize]) -> Vec<usize> {
+    let mut pinv = vec![0; order.len()];
     for (k, &orig) in order.iter().enumerate() {
         pinv[orig] = k;
     }
+    pinv
+}
+
+/// The upper triangle, CSC, of the symmetric pattern `entries` (original indices, any
+/// triangle) permuted: original index i goes to position `pinv[i]`.
+fn upper_csc(pinv: &[usize], entries: impl Iterator<Item = (usize, usize)>) -> (Vec<usize>, Vec<usize>) {
+    let n = pinv.len();
     let mut permuted: Vec<(usize, usize)> = entries
         .map(|(i, j)| {
             let (i, j) = (pinv[i], pinv[j]);
@@ -675,9 +678,10 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("check.cpp"), source).unwrap();
         let headers = concat!(env!("CARGO_MANIFEST_DIR"), "/src/opti/ipm");
+        let checks = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/cpp");
         let out = std::process::Command::new("g++")
             .args(["-std=c++17", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-fsanitize=address,undefined"])
-            .args(["-fno-sanitize-recover=all", "-I", headers, "check.cpp", "-o", "check"])
+            .args(["-fno-sanitize-recover=all", "-I", headers, "-I", checks, "check.cpp", "-o", "check"])
             .current_dir(&dir)
             .output()
             .expect("run g++");
@@ -688,65 +692,7 @@ mod tests {
         std::fs::remove_dir_all(dir).unwrap();
     }
 
-    const CPP_PRELUDE: &str = r#"#include <cmath>
-#include <cstdio>
-namespace anvil_ipm {
-namespace {
-#include "dense_ldl.hpp"
-#include "front.hpp"
-#include "sparse_ldl.hpp"
-}  // namespace
-}  // namespace anvil_ipm
-namespace {
-int failures = 0;
-double uniform(unsigned* state) {
-  *state = *state * 1664525u + 1013904223u;
-  return static_cast<double>(*state >> 8) / static_cast<double>(1u << 24) * 2.0 - 1.0;
-}
-// Factorises the matrix (sparse: permuted upper triangle values; dense: the same matrix in
-// the original order) both ways and compares.
-template <class S, int N>
-void compare(const char* what, const double* values, anvil_ipm::DenseLdl<N>& dense, anvil_ipm::SparseLdl<S>& sparse) {
-  double full[N * N];
-  for (int k = 0; k < N * N; ++k) full[k] = 0.0;
-  for (int j = 0; j < N; ++j) {
-    for (int p = S::kOuter[j]; p < S::kOuter[j + 1]; ++p) {
-      const int i = S::kInner[p], oi = S::kPerm[i], oj = S::kPerm[j];
-      full[(oi < oj ? oi : oj) * N + (oi < oj ? oj : oi)] = values[p];
-      sparse.a[p] = values[p];
-    }
-  }
-  for (int k = 0; k < N * N; ++k) dense.a[k] = full[k];
-  const anvil_ipm::Inertia d = dense.factorize(anvil_ipm::kZeroPivot);
-  // As the interior-point method does: a zero pivot may be an unstable pivot's cancellation,
-  // which a stabler factorisation tells apart.
-  sparse.reset_quality();
-  anvil_ipm::Inertia s = sparse.factorize(anvil_ipm::kZeroPivot);
-  while (s.zero > 0 && sparse.increase_quality()) s = sparse.factorize(anvil_ipm::kZeroPivot);
-  if (d.positive != s.positive || d.negative != s.negative || d.zero != s.zero) {
-    std::printf("%s: inertia dense (%d, %d, %d), sparse (%d, %d, %d)\n", what, d.positive, d.negative, d.zero,
-                s.positive, s.negative, s.zero);
-    ++failures;
-  }
-  if (d.zero > 0) return;
-  double b[N], x[N];
-  unsigned state = 7u;
-  for (int i = 0; i < N; ++i) x[i] = b[i] = uniform(&state);
-  const double ratio = sparse.solve(x);
-  double residual = 0.0, size = 0.0;
-  for (int i = 0; i < N; ++i) {
-    double r = -b[i];
-    for (int j = 0; j < N; ++j) r += full[(i < j ? i : j) * N + (i < j ? j : i)] * x[j];
-    residual = std::fabs(r) > residual ? std::fabs(r) : residual;
-    size = std::fabs(x[i]) > size ? std::fabs(x[i]) : size;
-  }
-  if (!(ratio <= 1e-10) || !(residual <= 1e-8 * (1.0 + size))) {
-    std::printf("%s: solve ratio %g, residual %g\n", what, ratio, residual);
-    ++failures;
-  }
-}
-}  // namespace
-"#;
+    const CPP_PRELUDE: &str = "#include \"ipm_check.hpp\"\n";
 
     /// One random case's C++: its structure and a check over several value sets.
     fn cpp_case(case: usize, kkt: &SparseKkt, nx: usize, neq: usize) -> String {
@@ -810,7 +756,7 @@ void check_case{case}() {{
     }}
     char what[32];
     std::snprintf(what, sizeof what, "case {case} trial %u", trial);
-    compare(what, values, dense, sparse);
+    compare_sparse_with_dense(what, values, dense, sparse);
   }}
 }}
 "#,
