@@ -377,12 +377,13 @@ fn horizon(value: &Bound<'_, PyAny>) -> PyResult<Horizon> {
 type Function<'py> = Option<PyRef<'py, PyFunction>>;
 
 /// A `MultistageProblem` in the z-form: functions of `(z, p_global, p_i)` (the interstage
-/// one of `(z, z_next, p_global, p_i)`), any of them absent; bounds are floats or lists
-/// of floats (already defaulted by the Python side).
+/// one of `(z, z_next, p_global, p_i)`; with `shared_dim > 0` both take `s` before
+/// `p_global`), any of them absent; bounds are floats or lists of floats (already defaulted
+/// by the Python side).
 #[pyfunction]
 #[pyo3(signature = (
     n, nz, global_param_dim, param_dim, cost_initial, cost_stage, cost_terminal, eq_initial, eq_interstage,
-    eq_stage, eq_terminal, ineq_stage, ineq_lb, ineq_ub, z_lb, z_ub,
+    eq_stage, eq_terminal, ineq_stage, ineq_lb, ineq_ub, z_lb, z_ub, shared_dim=0, shared_lb=None, shared_ub=None,
 ))]
 #[allow(clippy::too_many_arguments)]
 pub fn multistage_problem(
@@ -402,12 +403,19 @@ pub fn multistage_problem(
     ineq_ub: &Bound<'_, PyAny>,
     z_lb: &Bound<'_, PyAny>,
     z_ub: &Bound<'_, PyAny>,
+    shared_dim: usize,
+    shared_lb: Option<&Bound<'_, PyAny>>,
+    shared_ub: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyMultistageProblem> {
     let mut problem = match horizon(n)? {
         Horizon::Steps(n) => MultistageProblem::new(n, nz, global_param_dim, param_dim),
         Horizon::Named(c) => MultistageProblem::with_horizon(&c, nz, global_param_dim, param_dim),
     }
     .py()?;
+    if shared_dim > 0 {
+        let (lb, ub) = shared_bounds(shared_lb, shared_ub)?;
+        problem = problem.shared(shared_dim, lb, ub).py()?;
+    }
     type Setter = fn(MultistageProblem, &anvil::NumericalFunction) -> anvil::Result<MultistageProblem>;
     let setters: [(Function<'_>, Setter); 7] = [
         (cost_initial, MultistageProblem::cost_initial),
@@ -429,13 +437,19 @@ pub fn multistage_problem(
     Ok(PyMultistageProblem(problem.bounds(bound(z_lb)?, bound(z_ub)?).py()?))
 }
 
+/// The bounds of shared variables (None: none).
+fn shared_bounds(lb: Option<&Bound<'_, PyAny>>, ub: Option<&Bound<'_, PyAny>>) -> PyResult<(BoundValues, BoundValues)> {
+    let or = |b: Option<&Bound<'_, PyAny>>, default: f64| b.map_or(Ok(BoundValues::Scalar(default)), bound);
+    Ok((or(lb, f64::NEG_INFINITY)?, or(ub, f64::INFINITY)?))
+}
+
 /// A `MultistageProblem` from an optimal control problem in states and controls
 /// (`MultistageProblem.from_dynamics`): callbacks of `(x, u, p)` (terminal cost and terminal
-/// constraints: `(x, p)`).
+/// constraints: `(x, p)`), with `shared_dim > 0` of `(x, u, s, p)` and `(x, s, p)`.
 #[pyfunction]
 #[pyo3(signature = (
     n, nx, nu, param_dim, dynamics, stage_cost, terminal_cost, path, path_lb, path_ub, x_lb, x_ub, u_lb, u_ub,
-    terminal=None,
+    terminal=None, shared_dim=0, shared_lb=None, shared_ub=None,
 ))]
 #[allow(clippy::too_many_arguments)]
 pub fn control_problem(
@@ -454,6 +468,9 @@ pub fn control_problem(
     u_lb: &Bound<'_, PyAny>,
     u_ub: &Bound<'_, PyAny>,
     terminal: Function<'_>,
+    shared_dim: usize,
+    shared_lb: Option<&Bound<'_, PyAny>>,
+    shared_ub: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyMultistageProblem> {
     let f = dynamics.0.function();
     let mut ocp = match horizon(n)? {
@@ -461,6 +478,20 @@ pub fn control_problem(
         Horizon::Named(c) => ControlProblem::with_horizon(&c, nx, nu, param_dim, f),
     }
     .py()?;
+    if ocp.shared_count() != shared_dim {
+        let takes = f.inputs().iter().map(|a| a.to_string()).collect::<Vec<_>>().join(", ");
+        return Err(PyValueError::new_err(format!(
+            "problem `{}`: shared_dim = {shared_dim}, but dynamics_fn takes ({takes}); with shared variables s it \
+             takes (x, u, s, p), s of shared_dim entries, and without them (x, u, p)",
+            f.name()
+        )));
+    }
+    if shared_dim > 0 {
+        let (lb, ub) = shared_bounds(shared_lb, shared_ub)?;
+        ocp = ocp.shared_bounds(lb, ub).py()?;
+    } else if shared_lb.is_some() || shared_ub.is_some() {
+        return Err(PyValueError::new_err("shared_lb/shared_ub are given but shared_dim is 0".to_string()));
+    }
     if let Some(l) = stage_cost {
         ocp = ocp.stage_cost(l.0.function()).py()?;
         scalar_cost(l.0.function(), "stage_cost_fn")?;
@@ -511,6 +542,12 @@ impl PyMultistageProblem {
     #[getter]
     fn dims(&self) -> (usize, usize, usize, usize) {
         (self.0.nvars(), self.0.neq(), self.0.nineq(), self.0.np())
+    }
+
+    /// Variables shared by every stage (the end of the solver's variables).
+    #[getter]
+    fn shared_dim(&self) -> usize {
+        self.0.shared_count()
     }
 
     /// `(nx, nu)` of a problem built from dynamics, else `None`.

@@ -4,21 +4,19 @@ systems stage by stage. They are the same discretised problems (the trapezoidal 
 intervals, the same bounds, the same objective), so that their optimum is Ipopt's on the Spec,
 which each function returns beside the MultistageProblem as the oracle.
 
-Stage k holds the states and the controls at grid point k, then the final time where it is
-free: ``z_k = (x_k, u_k[, t_f])``. The trapezoidal defect between grid points k and k + 1 is
-the interstage equality of ``(z_k, z_{k+1})``, with the step ``t_f / N`` read from ``z_k``; a
-free final time is copied from stage to stage by the interstage equality ``t_f' - t_f = 0``.
-The initial conditions are stage 0's equalities, the terminal conditions and the objective
-(a Mayer term: a function of z_N) stage N's. Stage N keeps its controls: the trapezoid uses u
-at both ends of every interval. The Spec's bounds are the same at every grid point, so they
-are the stages' bounds, except a free final time's: its bound t_f >= 0 holds at stage 0 only
-(bounds by stage), as the Spec has one such bound, not N + 1 (whose barrier terms would move
-an interior-point solver's path away from the Spec's).
+Stage k holds the states and the controls at grid point k; a free final time is a variable
+shared by every stage (``shared_dim=1``), which the solvers carry as a copy per stage equal to
+the next stage's. The trapezoidal defect between grid points k and k + 1 is the interstage
+equality of ``(z_k, z_{k+1}, t_f)``, with the step ``t_f / N``. The initial conditions are stage
+0's equalities, the terminal conditions and the objective (a Mayer term: a function of z_N and
+t_f) stage N's. Stage N keeps its controls: the trapezoid uses u at both ends of every
+interval. The Spec's bounds are the same at every grid point, so they are the stages' bounds;
+the final time's are the shared variable's (held by one copy, as the Spec has one such bound).
 
-The Spec's variables are stacked by trajectory, the multistage problem's by stage:
-``to_stages`` and ``from_stages`` convert between the two, so that both solvers start from the
-Spec's guesses (the report's and a plainer one) and the returned point can be checked on the
-Spec.
+The Spec's variables are stacked by trajectory, the multistage problem's by stage (then the
+final time, as in the Spec): ``to_stages`` and ``from_stages`` convert between the two, so that
+both solvers start from the Spec's guesses (the report's and a plainer one) and the returned
+point can be checked on the Spec.
 """
 
 from __future__ import annotations
@@ -34,23 +32,19 @@ from opti_problems import Spec
 
 
 def to_stages(x: np.ndarray, N: int, nz: int) -> np.ndarray:
-    """The Spec's point x (every trajectory's N + 1 values, then the final time if free) as
-    the stacked stages ``z = (z_0, ..., z_N)`` of ``nz`` entries each."""
+    """The Spec's point x (``nz`` trajectories of N + 1 values, then the final time if free)
+    as the stacked stages ``z = (z_0, ..., z_N)`` of ``nz`` entries each, then the final time."""
     x = np.asarray(x, dtype=float)
-    n, trajectories = N + 1, (x.size - nz) // N
-    z = x[: trajectories * n].reshape(trajectories, n).T
-    extra = x[trajectories * n :]
-    return np.hstack([z, np.tile(extra, (n, 1))]).ravel()
+    grid = nz * (N + 1)
+    return np.concatenate([x[:grid].reshape(nz, N + 1).T.ravel(), x[grid:]])
 
 
 def from_stages(z: np.ndarray, N: int, n: int) -> np.ndarray:
-    """The stacked stages z as the point of the Spec of ``n`` variables (the inverse of
-    ``to_stages``; a free final time is read from stage N, which the interstage equalities
-    make every stage's)."""
-    n_stages = N + 1
-    stages = np.asarray(z, dtype=float).reshape(n_stages, -1)
-    trajectories = (n - stages.shape[1]) // N
-    return np.concatenate([stages[:, :trajectories].T.ravel(), stages[N, trajectories:]])
+    """The stacked stages z (then the final time if free) as the point of the Spec of ``n``
+    variables (the inverse of ``to_stages``)."""
+    z = np.asarray(z, dtype=float)
+    grid = n // (N + 1) * (N + 1)
+    return np.concatenate([z[:grid].reshape(N + 1, -1).T.ravel(), z[grid:]])
 
 
 def _problem(
@@ -66,39 +60,55 @@ def _problem(
     z_ub: Any = None,
 ) -> Any:
     """The MultistageProblem of an ODE ``x' = rhs(z)`` (one entry per state, the states first
-    in z) discretised by the trapezoidal rule on N intervals of [0, t_f], t_f = 1 or the last
-    entry of z, with the Mayer cost ``cost(z_N)`` and the equalities ``initial(z_0) = 0`` and
-    ``terminal(z_N) = 0`` (if any). Its functions are named ``cops_ms_<name>_*``."""
+    in z) discretised by the trapezoidal rule on N intervals of [0, t_f], t_f = 1 or (free) the
+    shared variable, with the Mayer cost ``cost(z_N)`` and the equalities ``initial(z_0) = 0``
+    and ``terminal(z_N) = 0`` (if any). The callbacks read ``z`` with ``t_f`` as its last entry
+    ``z[nz - 1]`` (and ``z_lb``/``z_ub`` bound it there). Its functions are named
+    ``cops_ms_<name>_*``."""
     import anvil as av
     from anvil.opti import MultistageProblem
 
-    def defects(z: Any, zn: Any, g: Any, p: Any) -> Any:
-        step = z[nz - 1] / N if free_time else 1.0 / N
-        f, fn = rhs(z), rhs(zn)
-        rows = [zn[j] - z[j] - 0.5 * step * (fn[j] + f[j]) for j in range(len(f))]
-        if free_time:
-            rows.append(zn[nz - 1] - z[nz - 1])
-        return m.vec(rows)
+    width = nz - 1 if free_time else nz
 
-    if free_time:
-        # The final time's bounds hold at stage 0 only: its copies equal it.
-        lb = np.tile(np.asarray(-np.inf if z_lb is None else z_lb, dtype=float), (N + 1, 1))
-        ub = np.tile(np.asarray(np.inf if z_ub is None else z_ub, dtype=float), (N + 1, 1))
-        lb[1:, nz - 1], ub[1:, nz - 1] = -np.inf, np.inf
-        z_lb, z_ub = lb, ub
-    stage = (av.Arg(nz), av.Arg(0), av.Arg(0))
-    fn = lambda what, body: av.NumericalFunction(f"cops_ms_{name}_{what}", lambda z, g, p: body(z), stage)  # noqa: E731
+    class Stage:
+        """A stage's variables with the final time as entry ``width``."""
+
+        def __init__(self, z: Any, s: Any) -> None:
+            self.z, self.s = z, s
+
+        def __getitem__(self, j: int) -> Any:
+            return self.s[j - width] if j >= width else self.z[j]
+
+    def defects(z: Any, zn: Any, *rest: Any) -> Any:
+        s = rest[0] if free_time else None
+        step = s[0] / N if free_time else 1.0 / N
+        f, fn = rhs(Stage(z, s)), rhs(Stage(zn, s))
+        return m.vec([zn[j] - z[j] - 0.5 * step * (fn[j] + f[j]) for j in range(len(f))])
+
+    lb = np.broadcast_to(np.asarray(-np.inf if z_lb is None else z_lb, dtype=float), (nz,))
+    ub = np.broadcast_to(np.asarray(np.inf if z_ub is None else z_ub, dtype=float), (nz,))
+    shared = (av.Arg(1),) if free_time else ()
+    stage = (av.Arg(width), *shared, av.Arg(0), av.Arg(0))
+
+    def fn(what: str, body: Callable[[Any], Any]) -> Any:
+        return av.NumericalFunction(
+            f"cops_ms_{name}_{what}", lambda z, *rest: body(Stage(z, rest[0] if free_time else None)), stage
+        )
+
     return MultistageProblem(
         N=N,
-        nz=nz,
+        nz=width,
         cost_terminal_fn=fn("cost", cost),
         eq_initial_fn=fn("start", lambda z: m.vec(initial(z))),
         eq_interstage_fn=av.NumericalFunction(
-            f"cops_ms_{name}_defects", defects, (av.Arg(nz), av.Arg(nz), av.Arg(0), av.Arg(0))
+            f"cops_ms_{name}_defects", defects, (av.Arg(width), av.Arg(width), *shared, av.Arg(0), av.Arg(0))
         ),
         eq_terminal_fn=fn("end", lambda z: m.vec(terminal(z))) if terminal else None,
-        z_lb=z_lb,
-        z_ub=z_ub,
+        z_lb=lb[:width],
+        z_ub=ub[:width],
+        shared_dim=len(shared),
+        shared_lb=lb[width:] if free_time else None,
+        shared_ub=ub[width:] if free_time else None,
     )
 
 
@@ -122,7 +132,7 @@ def catalyst_mixing_stages(N: int) -> tuple[Any, list[np.ndarray], Spec]:
         z_lb=[-np.inf, -np.inf, 0.0],
         z_ub=[np.inf, np.inf, 1.0],
     )
-    return problem, [to_stages(x, N, 3) for x in guesses], spec
+    return problem, [to_stages(x, N, problem.nz) for x in guesses], spec
 
 
 def particle_steering_stages(N: int) -> tuple[Any, list[np.ndarray], Spec]:
@@ -146,7 +156,7 @@ def particle_steering_stages(N: int) -> tuple[Any, list[np.ndarray], Spec]:
         z_lb=[-np.inf] * 4 + [-math.pi / 2, 0.0],
         z_ub=[np.inf] * 4 + [math.pi / 2, np.inf],
     )
-    return problem, [to_stages(x, N, 6) for x in guesses], spec
+    return problem, [to_stages(x, N, problem.nz) for x in guesses], spec
 
 
 def hanging_chain_stages(N: int) -> tuple[Any, list[np.ndarray], Spec]:
@@ -169,7 +179,7 @@ def hanging_chain_stages(N: int) -> tuple[Any, list[np.ndarray], Spec]:
         initial=lambda z: [z[0] - a, z[1], z[2]],
         terminal=lambda z: [z[0] - b, z[2] - length],
     )
-    return problem, [to_stages(x, N, 4) for x in guesses], spec
+    return problem, [to_stages(x, N, problem.nz) for x in guesses], spec
 
 
 def goddard_rocket_stages(N: int) -> tuple[Any, list[np.ndarray], Spec]:
@@ -198,7 +208,7 @@ def goddard_rocket_stages(N: int) -> tuple[Any, list[np.ndarray], Spec]:
         z_lb=[h0, 0.0, mf, 0.0, 0.0],
         z_ub=[np.inf, np.inf, m0, tmax, np.inf],
     )
-    return problem, [to_stages(x, N, 5) for x in guesses], spec
+    return problem, [to_stages(x, N, problem.nz) for x in guesses], spec
 
 
 def hang_glider_stages(N: int) -> tuple[Any, list[np.ndarray], Spec]:
@@ -229,7 +239,7 @@ def hang_glider_stages(N: int) -> tuple[Any, list[np.ndarray], Spec]:
         z_lb=[0.0, -np.inf, 0.0, -np.inf, 0.0, 0.0],
         z_ub=[np.inf, np.inf, np.inf, np.inf, cl_max, np.inf],
     )
-    return problem, [to_stages(x, N, 6) for x in guesses], spec
+    return problem, [to_stages(x, N, problem.nz) for x in guesses], spec
 
 
 def robot_arm_stages(N: int) -> tuple[Any, list[np.ndarray], Spec]:
@@ -257,7 +267,7 @@ def robot_arm_stages(N: int) -> tuple[Any, list[np.ndarray], Spec]:
         z_lb=[0.0, -math.pi, 0.0, -np.inf, -np.inf, -np.inf, -1.0, -1.0, -1.0, 0.0],
         z_ub=[length, math.pi, math.pi, np.inf, np.inf, np.inf, 1.0, 1.0, 1.0, np.inf],
     )
-    return problem, [to_stages(x, N, 10) for x in guesses], spec
+    return problem, [to_stages(x, N, problem.nz) for x in guesses], spec
 
 
 #: Each problem by name (cops_problems.PROBLEMS's names), as a function of the number of

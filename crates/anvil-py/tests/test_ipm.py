@@ -583,8 +583,9 @@ def _build_cops_multistage(name: str) -> tuple[str, _CopsMultistage]:
 # iterations on it, 53 on the Spec, 15 with the bound on every copy); the solver follows
 # Ipopt's iterates to the restoration phase, whose fourth step Ipopt regularises for wrong
 # inertia where the stage factorisation finds the inertia right; its restoration then
-# converges to a local minimum of the violation, INFEASIBLE. A variable shared by all
-# stages (issue 31 §3) removes the copies.
+# converges to a local minimum of the violation, INFEASIBLE. The final time is now a shared
+# variable (shared_dim=1), but the solvers still carry it as a copy per stage, so the gap
+# stays: a recursion that eliminates it as a bordering block would remove the copies.
 #
 # The hang glider by stages from the report's guess took a path through regularisations of
 # up to 1e12 and the restoration phase to another local optimum (-1282.40 against -1286.98)

@@ -664,3 +664,94 @@ def test_terminal_constraints_pin_the_final_state_for_both_solvers():
     assert again.terminal_constraints_fn is not None and again.neq == ocp.neq
     with pytest.raises((TypeError, ValueError), match="terminal_constraints_fn must take"):
         MultistageProblem.from_dynamics(N=n, nx=2, nu=1, dynamics_fn=step, terminal_constraints_fn=cost)
+
+
+def min_time_problem(n, t_lb, name):
+    """The least time T (shared by every step: x_{k+1} = x_k + T/N f(x_k, u_k)) that moves a
+    double integrator from rest at 0 to rest at 1, |u| <= 1, T in [t_lb, 10], plus 0.01 u²."""
+    xusp = (av.Arg(2), av.Arg(1), av.Arg(1), av.Arg(0))
+    xsp = (av.Arg(2), av.Arg(1), av.Arg(0))
+    step = av.NumericalFunction(
+        f"{name}_step", lambda x, u, s, p: x + s[0] / n * av.Tensor.stack(x[1], u[0]), xusp
+    )
+    effort = av.NumericalFunction(f"{name}_effort", lambda x, u, s, p: 0.01 * u[0] ** 2, xusp)
+    time = av.NumericalFunction(f"{name}_time", lambda x, s, p: s[0], xsp)
+    rest = av.NumericalFunction(f"{name}_rest", lambda x, s, p: x - np.array([1.0, 0.0]), xsp)
+    return MultistageProblem.from_dynamics(
+        N=n, nx=2, nu=1, dynamics_fn=step, stage_cost_fn=effort, terminal_cost_fn=time,
+        terminal_constraints_fn=rest, u_lb=-1.0, u_ub=1.0, shared_dim=1, shared_lb=t_lb, shared_ub=10.0,
+    )
+
+
+def min_time_ipopt(n, t_lb):
+    """Ipopt on the same NLP written out, the variables ordered as anvil's: (x_k, u_k) by stage, then T."""
+    z = cs.SX.sym("z", 3 * (n + 1) + 1)
+    t = z[-1]
+    xs = [z[3 * k : 3 * k + 2] for k in range(n + 1)]
+    us = [z[3 * k + 2] for k in range(n + 1)]
+    f = t + sum(0.01 * us[k] ** 2 for k in range(n))
+    g = cs.vertcat(
+        xs[0],
+        *[xs[k + 1] - (xs[k] + t / n * cs.vertcat(xs[k][1], us[k])) for k in range(n)],
+        xs[n] - cs.DM([1.0, 0.0]),
+    )
+    lb = np.r_[np.tile([-np.inf, -np.inf, -1.0], n + 1), t_lb]
+    ub = np.r_[np.tile([np.inf, np.inf, 1.0], n + 1), 10.0]
+    x0 = np.r_[np.zeros(3 * (n + 1)), 2.0]
+    return ipopt({"x": z, "f": f, "g": g}, {"lbx": lb, "ubx": ub, "lbg": 0.0, "ubg": 0.0}, x0)
+
+
+@pytest.mark.parametrize("t_lb", [0.5, 2.5])
+def test_a_shared_free_final_time_agrees_with_ipopt(t_lb):
+    """``shared_dim=1``: the final time is one variable at the end of x (``res.S``), which
+    every solver reaches as Ipopt does on the NLP with T written once: x, the objective, the
+    multipliers of the user's rows, and T's bound multiplier (binding where t_lb = 2.5)."""
+    n = 20
+    tag = "free" if t_lb < 1 else "slow"
+    problem = min_time_problem(n, t_lb, f"mt_{tag}")
+    assert (problem.nvars, problem.neq, problem.shared_dim) == (3 * (n + 1) + 1, 2 * n + 4, 1)
+    want = min_time_ipopt(n, t_lb)
+    guess = np.r_[np.zeros(3 * (n + 1)), 2.0]
+    solvers = [SparseIPMFunction(f"mt_{tag}_ipm", problem, IPMSettings(tol=1e-10))]
+    solvers += [SparseSQPFunction(f"mt_{tag}_{b}", problem, SETTINGS, qp_backend=b) for b in ("riccati", "piqp")]
+    for solver in solvers:
+        res = solver(guess, p=[0.0, 0.0])
+        assert res.status == SQPStatus.SOLVED, (solver.name, res.status)
+        # The interior-point method relaxes bounds by 1e-8 (relative), as Ipopt does.
+        assert max(res.stat_res, res.eq_res, res.ineq_res, res.comp_res) <= 1e-7, res
+        close(res.x, want["x"], 1e-6, f"{solver.name} x")
+        close(res.objective, want["f"], 1e-8, f"{solver.name} objective")
+        close(res.lam_eq, want["lam_g"], 1e-5, f"{solver.name} lam_eq")
+        close(res.lam_box, want["lam_x"], 1e-5, f"{solver.name} lam_box")
+        assert res.S is not None and res.S.shape == (1,) and res.S[0] == res.x[-1]
+        assert res.X.shape == (n + 1, 2) and res.U.shape == (n, 1)
+        np.testing.assert_allclose(res.X[-1], [1.0, 0.0], atol=1e-8)
+    if t_lb > 1:
+        assert abs(want["x"][-1] - t_lb) < 1e-7 and want["lam_x"][-1] < -1e-3, "the bound binds"
+    # The MPC shift keeps T; the problem travels with its shared variable.
+    shifted = problem.shift(res)
+    assert shifted.S[0] == res.S[0] and shifted.x.size == problem.nvars
+    again = pickle.loads(pickle.dumps(problem))
+    assert (again.shared_dim, again.nvars) == (1, problem.nvars)
+    res = SparseIPMFunction(f"mt_{tag}_again", again, IPMSettings(tol=1e-10))(guess, p=[0.0, 0.0])
+    close(res.x, want["x"], 1e-6, "again")
+
+
+def test_shared_variables_that_do_not_fit_are_clear_errors():
+    xup = (av.Arg(2), av.Arg(1), av.Arg(0))
+    step = av.NumericalFunction("sv_step", lambda x, u, p: x + 0.1 * av.Tensor.stack(x[1], u[0]), xup)
+    with pytest.raises(ValueError, match=r"shared_dim = 1, but dynamics_fn takes .*\(x, u, s, p\)"):
+        MultistageProblem.from_dynamics(N=5, nx=2, nu=1, dynamics_fn=step, shared_dim=1)
+    with pytest.raises(ValueError, match="shared_lb/shared_ub are given but shared_dim is 0"):
+        MultistageProblem.from_dynamics(N=5, nx=2, nu=1, dynamics_fn=step, shared_lb=0.0)
+    with pytest.raises(ValueError, match="shared_dim must be >= 0"):
+        MultistageProblem(N=5, nz=2, shared_dim=-1)
+    cost = av.NumericalFunction("sv_cost", lambda z, g, p: (z**2).sum(), (av.Arg(2), av.Arg(0), av.Arg(0)))
+    with pytest.raises(ValueError, match=r"\(z, s, p_global, p_i\)"):
+        MultistageProblem(N=5, nz=2, cost_stage_fn=cost, shared_dim=1)
+    with pytest.raises(ValueError, match="shared_lb"):
+        MultistageProblem(N=5, nz=2, shared_dim=2, shared_lb=[0.0, 1.0, 2.0])
+    problem = min_time_problem(5, 0.5, "sv_fit")
+    solver = SparseIPMFunction("sv_fit_ipm", problem)
+    with pytest.raises(ValueError, match=r"x0 must have shape \(19,\) \(6 stages of \(x, u\), 2 \+ 1 entries each, then 1 shared\)"):
+        solver(np.zeros(18), p=[0.0, 0.0])

@@ -296,6 +296,9 @@ class SQPResult:
     #: With ``SQPStatus.INVALID_INPUT``: the argument at fault (``"x0"``, ``"p"``,
     #: ``"lam_eq0"``, ``"lam_ineq0"``, ``"lam_box0"``, ``"settings"``); None otherwise.
     invalid_input: Optional[str] = None
+    #: The variables shared by every stage of a MultistageProblem with ``shared_dim > 0``
+    #: (``x[-shared_dim:]``; else None).
+    S: Optional[np.ndarray] = None
 
     @property
     def success(self) -> bool:
@@ -476,6 +479,16 @@ def _stage_function(fn: Any, what: str, form: str) -> Optional[NumericalFunction
     return fn
 
 
+def _shared(count: Any, lb: Any, ub: Any) -> tuple[int, Any, Any]:
+    """``shared_dim`` and its bounds (None when there are no shared variables)."""
+    count = _count(count, "shared_dim", 0)
+    if count == 0:
+        if lb is not None or ub is not None:
+            raise ValueError("shared_lb/shared_ub are given but shared_dim is 0")
+        return 0, None, None
+    return count, _bound(-np.inf if lb is None else lb, "shared_lb"), _bound(np.inf if ub is None else ub, "shared_ub")
+
+
 def _native(fn: Optional[NumericalFunction[Any, Any]]) -> Any:
     return None if fn is None else fn._native
 
@@ -515,6 +528,15 @@ class MultistageProblem(_Travels):
       param_dim: entries of each stage parameter ``p_i``.
       global_param_dim: entries of ``p_global``.
 
+      shared_dim: entries of variables ``s`` shared by every stage (a free final time, a
+        design parameter); every function then takes ``s`` before ``p_global``:
+        ``(z, s, p_global, p_i)`` and ``(z, z_next, s, p_global, p_i)``. A solver's variables
+        are then ``[z_0, ..., z_N, s]`` and results carry ``S``. The solvers carry a copy of
+        ``s`` in each stage, equal to the next stage's, so that their stage-wise
+        factorisations eliminate it as they eliminate states.
+      shared_lb, shared_ub: bounds on ``s`` (``shared_dim`` entries, or scalars; default none).
+        Their multiplier in ``lam_box`` is the sum of the copies'.
+
     Bounds are scalars, arrays or constant Tensors; ±inf, or magnitudes >= 1e20, mean none.
     Signatures and bound lengths are checked here (ValueError saying what is wrong).
     """
@@ -523,6 +545,9 @@ class MultistageProblem(_Travels):
     nz: int
     param_dim: int
     global_param_dim: int
+    shared_dim: int = 0
+    shared_lb: Any = None
+    shared_ub: Any = None
     # The z-form's functions and bounds (None in a problem from ``from_dynamics``).
     cost_initial_fn: Optional[NumericalFunction[Any, Any]] = None
     cost_stage_fn: Optional[NumericalFunction[Any, Any]] = None
@@ -571,12 +596,17 @@ class MultistageProblem(_Travels):
         z_ub: Any = None,
         param_dim: int = 0,
         global_param_dim: int = 0,
+        shared_dim: int = 0,
+        shared_lb: Any = None,
+        shared_ub: Any = None,
     ) -> None:
         self.horizon = _horizon(N)
         self.nz = _count(nz, "nz", 1)
         self.param_dim = _count(param_dim, "param_dim", 0)
         self.global_param_dim = _count(global_param_dim, "global_param_dim", 0)
-        stage, coupled = "(z, p_global, p_i)", "(z, z_next, p_global, p_i)"
+        self.shared_dim, self.shared_lb, self.shared_ub = _shared(shared_dim, shared_lb, shared_ub)
+        s = ", s" if self.shared_dim else ""
+        stage, coupled = f"(z{s}, p_global, p_i)", f"(z, z_next{s}, p_global, p_i)"
         self.cost_initial_fn = _stage_function(cost_initial_fn, "cost_initial_fn", stage)
         self.cost_stage_fn = _stage_function(cost_stage_fn, "cost_stage_fn", stage)
         self.cost_terminal_fn = _stage_function(cost_terminal_fn, "cost_terminal_fn", stage)
@@ -608,6 +638,9 @@ class MultistageProblem(_Travels):
             self.ineq_ub,
             self.z_lb,
             self.z_ub,
+            self.shared_dim,
+            self.shared_lb,
+            self.shared_ub,
         )
 
     @classmethod
@@ -628,6 +661,9 @@ class MultistageProblem(_Travels):
         u_ub: Any = None,
         param_dim: int = 0,
         terminal_constraints_fn: Optional[NumericalFunction[Any, Any]] = None,
+        shared_dim: int = 0,
+        shared_lb: Any = None,
+        shared_ub: Any = None,
     ) -> MultistageProblem:
         """An optimal control problem in states ``x`` (``nx``) and controls ``u`` (``nu``)::
 
@@ -659,11 +695,35 @@ class MultistageProblem(_Travels):
             dynamics'. The final state is then fixed twice (by the dynamics and by these
             rows): SparseIPMFunction pivots them in earlier stages; the SQP's Riccati QP
             takes its general (z-form) recursion.
+          shared_dim: entries of variables ``s`` shared by every step, chosen by the solver
+            (a free final time ``T``: ``F = x + T/N * f(x, u)``); every callback then takes
+            ``s`` before ``p``: ``(x, u, s, p)``, ``(x, s, p)``. The guess and the result's
+            ``x`` end with ``s`` (``(N + 1) * (nx + nu) + shared_dim`` entries); results carry
+            ``S``. See ``MultistageProblem``'s ``shared_dim``.
+          shared_lb, shared_ub: bounds on ``s`` (default none).
+
+        Example, the least time ``T`` that moves a double integrator from rest at 0 to rest
+        at 1 with ``|u| <= 1``::
+
+            N = 20
+            xusp = (av.Arg(2), av.Arg(1), av.Arg(1), av.Arg(0))   # (x, u, s, p), s = [T]
+            F = av.NumericalFunction(
+                "F", lambda x, u, s, p: x + s[0] / N * av.Tensor.stack(x[1], u[0]), xusp)
+            xsp = (av.Arg(2), av.Arg(1), av.Arg(0))
+            time = av.NumericalFunction("time", lambda x, s, p: s[0], xsp)
+            rest = av.NumericalFunction("rest", lambda x, s, p: x - np.array([1.0, 0.0]), xsp)
+            problem = MultistageProblem.from_dynamics(
+                N, 2, 1, F, terminal_cost_fn=time, terminal_constraints_fn=rest,
+                u_lb=-1.0, u_ub=1.0, shared_dim=1, shared_lb=0.1, shared_ub=10.0)
+            res = SparseIPMFunction(name="min_time", problem=problem)(
+                np.r_[np.zeros(21 * 3), 1.0], p=[0.0, 0.0])    # res.S ~ [2]
         """
         horizon = _horizon(N)
         nx, nu = _count(nx, "nx", 1), _count(nu, "nu", 0)
         param_dim = _count(param_dim, "param_dim", 0)
-        xup, xp = "(x, u, p)", "(x, p)"
+        shared_dim, shared_lb, shared_ub = _shared(shared_dim, shared_lb, shared_ub)
+        s = ", s" if shared_dim else ""
+        xup, xp = f"(x, u{s}, p)", f"(x{s}, p)"
         if not isinstance(dynamics_fn, NumericalFunction):
             raise TypeError(f"dynamics_fn must be a NumericalFunction of {xup}, got {type(dynamics_fn).__name__}")
         stage_cost_fn = _stage_function(stage_cost_fn, "stage_cost_fn", xup)
@@ -694,8 +754,12 @@ class MultistageProblem(_Travels):
             _native(path_constraints_fn),
             *bounds,
             _native(terminal_constraints_fn),
+            shared_dim,
+            shared_lb,
+            shared_ub,
         )
         problem = cls.__new__(cls)
+        problem.shared_dim, problem.shared_lb, problem.shared_ub = shared_dim, shared_lb, shared_ub
         problem.horizon, problem.nz, problem.nx, problem.nu = horizon, nx + nu, nx, nu
         problem.param_dim, problem.global_param_dim = param_dim, nx
         problem.dynamics_fn, problem.stage_cost_fn, problem.terminal_cost_fn = dynamics_fn, stage_cost_fn, terminal_cost_fn
@@ -712,7 +776,7 @@ class MultistageProblem(_Travels):
 
     @property
     def nvars(self) -> int:
-        """All variables, ``(N + 1) * nz``."""
+        """All variables, ``(N + 1) * nz + shared_dim``."""
         return self._native.dims[0]
 
     @property
@@ -740,16 +804,20 @@ class MultistageProblem(_Travels):
         x, lam_eq, lam_ineq, lam_box = self._native.shift(
             *(np.ascontiguousarray(v, dtype=np.float64).ravel() for v in (result.x, result.lam_eq, result.lam_ineq, result.lam_box))
         )
-        states, controls = self._split(x)
-        return dataclasses.replace(result, x=x, lam_eq=lam_eq, lam_ineq=lam_ineq, lam_box=lam_box, X=states, U=controls)
+        states, controls, shared = self._split(x)
+        return dataclasses.replace(
+            result, x=x, lam_eq=lam_eq, lam_ineq=lam_ineq, lam_box=lam_box, X=states, U=controls, S=shared
+        )
 
-    def _split(self, z: np.ndarray) -> tuple[Optional[np.ndarray], Optional[np.ndarray]]:
-        """States ``(N + 1, nx)`` and controls ``(N, nu)`` of stacked stage variables (None,
-        None for a problem not built from dynamics)."""
+    def _split(self, z: np.ndarray) -> tuple[Optional[np.ndarray], Optional[np.ndarray], Optional[np.ndarray]]:
+        """States ``(N + 1, nx)`` and controls ``(N, nu)`` of a solver's variables (None,
+        None for a problem not built from dynamics), and the shared variables (None without)."""
+        stacked = (self.N + 1) * self.nz
+        shared = z[stacked:].copy() if self.shared_dim else None
         if self.nx is None:
-            return None, None
-        stages = z.reshape(self.N + 1, self.nz)
-        return stages[:, : self.nx].copy(), stages[:-1, self.nx :].copy()
+            return None, None, shared
+        stages = z[:stacked].reshape(self.N + 1, self.nz)
+        return stages[:, : self.nx].copy(), stages[:-1, self.nx :].copy(), shared
 
     _Z_FUNCTIONS = (
         "cost_initial_fn",
@@ -776,6 +844,9 @@ class MultistageProblem(_Travels):
         else:
             names, bounds = self._DYNAMICS_FUNCTIONS, ("path_lb", "path_ub", "x_lb", "x_ub", "u_lb", "u_ub")
             sizes = {"nx": self.nx, "nu": self.nu, "param_dim": self.param_dim}
+        if self.shared_dim:
+            sizes["shared_dim"] = self.shared_dim
+            bounds = (*bounds, "shared_lb", "shared_ub")
         return {
             "form": "z" if self.nx is None else "dynamics",
             "N": _travel.horizon(self.horizon),
@@ -799,6 +870,7 @@ class MultistageProblem(_Travels):
 
     def __repr__(self) -> str:
         split = "" if self.nx is None else f", nx={self.nx}, nu={self.nu}"
+        split += f", shared_dim={self.shared_dim}" if self.shared_dim else ""
         return (
             f"MultistageProblem(N={self.N}, nz={self.nz}{split}, neq={self.neq}, nineq={self.nineq}, "
             f"param_size={self.param_size})"
@@ -956,9 +1028,9 @@ class _Solver(_Travels):
         ]
         xs, le, li, lb, info = self._native.solve(x, params, *warm)
         status, iterations, qp_iterations, objective, stat, eq, ineq, comp, seconds, invalid_input = info
-        states = controls = None
+        states = controls = shared = None
         if isinstance(self.problem, MultistageProblem):
-            states, controls = self.problem._split(xs)
+            states, controls, shared = self.problem._split(xs)
         return SQPResult(
             x=xs,
             lam_eq=le,
@@ -976,6 +1048,7 @@ class _Solver(_Travels):
             X=states,
             U=controls,
             invalid_input=invalid_input,
+            S=shared,
         )
 
     def _layouts(self) -> tuple[str, str]:
@@ -990,6 +1063,8 @@ class _Solver(_Travels):
         else:
             x = f" ({stages} stages of z, {problem.nz} entries each)"
             first = f"p_global ({problem.global_param_dim})"
+        if problem.shared_dim:
+            x = f"{x[:-1]}, then {problem.shared_dim} shared)"
         return x, f" ({first}, then {stages} stage parameters of {problem.param_dim} entries)"
 
     def __repr__(self) -> str:

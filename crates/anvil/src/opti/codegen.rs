@@ -35,11 +35,13 @@ fn templates() -> &'static Environment<'static> {
             ("ipm_source.j2", include_str!("templates/ipm_source.j2")),
             ("ipm_ms_source.j2", include_str!("templates/ipm_ms_source.j2")),
             ("ipm_solve.j2", include_str!("templates/ipm_solve.j2")),
+            ("shared_header.j2", include_str!("templates/shared_header.j2")),
+            ("shared_source.j2", include_str!("templates/shared_source.j2")),
         ])
     })
 }
 
-fn render(template: &str, ctx: Value) -> String {
+pub(crate) fn render(template: &str, ctx: Value) -> String {
     templates().get_template(template).and_then(|t| t.render(ctx)).expect("anvil's own templates render")
 }
 

@@ -38,6 +38,7 @@ mod native;
 mod problem;
 mod runtime;
 mod settings;
+mod shared;
 mod solution;
 mod solver;
 mod stagewise;

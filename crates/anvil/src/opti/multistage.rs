@@ -3,6 +3,7 @@
 //! block-banded and each stage function is traced once.
 
 use super::problem::{problem_error, Bound};
+use super::shared::{self, Shared};
 use super::solution::Solution;
 use crate::dtype::DType;
 use crate::error::Result;
@@ -95,6 +96,8 @@ pub struct MultistageProblem {
     pub(crate) z_lb: Vec<f64>,
     pub(crate) z_ub: Vec<f64>,
     pub(crate) state_control: Option<StateControl>,
+    /// Variables shared by every stage (None: none).
+    pub(crate) shared: Option<Shared>,
     /// The equality terms are those `from_dynamics` made (no setter replaced or added one).
     dynamics_terms: bool,
 }
@@ -206,6 +209,7 @@ impl MultistageProblem {
             z_lb: vec![f64::NEG_INFINITY; nz],
             z_ub: vec![f64::INFINITY; nz],
             state_control: None,
+            shared: None,
             dynamics_terms: false,
         })
     }
@@ -224,6 +228,92 @@ impl MultistageProblem {
         let mut problem = MultistageProblem::new(n, nz, global_param_dim, param_dim)?;
         problem.horizon = Some(horizon.clone());
         Ok(problem)
+    }
+
+    /// Adds `count` decision variables `s` shared by every stage (a free final time, a design
+    /// parameter), with bounds `lb ≤ s ≤ ub` (`count` entries, or scalars): every function
+    /// then takes `s` after the stage variables, `(z, s, p_global, p_i)` and
+    /// `(z, z_next, s, p_global, p_i)`, so this comes before the functions are set.
+    ///
+    /// The solver's variables become `[z_0, …, z_N, s]`. Solvers carry a copy of `s` in each
+    /// stage, tied to the next stage's by equality rows, so their stage-wise factorisations
+    /// eliminate it as they eliminate states; results report `s` and the sum of its copies'
+    /// bound multipliers, and equality multipliers of the problem's own rows only.
+    ///
+    /// ```
+    /// use anvil::{Arg, NumericalFunction, opti::MultistageProblem};
+    /// # fn main() -> anvil::Result<()> {
+    /// // z = (x, u); the step length s is chosen by the solver: x_{i+1} = x_i + s·u_i.
+    /// let step = NumericalFunction::new("step", |[z, zn, s, _g, _p]| {
+    ///     zn.shrink(&[(0, 1)]) - z.shrink(&[(0, 1)]) - &s * z.shrink(&[(1, 2)])
+    /// }, [Arg::new(2), Arg::new(2), Arg::new(1), Arg::new(0), Arg::new(0)])?;
+    /// let problem = MultistageProblem::new(10, 2, 0, 0)?.shared(1, 0.0, 2.0)?.eq_interstage(&step)?;
+    /// assert_eq!((problem.nvars(), problem.neq()), (11 * 2 + 1, 10));
+    /// # Ok(()) }
+    /// ```
+    pub fn shared(mut self, count: usize, lb: impl Into<Bound>, ub: impl Into<Bound>) -> Result<Self> {
+        if self.cost_terms().chain(self.eq_terms()).chain(self.ineq_terms()).next().is_some() {
+            return Err(problem_error(
+                "multistage",
+                "set the shared variables before the functions: their signatures take s after z".into(),
+            ));
+        }
+        let lifted = (self.n + 1).checked_mul(self.nz.saturating_add(count).saturating_add(count));
+        if lifted.is_none_or(|v| v > i32::MAX as usize) {
+            return Err(problem_error(
+                "multistage",
+                format!("{count} shared variables copied into each of the N + 1 = {} stages are too many", self.n + 1),
+            ));
+        }
+        let (lb, ub) = (lb.into().resolve(count, "shared_lb")?, ub.into().resolve(count, "shared_ub")?);
+        super::problem::check_ordered(&lb, &ub, "shared_lb", "shared_ub")?;
+        self.shared = (count > 0).then_some(Shared { count, lb, ub });
+        Ok(self)
+    }
+
+    /// Variables shared by every stage.
+    pub fn shared_count(&self) -> usize {
+        self.shared.as_ref().map_or(0, |s| s.count)
+    }
+
+    /// The problem a solver solves: with shared variables, the problem over the stages
+    /// `(z_i, s_i)` with the copies' rows `s_{i+1} − s_i = 0`; None without.
+    pub(crate) fn lifted(&self) -> Result<Option<MultistageProblem>> {
+        let Some(s) = &self.shared else { return Ok(None) };
+        let (nz, ns, params) = (self.nz, s.count, [self.global_param, self.stage_param]);
+        let mut lifted = MultistageProblem::new(self.n, nz + ns, self.global_param, self.stage_param)?;
+        lifted.horizon = self.horizon.clone();
+        let lift = |t: &Option<Term>| t.as_ref().map(|t| shared::lift_term(t, nz, ns, params)).transpose();
+        lifted.cost_initial = lift(&self.cost_initial)?;
+        lifted.cost_stage = lift(&self.cost_stage)?;
+        lifted.cost_terminal = lift(&self.cost_terminal)?;
+        lifted.eq_initial = lift(&self.eq_initial)?;
+        lifted.eq_interstage = match lift(&self.eq_interstage)? {
+            Some(term) => Some(term),
+            None => Some(shared::copies_term("multistage", nz, ns, params, self.n)?),
+        };
+        lifted.eq_stage = lift(&self.eq_stage)?;
+        lifted.eq_terminal = lift(&self.eq_terminal)?;
+        lifted.ineq_stage = lift(&self.ineq_stage)?;
+        (lifted.ineq_lb, lifted.ineq_ub) = (self.ineq_lb.clone(), self.ineq_ub.clone());
+        let stages = self.horizon.is_none().then_some(self.n + 1);
+        let lb = shared::lift_bounds(&self.z_lb, nz, &s.lb, f64::NEG_INFINITY, stages);
+        let ub = shared::lift_bounds(&self.z_ub, nz, &s.ub, f64::INFINITY, stages);
+        // Both one stage's, or both every stage's.
+        let len = lb.len().max(ub.len());
+        let every = |v: Vec<f64>| v.iter().copied().cycle().take(len).collect::<Vec<f64>>();
+        (lifted.z_lb, lifted.z_ub) = (every(lb), every(ub));
+        Ok(Some(lifted))
+    }
+
+    /// Rows of the initial equality term.
+    pub(crate) fn initial_eq_rows(&self) -> usize {
+        self.eq_initial.as_ref().map_or(0, |t| t.rows)
+    }
+
+    /// Rows of each interstage equality block.
+    pub(crate) fn interstage_rows(&self) -> usize {
+        self.eq_interstage.as_ref().map_or(0, |t| t.rows)
     }
 
     /// The cost `ℓ_0(z_0, p_global, p_0)` of the first stage (a scalar).
@@ -328,9 +418,9 @@ impl MultistageProblem {
         self.nz
     }
 
-    /// All variables, `(N + 1)·nz`.
+    /// All variables, `(N + 1)·nz` and the shared ones.
     pub fn nvars(&self) -> usize {
-        (self.n + 1) * self.nz
+        (self.n + 1) * self.nz + self.shared_count()
     }
 
     /// The solver's parameter entries: `global_param_dim + (N + 1)·param_dim`.
@@ -401,11 +491,17 @@ impl MultistageProblem {
             }
             out
         };
+        let stages = (self.n + 1) * self.nz;
+        let shift_z = |v: &[f64]| {
+            let mut out = shift_stages(&v[..stages], self.nz);
+            out.extend_from_slice(&v[stages..]);
+            out
+        };
         Ok(Solution {
-            x: shift_stages(&solution.x, self.nz),
+            x: shift_z(&solution.x),
             lam_eq: by_terms(&solution.lam_eq, &mut self.eq_terms()),
             lam_ineq: by_terms(&solution.lam_ineq, &mut self.ineq_terms()),
-            lam_box: shift_stages(&solution.lam_box, self.nz),
+            lam_box: shift_z(&solution.lam_box),
             info: solution.info,
         })
     }
@@ -455,10 +551,19 @@ impl MultistageProblem {
         if coupled {
             expected.push(Arg::new(self.nz));
         }
+        let ns = self.shared_count();
+        if ns > 0 {
+            expected.push(Arg::new(ns));
+        }
         expected.extend([Arg::new(self.global_param), Arg::new(self.stage_param)]);
         let takes = |args: &[Arg]| args.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(", ");
         if f.inputs() != expected.as_slice() {
-            let form = if coupled { "(z, z_next, p_global, p_i)" } else { "(z, p_global, p_i)" };
+            let form = match (coupled, ns > 0) {
+                (true, true) => "(z, z_next, s, p_global, p_i)",
+                (true, false) => "(z, z_next, p_global, p_i)",
+                (false, true) => "(z, s, p_global, p_i)",
+                (false, false) => "(z, p_global, p_i)",
+            };
             return Err(problem_error(
                 f.name(),
                 format!(
@@ -495,31 +600,51 @@ impl MultistageProblem {
         let nz = nx.saturating_add(nu);
         let mut problem = MultistageProblem::new(n, nz, nx, np)?;
         problem.horizon = ocp.horizon.clone();
+        if let Some(s) = &ocp.shared {
+            problem = problem.shared(s.count, s.lb.clone(), s.ub.clone())?;
+        }
         problem.state_control = Some(StateControl { nx, nu });
-        problem.dynamics_terms = true;
-        let stage = || vec![Arg::new(nz), Arg::new(nx), Arg::new(np)];
+        // With shared variables the stages' states are not fixed by the rows alone (each
+        // stage's copy of s is free at the first).
+        problem.dynamics_terms = ocp.shared.is_none();
+        let ns = ocp.shared.as_ref().map_or(0, |s| s.count);
+        // The z-form's arguments: (z, [s,] x_init, p) and the interstage (z, z_next, [s,] x_init, p).
+        let with_shared = |mut args: Vec<Arg>| {
+            if ns > 0 {
+                args.push(Arg::new(ns));
+            }
+            args.extend([Arg::new(nx), Arg::new(np)]);
+            args
+        };
+        let stage = || with_shared(vec![Arg::new(nz)]);
         let split = |z: &Tensor| (z.shrink(&[(0, nx)]), z.shrink(&[(nx, nz)]));
+        // A callback's arguments: `head`, then s and p from the z-form's trailing arguments.
+        let tail = |head: Vec<Tensor>, s: &[Tensor]| {
+            let mut args = head;
+            if ns > 0 {
+                args.push(s[s.len() - 3].clone());
+            }
+            args.push(s[s.len() - 1].clone());
+            args
+        };
         let first = |f: &NumericalFunction, args: &[Tensor]| -> Result<Tensor> { Ok(f.apply(args)?.remove(0)) };
         let lower = |name: &str, inputs: Vec<Arg>, body: &dyn Fn(&[Tensor]) -> Result<Tensor>| {
             NumericalFunction::trace(name, inputs, |s| body(&s))
         };
-        let start = lower("initial_state", stage(), &|s| Ok(split(&s[0]).0 - &s[1]))?;
+        let start = lower("initial_state", stage(), &|s| Ok(split(&s[0]).0 - &s[s.len() - 2]))?;
         problem.eq_initial = problem.constraint(&start, Kind::Initial, "initial state")?;
         let dynamics = &ocp.dynamics;
-        let defects = lower(
-            &derived_name(dynamics.name(), "defect"),
-            vec![Arg::new(nz), Arg::new(nz), Arg::new(nx), Arg::new(np)],
-            &|s| {
+        let defects =
+            lower(&derived_name(dynamics.name(), "defect"), with_shared(vec![Arg::new(nz), Arg::new(nz)]), &|s| {
                 let (x, u) = split(&s[0]);
-                let next = first(dynamics, &[x, u, s[3].clone()])?.cast(DType::F64).flatten();
+                let next = first(dynamics, &tail(vec![x, u], s))?.cast(DType::F64).flatten();
                 Ok(split(&s[1]).0 - next)
-            },
-        )?;
+            })?;
         problem.eq_interstage = problem.constraint(&defects, Kind::Interstage, "dynamics_fn")?;
         if let Some(l) = &ocp.stage_cost {
             let cost = lower(&derived_name(l.name(), "z"), stage(), &|s| {
                 let (x, u) = split(&s[0]);
-                Ok(first(l, &[x, u, s[2].clone()])?.reshape(()))
+                Ok(first(l, &tail(vec![x, u], s))?.reshape(()))
             })?;
             let mut term = problem.term(&cost, Kind::Stage, "stage_cost_fn", true)?;
             (term.first, term.count) = (0, n);
@@ -527,22 +652,22 @@ impl MultistageProblem {
         }
         if let Some(l) = &ocp.terminal_cost {
             let cost = lower(&derived_name(l.name(), "z"), stage(), &|s| {
-                Ok(first(l, &[split(&s[0]).0, s[2].clone()])?.reshape(()))
+                Ok(first(l, &tail(vec![split(&s[0]).0], s))?.reshape(()))
             })?;
             problem.cost_terminal = Some(problem.term(&cost, Kind::Terminal, "terminal_cost_fn", true)?);
         }
         if let Some(r) = &ocp.terminal {
             let rows = lower(&derived_name(r.name(), "z"), stage(), &|s| {
-                Ok(first(r, &[split(&s[0]).0, s[2].clone()])?.cast(DType::F64).flatten())
+                Ok(first(r, &tail(vec![split(&s[0]).0], s))?.cast(DType::F64).flatten())
             })?;
             problem.eq_terminal = problem.constraint(&rows, Kind::Terminal, "terminal_constraints_fn")?;
             // The Riccati recursion over (x, u) keeps the dynamics alone as exact rows.
-            problem.dynamics_terms = problem.eq_terminal.is_none();
+            problem.dynamics_terms &= problem.eq_terminal.is_none();
         }
         if let Some((h, lb, ub)) = &ocp.path {
             let path = lower(&derived_name(h.name(), "z"), stage(), &|s| {
                 let (x, u) = split(&s[0]);
-                Ok(first(h, &[x, u, s[2].clone()])?.flatten())
+                Ok(first(h, &tail(vec![x, u], s))?.flatten())
             })?;
             let mut term = problem.term(&path, Kind::Stage, "path_constraints_fn", false)?;
             (term.first, term.count) = (0, n);
@@ -589,6 +714,8 @@ pub struct ControlProblem {
     terminal_cost: Option<NumericalFunction>,
     terminal: Option<NumericalFunction>,
     path: Option<(NumericalFunction, Bound, Bound)>,
+    /// Variables shared by every step, declared by a dynamics function of `(x, u, s, p)`.
+    shared: Option<Shared>,
     x_lb: Vec<f64>,
     x_ub: Vec<f64>,
     u_lb: Vec<f64>,
@@ -596,7 +723,11 @@ pub struct ControlProblem {
 }
 
 impl ControlProblem {
-    /// `N` steps of the dynamics `x_next = F(x, u, p)`; no cost and no bounds yet.
+    /// `N` steps of the dynamics `x_next = F(x, u, p)`; no cost and no bounds yet. A dynamics
+    /// function of `(x, u, s, p)` declares variables `s` shared by every step (a free final
+    /// time: `F = x + s/N·f(x, u)`), chosen by the solver: every callback then takes `s`
+    /// before `p`, and the solver's variables end with `s` (see
+    /// [`MultistageProblem::shared`]; bounds: [`shared_bounds`](Self::shared_bounds)).
     pub fn new(n: usize, nx: usize, nu: usize, param_dim: usize, dynamics: &NumericalFunction) -> Result<Self> {
         if n == 0 || nx == 0 {
             return Err(problem_error(
@@ -604,7 +735,7 @@ impl ControlProblem {
                 format!("an optimal control problem needs N ≥ 1 steps and nx ≥ 1 states (got N = {n}, nx = {nx})"),
             ));
         }
-        let ocp = ControlProblem {
+        let mut ocp = ControlProblem {
             n,
             nx,
             nu,
@@ -619,7 +750,16 @@ impl ControlProblem {
             x_ub: vec![f64::INFINITY; nx],
             u_lb: vec![f64::NEG_INFINITY; nu],
             u_ub: vec![f64::INFINITY; nu],
+            shared: None,
         };
+        if let [_, _, s, _] = dynamics.inputs() {
+            let count = s.numel();
+            ocp.shared = (count > 0).then(|| Shared {
+                count,
+                lb: vec![f64::NEG_INFINITY; count],
+                ub: vec![f64::INFINITY; count],
+            });
+        }
         ocp.check(dynamics, &ocp.xup(), "dynamics_fn")?;
         let out = &dynamics.outputs()[0];
         if out.numel() != nx {
@@ -647,8 +787,41 @@ impl ControlProblem {
         Ok(ocp)
     }
 
+    /// A callback's arguments: `head`, the shared variables (if any) and the parameter.
+    fn args(&self, head: &[usize]) -> Vec<Arg> {
+        let mut args: Vec<Arg> = head.iter().map(|&n| Arg::new(n)).collect();
+        args.extend(self.shared.as_ref().map(|s| Arg::new(s.count)));
+        args.push(Arg::new(self.param_dim));
+        args
+    }
+
     fn xup(&self) -> Vec<Arg> {
-        vec![Arg::new(self.nx), Arg::new(self.nu), Arg::new(self.param_dim)]
+        self.args(&[self.nx, self.nu])
+    }
+
+    fn xp(&self) -> Vec<Arg> {
+        self.args(&[self.nx])
+    }
+
+    /// Variables shared by every step (the entries of the dynamics' `s`; 0 without).
+    pub fn shared_count(&self) -> usize {
+        self.shared.as_ref().map_or(0, |s| s.count)
+    }
+
+    /// Bounds on the shared variables (`shared_count` entries each, or scalars).
+    pub fn shared_bounds(mut self, lb: impl Into<Bound>, ub: impl Into<Bound>) -> Result<Self> {
+        let count = self.shared_count();
+        if count == 0 {
+            return Err(problem_error(
+                self.dynamics.name(),
+                "shared_bounds: there are no shared variables (a dynamics function of (x, u, s, p) declares them)"
+                    .into(),
+            ));
+        }
+        let (lb, ub) = (lb.into().resolve(count, "shared_lb")?, ub.into().resolve(count, "shared_ub")?);
+        super::problem::check_ordered(&lb, &ub, "shared_lb", "shared_ub")?;
+        self.shared = Some(Shared { count, lb, ub });
+        Ok(self)
     }
 
     fn check(&self, f: &NumericalFunction, expected: &[Arg], what: &str) -> Result<()> {
@@ -683,7 +856,7 @@ impl ControlProblem {
 
     /// The cost `ℓ_N(x_N, p_N)` of the final state (a scalar).
     pub fn terminal_cost(mut self, f: &NumericalFunction) -> Result<Self> {
-        self.check(f, &[Arg::new(self.nx), Arg::new(self.param_dim)], "terminal_cost_fn")?;
+        self.check(f, &self.xp(), "terminal_cost_fn")?;
         check_scalar(f, "terminal_cost_fn")?;
         self.terminal_cost = Some(f.renamed(f.name())?);
         Ok(self)
@@ -694,7 +867,7 @@ impl ControlProblem {
     /// solver's Riccati QP takes its general (z-form) recursion, the interior-point solver
     /// pivots them in earlier stages.
     pub fn terminal_constraints(mut self, f: &NumericalFunction) -> Result<Self> {
-        self.check(f, &[Arg::new(self.nx), Arg::new(self.param_dim)], "terminal_constraints_fn")?;
+        self.check(f, &self.xp(), "terminal_constraints_fn")?;
         self.terminal = Some(f.renamed(f.name())?);
         Ok(self)
     }

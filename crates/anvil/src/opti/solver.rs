@@ -8,6 +8,7 @@ use super::native::{check_lengths, check_solver_name, load_once, solve_to_new, D
 use super::problem::Problem;
 use super::runtime::Runtime;
 use super::settings::{self as settings_table, HessianApproximation, Info, SqpSettings};
+use super::shared::{self, SharedLayout};
 use super::solution::{Solution, SolutionMut, WarmStart};
 use super::stagewise::{self, StageDerived};
 use crate::error::{Error, Result};
@@ -71,6 +72,8 @@ pub struct SqpFunction {
     jit: Mutex<Option<Arc<JitSolver>>>,
     /// What the solver is likely to do badly, said when it was built.
     warnings: Vec<String>,
+    /// With variables shared by every stage: the lifted problem's layout behind the user's.
+    shared: Option<SharedLayout>,
 }
 
 /// The derived functions, and what the generated code needs to know about them.
@@ -252,6 +255,9 @@ impl SqpFunction {
         backend: QpBackend,
     ) -> Result<Self> {
         check_solver(name, &settings)?;
+        let user = problem;
+        let lifted = user.lifted()?;
+        let problem = lifted.as_ref().unwrap_or(user);
         check_multistage_size(name, problem, backend)?;
         let approximation = settings.hessian_approximation;
         let derivation = match backend {
@@ -267,11 +273,12 @@ impl SqpFunction {
                 })
             }
         };
-        let dims = Dims::multistage(problem);
+        let dims = Dims::multistage(user);
         let bounds = Bounds::multistage(problem, derivation.q_rows());
         let constants = problem.horizon.iter().cloned().collect();
         let mut solver = SqpFunction::from_parts(name, backend, settings, derivation, dims, bounds, constants);
         solver.warnings.extend(gauss_newton_without_curvature(name, problem, approximation)?);
+        solver.shared = SharedLayout::of(user, problem);
         Ok(solver)
     }
 
@@ -298,6 +305,7 @@ impl SqpFunction {
             compiler: CompilerOptions::default(),
             jit: Mutex::new(None),
             warnings: Vec::new(),
+            shared: None,
         }
     }
 
@@ -378,11 +386,18 @@ impl SqpFunction {
     }
 
     fn render(&self) -> ItemSource {
+        let dims = [self.dims.nx, self.dims.neq, self.dims.nineq, self.dims.param.numel()];
+        let Some(shared) = &self.shared else { return self.render_as(&self.name, dims) };
+        let inner = self.render_as(&shared::lifted_namespace(&self.name), shared.lifted_dims(dims));
+        shared.wrap(&self.name, inner, dims)
+    }
+
+    /// The solver in namespace `name`, of the sizes `[nx, neq, nineq, np]`.
+    fn render_as(&self, name: &str, [nx, neq, nineq, np]: [usize; 4]) -> ItemSource {
         let settings = &self.settings;
-        let (nx, neq, nineq, np) = (self.dims.nx, self.dims.neq, self.dims.nineq, self.dims.param.numel());
         match &self.derived {
             Derivation::General(derived) => codegen::render_solver(&SolverLayout {
-                name: &self.name,
+                name,
                 storage: match self.backend {
                     QpBackend::PiqpDense => Storage::Dense,
                     _ => Storage::Sparse,
@@ -399,7 +414,7 @@ impl SqpFunction {
                 q_ub: self.q_ub.clone(),
             }),
             Derivation::Stages(stages) => codegen::render_multistage(&StageLayout {
-                name: &self.name,
+                name,
                 settings,
                 derived: &stages.derived,
                 nx,

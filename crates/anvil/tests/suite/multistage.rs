@@ -672,14 +672,23 @@ fn generated_multistage_module_compiles_cleanly_runs_under_sanitizers_and_never_
     let (di_zeros, di_init) = (vec![0.0; 33], [1.0, 0.5]);
     // The interior-point solver, its KKT systems factorised by stages.
     let ipm = IpmFunction::multistage("aot_cartpole_ipm", &problem, IpmSettings::default()).unwrap();
+    // A free final time: the lifted solver behind the user's layout.
+    let minimum_time = MultistageProblem::from_dynamics(&minimum_time(20)).unwrap();
+    let shared = IpmFunction::multistage("aot_minimum_time", &minimum_time, IpmSettings::default()).unwrap();
+    let shared_sqp =
+        SqpFunction::multistage("aot_minimum_time_sqp", &minimum_time, settings.clone(), QpBackend::Riccati).unwrap();
+    let (mt_guess, mt_init): (Vec<f64>, [f64; 2]) =
+        ((0..64).map(|i| if i == 63 { 2.0 } else { 0.0 }).collect(), [0.0; 2]);
     let runs: Vec<Run> = vec![
         (&exact, &zeros, &x_init),
         (&gn, &zeros, &x_init),
         (&z_form, &di_zeros, &di_init),
         (&ipm, &zeros, &x_init),
+        (&shared, &mt_guess, &mt_init),
+        (&shared_sqp, &mt_guess, &mt_init),
     ];
     let dir = std::env::temp_dir().join(format!("anvil_multistage_module_{}", std::process::id()));
-    let items: Vec<&dyn ModuleItem> = vec![&exact, &gn, &z_form, &ipm];
+    let items: Vec<&dyn ModuleItem> = vec![&exact, &gn, &z_form, &ipm, &shared, &shared_sqp];
     let (hpp, cpp) = generate_module("ocpmod", &items, &dir).unwrap();
     let header = std::fs::read_to_string(hpp).unwrap();
     let source = std::fs::read_to_string(cpp).unwrap();
@@ -744,4 +753,151 @@ fn gauss_newton_on_linear_costs_warns() {
     assert!(warned.warnings().len() == 1 && warned.warnings()[0].contains("Exact"), "{:?}", warned.warnings());
     let exact = IpmFunction::multistage("gn_ipm_exact", &problem, IpmSettings::default()).unwrap();
     assert!(exact.warnings().is_empty());
+}
+
+/// The double integrator from rest at 0 to rest at 1 in the least time `T` (a variable
+/// shared by every stage: `x_{k+1} = x_k + T/N·f(x_k, u_k)`), |u| ≤ 1, with a small cost on
+/// the force so that the optimum is unique.
+fn minimum_time(n: usize) -> ControlProblem {
+    let args = || [Arg::new(2), Arg::new(1), Arg::new(1), Arg::new(0)];
+    let h = 1.0 / n as f64;
+    let f = NumericalFunction::new(
+        "mt_f",
+        move |[x, u, t, _p]| {
+            let dt = t.get(0) * h;
+            Tensor::stack(&[x.get(0) + x.get(1) * &dt, x.get(1) + u.get(0) * &dt], 0)
+        },
+        args(),
+    )
+    .unwrap();
+    let l = NumericalFunction::new("mt_l", |[_x, u, _t, _p]| u.square().sum() * 0.01, args()).unwrap();
+    let xsp = || [Arg::new(2), Arg::new(1), Arg::new(0)];
+    let lf = NumericalFunction::new("mt_lf", |[_x, t, _p]| t.get(0), xsp()).unwrap();
+    let target =
+        NumericalFunction::new("mt_target", |[x, _t, _p]| x - Tensor::from_array(&ndarray::array![1.0, 0.0]), xsp())
+            .unwrap();
+    let ocp = ControlProblem::new(n, 2, 1, 0, &f).unwrap();
+    assert_eq!(ocp.shared_count(), 1);
+    let ocp = ocp.stage_cost(&l).unwrap().terminal_cost(&lf).unwrap().terminal_constraints(&target).unwrap();
+    ocp.control_bounds(-1.0, 1.0).unwrap().shared_bounds(0.5, 10.0).unwrap()
+}
+
+/// The same problem with `T ≥ t_lb` carried by hand as a third state, held by the dynamics.
+fn minimum_time_by_hand(n: usize, t_lb: f64) -> MultistageProblem {
+    let args = || [Arg::new(3), Arg::new(1), Arg::new(0)];
+    let h = 1.0 / n as f64;
+    let f = NumericalFunction::new(
+        "mth_f",
+        move |[x, u, _p]| {
+            let dt = x.get(2) * h;
+            Tensor::stack(&[x.get(0) + x.get(1) * &dt, x.get(1) + u.get(0) * &dt, x.get(2)], 0)
+        },
+        args(),
+    )
+    .unwrap();
+    let l = NumericalFunction::new("mth_l", |[_x, u, _p]| u.square().sum() * 0.01, args()).unwrap();
+    let xp = || [Arg::new(3), Arg::new(0)];
+    let lf = NumericalFunction::new("mth_lf", |[x, _p]| x.get(2), xp()).unwrap();
+    let target = NumericalFunction::new(
+        "mth_target",
+        |[x, _p]| x.shrink(&[(0, 2)]) - Tensor::from_array(&ndarray::array![1.0, 0.0]),
+        xp(),
+    )
+    .unwrap();
+    let ocp = ControlProblem::new(n, 3, 1, 0, &f).unwrap();
+    let ocp = ocp.stage_cost(&l).unwrap().terminal_cost(&lf).unwrap().terminal_constraints(&target).unwrap();
+    let ocp = ocp.control_bounds(-1.0, 1.0).unwrap();
+    let ocp = ocp.state_bounds([-1e20, -1e20, t_lb], [1e20, 1e20, 10.0]).unwrap();
+    let problem = MultistageProblem::from_dynamics(&ocp).unwrap();
+    // The initial time is free: the initial rows fix position and velocity only.
+    let start = NumericalFunction::new(
+        "mth_start",
+        |[z, g, _p]| z.shrink(&[(0, 2)]) - g.shrink(&[(0, 2)]),
+        [Arg::new(4), Arg::new(3), Arg::new(0)],
+    )
+    .unwrap();
+    problem.eq_initial(&start).unwrap()
+}
+
+/// A free final time as a shared variable: every solver reaches the optimum of the problem
+/// with the time carried by hand as a state (x, T and the multipliers of the user's rows),
+/// from the user's layout `[z_0, …, z_N, T]`; where T's bound binds, its multiplier is the
+/// sum of the hand-written problem's (one per stage's T).
+#[test]
+fn a_shared_free_final_time_solves_as_the_time_carried_by_hand() {
+    let n = 20;
+    let problem = MultistageProblem::from_dynamics(&minimum_time(n)).unwrap();
+    assert_eq!((problem.nvars(), problem.neq()), (3 * (n + 1) + 1, 2 * (n + 1) + 2));
+    let by_hand = minimum_time_by_hand(n, 0.5);
+    let settings = IpmSettings { tol: 1e-10, ..IpmSettings::default() };
+    let guess: Vec<f64> = (0..=n).flat_map(|_| [0.0, 0.0, 0.0]).chain([2.0]).collect();
+    let hand_guess: Vec<f64> = (0..=n).flat_map(|_| [0.0, 0.0, 2.0, 0.0]).collect();
+    let x_init = [0.0, 0.0];
+    let solve_by_hand = |name: &str, problem: &MultistageProblem| {
+        IpmFunction::multistage(name, problem, settings.clone())
+            .unwrap()
+            .solve(&hand_guess, &[0.0, 0.0, 0.0], &WarmStart::default())
+            .unwrap()
+    };
+    let reference = solve_by_hand("mt_by_hand", &by_hand);
+    assert_eq!(reference.info.status, Status::Solved, "{:?}", reference.info);
+    let time = reference.x[2];
+    assert!(time > 1.9 && time < 2.5, "T = {time}");
+    // The reference in the user's layout: (p, v, u) by stage, then T.
+    let expected: Vec<f64> = reference.x.chunks(4).flat_map(|z| [z[0], z[1], z[3]]).chain([time]).collect::<Vec<f64>>();
+    let check = |name: &str, solution: &Solution| {
+        assert_eq!(solution.info.status, Status::Solved, "{name}: {:?}", solution.info);
+        assert_close(&format!("{name}: x"), &solution.x, &expected, 1e-6);
+        // The dynamics' multipliers: the hand-written rows of p and v at each step.
+        let dynamics = |lam: &[f64], rows: usize| {
+            lam[2..2 + n * rows].chunks(rows).flat_map(|r| [r[0], r[1]]).collect::<Vec<f64>>()
+        };
+        assert_close(&format!("{name}: lam_eq"), &dynamics(&solution.lam_eq, 2), &dynamics(&reference.lam_eq, 3), 1e-5);
+        assert!(solution.lam_box[3 * (n + 1)].abs() < 1e-8, "{name}: T's bounds are inactive");
+    };
+    let ipm = IpmFunction::multistage("mt_ipm", &problem, settings.clone()).unwrap();
+    check("ipm", &ipm.solve(&guess, &x_init, &WarmStart::default()).unwrap());
+    for backend in [QpBackend::Riccati, QpBackend::PiqpSparse] {
+        let name = format!("mt_sqp_{backend:?}").to_lowercase();
+        let sqp =
+            SqpFunction::multistage(&name, &problem, SqpSettings { max_iter: 200, ..SqpSettings::default() }, backend)
+                .unwrap();
+        check(&name, &sqp.solve(&guess, &x_init, &WarmStart::default()).unwrap());
+    }
+    // A bound that binds: T ≥ 2.5 holds with T = 2.5 and a negative multiplier.
+    let slow = MultistageProblem::from_dynamics(&minimum_time(n).shared_bounds(2.5, 10.0).unwrap()).unwrap();
+    let solution = IpmFunction::multistage("mt_ipm_slow", &slow, settings.clone())
+        .unwrap()
+        .solve(&guess, &x_init, &WarmStart::default())
+        .unwrap();
+    assert_eq!(solution.info.status, Status::Solved, "{:?}", solution.info);
+    let t = 3 * (n + 1);
+    assert!((solution.x[t] - 2.5).abs() < 1e-6 && solution.lam_box[t] < -1e-3, "{:?}", &solution.x[t..]);
+    let slow_by_hand = solve_by_hand("mt_by_hand_slow", &minimum_time_by_hand(n, 2.5));
+    let summed: f64 = slow_by_hand.lam_box.chunks(4).map(|z| z[2]).sum();
+    assert!((solution.lam_box[t] - summed).abs() < 1e-6 * summed.abs().max(1.0), "{} vs {summed}", solution.lam_box[t]);
+}
+
+/// Shared variables come before the functions that take them, with bounds of their size;
+/// functions without `s` are refused with the signature they need.
+#[test]
+fn shared_variables_get_errors_that_say_what_to_fix() {
+    let stage =
+        NumericalFunction::new("sv_cost", |[z, _g, _p]| z.square().sum(), [Arg::new(2), Arg::new(0), Arg::new(0)])
+            .unwrap();
+    let late = MultistageProblem::new(5, 2, 0, 0).unwrap().cost_stage(&stage).unwrap().shared(1, 0.0, 1.0).unwrap_err();
+    assert!(late.to_string().contains("before the functions"), "{late}");
+    let shared = || MultistageProblem::new(5, 2, 0, 0).unwrap().shared(2, 0.0, 1.0).unwrap();
+    let without_s = shared().cost_stage(&stage).unwrap_err();
+    assert!(without_s.to_string().contains("(z, s, p_global, p_i)"), "{without_s}");
+    let lengths = MultistageProblem::new(5, 2, 0, 0).unwrap().shared(2, vec![0.0; 3], 1.0).unwrap_err();
+    assert!(lengths.to_string().contains("shared_lb") && lengths.to_string().contains("expected 2"), "{lengths}");
+    let crossed = MultistageProblem::new(5, 2, 0, 0).unwrap().shared(1, 2.0, 1.0).unwrap_err();
+    assert!(crossed.to_string().contains("shared_lb"), "{crossed}");
+    assert_eq!(shared().nvars(), 6 * 2 + 2);
+    let f = NumericalFunction::new("sv_f", |[x, u, _p]| &x + &u, [Arg::new(1), Arg::new(1), Arg::new(0)]).unwrap();
+    let no_shared = ControlProblem::new(5, 1, 1, 0, &f).unwrap().shared_bounds(0.0, 1.0).unwrap_err();
+    assert!(no_shared.to_string().contains("no shared variables"), "{no_shared}");
+    let huge = MultistageProblem::new(1000, 2, 0, 0).unwrap().shared(usize::MAX / 4, 0.0, 1.0);
+    assert!(huge.is_err());
 }

@@ -20,6 +20,7 @@ use super::multistage::MultistageProblem;
 use super::native::{check_lengths, check_solver_name, load_once, solve_to_new, Dims, JitSolver};
 use super::problem::Problem;
 use super::settings::{self as settings_table, Info};
+use super::shared::{self, SharedLayout};
 use super::solution::{Solution, SolutionMut, WarmStart};
 use super::solver::{check_multistage_size, gauss_newton_without_curvature, Bounds, QpBackend, StageSolver};
 use crate::error::{Error, Result};
@@ -67,6 +68,8 @@ pub struct IpmFunction {
     jit: Mutex<Option<Arc<JitSolver>>>,
     /// What the solver is likely to do badly, said when it was built.
     warnings: Vec<String>,
+    /// With variables shared by every stage: the lifted problem's layout behind the user's.
+    shared: Option<SharedLayout>,
 }
 
 /// The derived functions, and how the KKT systems are factorised.
@@ -204,6 +207,9 @@ impl IpmFunction {
     /// ```
     pub fn multistage(name: &str, problem: &MultistageProblem, settings: IpmSettings) -> Result<Self> {
         check_solver(name, &settings)?;
+        let user = problem;
+        let lifted = user.lifted()?;
+        let problem = lifted.as_ref().unwrap_or(user);
         check_multistage_size(name, problem, QpBackend::Riccati)?;
         check_stage_kkt_size(name, problem)?;
         let stages = StageSolver::new(name, problem, settings.hessian_approximation)?;
@@ -213,12 +219,13 @@ impl IpmFunction {
             name: name.into(),
             settings,
             form: IpmForm::Stages(Box::new(stages)),
-            dims: Dims::multistage(problem),
+            dims: Dims::multistage(user),
             bounds,
             constants: problem.horizon.iter().cloned().collect(),
             compiler: CompilerOptions::default(),
             jit: Mutex::new(None),
             warnings: warnings.into_iter().collect(),
+            shared: SharedLayout::of(user, problem),
         })
     }
 
@@ -240,6 +247,7 @@ impl IpmFunction {
             compiler: CompilerOptions::default(),
             jit: Mutex::new(None),
             warnings: Vec::new(),
+            shared: None,
         }
     }
 
@@ -393,9 +401,18 @@ impl ModuleItem for IpmFunction {
     }
 
     fn source(&self) -> Result<ItemSource> {
-        let (nx, neq, nineq, np) = (self.dims.nx, self.dims.neq, self.dims.nineq, self.dims.param.numel());
-        Ok(codegen::render_ipm(&IpmLayout {
-            name: &self.name,
+        let dims = [self.dims.nx, self.dims.neq, self.dims.nineq, self.dims.param.numel()];
+        let Some(shared) = &self.shared else { return Ok(self.render_as(&self.name, dims)) };
+        let inner = self.render_as(&shared::lifted_namespace(&self.name), shared.lifted_dims(dims));
+        Ok(shared.wrap(&self.name, inner, dims))
+    }
+}
+
+impl IpmFunction {
+    /// The solver in namespace `name`, of the sizes `[nx, neq, nineq, np]`.
+    fn render_as(&self, name: &str, [nx, neq, nineq, np]: [usize; 4]) -> ItemSource {
+        codegen::render_ipm(&IpmLayout {
+            name,
             settings: &self.settings.fields(),
             form: &self.form,
             nx,
@@ -403,7 +420,7 @@ impl ModuleItem for IpmFunction {
             nineq,
             np,
             bounds: &self.bounds,
-        }))
+        })
     }
 }
 
