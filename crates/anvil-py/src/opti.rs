@@ -449,7 +449,7 @@ fn shared_bounds(lb: Option<&Bound<'_, PyAny>>, ub: Option<&Bound<'_, PyAny>>) -
 #[pyfunction]
 #[pyo3(signature = (
     n, nx, nu, param_dim, dynamics, stage_cost, terminal_cost, path, path_lb, path_ub, x_lb, x_ub, u_lb, u_ub,
-    terminal=None, shared_dim=0, shared_lb=None, shared_ub=None,
+    terminal=None, shared_dim=0, shared_lb=None, shared_ub=None, initial=None,
 ))]
 #[allow(clippy::too_many_arguments)]
 pub fn control_problem(
@@ -471,6 +471,7 @@ pub fn control_problem(
     shared_dim: usize,
     shared_lb: Option<&Bound<'_, PyAny>>,
     shared_ub: Option<&Bound<'_, PyAny>>,
+    initial: Function<'_>,
 ) -> PyResult<PyMultistageProblem> {
     let f = dynamics.0.function();
     let mut ocp = match horizon(n)? {
@@ -505,6 +506,9 @@ pub fn control_problem(
     }
     if let Some(r) = terminal {
         ocp = ocp.terminal_constraints(r.0.function()).py()?;
+    }
+    if let Some(r) = initial {
+        ocp = ocp.initial_constraints(r.0.function()).py()?;
     }
     ocp = ocp.state_bounds(bound(x_lb)?, bound(x_ub)?).py()?.control_bounds(bound(u_lb)?, bound(u_ub)?).py()?;
     Ok(PyMultistageProblem(MultistageProblem::from_dynamics(&ocp).py()?))

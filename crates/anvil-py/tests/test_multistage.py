@@ -755,3 +755,37 @@ def test_shared_variables_that_do_not_fit_are_clear_errors():
     solver = SparseIPMFunction("sv_fit_ipm", problem)
     with pytest.raises(ValueError, match=r"x0 must have shape \(19,\) \(6 stages of \(x, u\), 2 \+ 1 entries each, then 1 shared\)"):
         solver(np.zeros(18), p=[0.0, 0.0])
+
+
+def test_initial_constraints_free_part_of_the_first_state_as_ipopt_does():
+    """``initial_constraints_fn``: rows on the first stage in place of ``x_0 = x_init`` (the
+    position starts at 1, the velocity is the solver's), with no x_init parameter; both
+    solvers reach Ipopt's optimum of the same NLP, multipliers included."""
+    n, dt = 20, 0.1
+    xup = (av.Arg(2), av.Arg(1), av.Arg(0))
+    step = av.NumericalFunction("ic_step", lambda x, u, p: av.Tensor.stack(x[0] + dt * x[1], x[1] + dt * u[0]), xup)
+    cost = av.NumericalFunction("ic_cost", lambda x, u, p: (x**2).sum() + 0.1 * (u**2).sum(), xup)
+    start = av.NumericalFunction("ic_start", lambda x, u, p: x[0:1] - 1.0, xup)
+    ocp = MultistageProblem.from_dynamics(
+        N=n, nx=2, nu=1, dynamics_fn=step, stage_cost_fn=cost, u_lb=-1.0, u_ub=1.0, initial_constraints_fn=start
+    )
+    assert (ocp.neq, ocp.param_size, ocp.global_param_dim) == (1 + 2 * n, 0, 0)
+    z = cs.SX.sym("z", 3 * (n + 1))
+    xs = [z[3 * k : 3 * k + 2] for k in range(n + 1)]
+    us = [z[3 * k + 2] for k in range(n + 1)]
+    f = sum(cs.sumsqr(xs[k]) + 0.1 * us[k] ** 2 for k in range(n))
+    g = cs.vertcat(xs[0][0] - 1.0, *[xs[k + 1] - cs.vertcat(xs[k][0] + dt * xs[k][1], xs[k][1] + dt * us[k]) for k in range(n)])
+    bounds = {"lbx": np.tile([-np.inf, -np.inf, -1.0], n + 1), "ubx": np.tile([np.inf, np.inf, 1.0], n + 1), "lbg": 0.0, "ubg": 0.0}
+    want = ipopt({"x": z, "f": f, "g": g}, bounds)
+    assert abs(want["x"][1]) > 0.1, "the first velocity is free and moves"
+    for solver in (SparseIPMFunction("ic_ipm", ocp, IPMSettings(tol=1e-10)), SparseSQPFunction("ic_sqp", ocp, SETTINGS)):
+        res = solved(solver(np.zeros(ocp.nvars)))
+        close(res.x, want["x"], 1e-6, f"{solver.name} x")
+        close(res.lam_eq, want["lam_g"], 1e-5, f"{solver.name} lam_eq")
+        close(res.lam_box, want["lam_x"], 1e-5, f"{solver.name} lam_box")
+    with pytest.raises(ValueError, match=r"p must have shape \(0,\) \(21 stage parameters of 0 entries; no x_init"):
+        SparseIPMFunction("ic_ipm", ocp)(np.zeros(ocp.nvars), p=[1.0, 0.0])
+    again = pickle.loads(pickle.dumps(ocp))
+    assert again.initial_constraints_fn is not None and again.neq == ocp.neq
+    with pytest.raises((TypeError, ValueError), match="initial_constraints_fn must take"):
+        MultistageProblem.from_dynamics(N=n, nx=2, nu=1, dynamics_fn=step, initial_constraints_fn=av.NumericalFunction("ic_bad", lambda x, p: x, (av.Arg(2), av.Arg(0))))

@@ -570,6 +570,7 @@ class MultistageProblem(_Travels):
     terminal_cost_fn: Optional[NumericalFunction[Any, Any]] = None
     path_constraints_fn: Optional[NumericalFunction[Any, Any]] = None
     terminal_constraints_fn: Optional[NumericalFunction[Any, Any]] = None
+    initial_constraints_fn: Optional[NumericalFunction[Any, Any]] = None
     path_lb: Any = None
     path_ub: Any = None
     x_lb: Any = None
@@ -664,6 +665,7 @@ class MultistageProblem(_Travels):
         shared_dim: int = 0,
         shared_lb: Any = None,
         shared_ub: Any = None,
+        initial_constraints_fn: Optional[NumericalFunction[Any, Any]] = None,
     ) -> MultistageProblem:
         """An optimal control problem in states ``x`` (``nx``) and controls ``u`` (``nu``)::
 
@@ -701,6 +703,10 @@ class MultistageProblem(_Travels):
             ``x`` end with ``s`` (``(N + 1) * (nx + nu) + shared_dim`` entries); results carry
             ``S``. See ``MultistageProblem``'s ``shared_dim``.
           shared_lb, shared_ub: bounds on ``s`` (default none).
+          initial_constraints_fn: ``r_0`` of ``(x, u, p)``, equality rows on the first stage in
+            place of ``x_0 = x_init`` (some states free: ``lambda x, u, p: x[:2] - a``), or None.
+            There is then no ``x_init``: the parameter is ``[p_0, ..., p_N]``. Their
+            multipliers come first.
 
         Example, the least time ``T`` that moves a double integrator from rest at 0 to rest
         at 1 with ``|u| <= 1``::
@@ -730,6 +736,7 @@ class MultistageProblem(_Travels):
         terminal_cost_fn = _stage_function(terminal_cost_fn, "terminal_cost_fn", xp)
         path_constraints_fn = _stage_function(path_constraints_fn, "path_constraints_fn", xup)
         terminal_constraints_fn = _stage_function(terminal_constraints_fn, "terminal_constraints_fn", xp)
+        initial_constraints_fn = _stage_function(initial_constraints_fn, "initial_constraints_fn", xup)
         if path_constraints_fn is None and (path_lb is not None or path_ub is not None):
             raise ValueError("path_lb/path_ub are given but there is no path_constraints_fn")
         bounds = [
@@ -757,14 +764,16 @@ class MultistageProblem(_Travels):
             shared_dim,
             shared_lb,
             shared_ub,
+            _native(initial_constraints_fn),
         )
         problem = cls.__new__(cls)
         problem.shared_dim, problem.shared_lb, problem.shared_ub = shared_dim, shared_lb, shared_ub
         problem.horizon, problem.nz, problem.nx, problem.nu = horizon, nx + nu, nx, nu
-        problem.param_dim, problem.global_param_dim = param_dim, nx
+        problem.param_dim, problem.global_param_dim = param_dim, 0 if initial_constraints_fn else nx
         problem.dynamics_fn, problem.stage_cost_fn, problem.terminal_cost_fn = dynamics_fn, stage_cost_fn, terminal_cost_fn
         problem.path_constraints_fn = path_constraints_fn
         problem.terminal_constraints_fn = terminal_constraints_fn
+        problem.initial_constraints_fn = initial_constraints_fn
         problem.path_lb, problem.path_ub, problem.x_lb, problem.x_ub, problem.u_lb, problem.u_ub = bounds
         problem._native = native
         return problem
@@ -835,6 +844,7 @@ class MultistageProblem(_Travels):
         "terminal_cost_fn",
         "path_constraints_fn",
         "terminal_constraints_fn",
+        "initial_constraints_fn",
     )
 
     def _describe(self, writer: Any) -> dict[str, Any]:
@@ -1065,7 +1075,10 @@ class _Solver(_Travels):
             first = f"p_global ({problem.global_param_dim})"
         if problem.shared_dim:
             x = f"{x[:-1]}, then {problem.shared_dim} shared)"
-        return x, f" ({first}, then {stages} stage parameters of {problem.param_dim} entries)"
+        params = f"{stages} stage parameters of {problem.param_dim} entries"
+        if problem.nx is not None and problem.initial_constraints_fn is not None:
+            return x, f" ({params}; no x_init: initial_constraints_fn fixes the first stage)"
+        return x, f" ({first}, then {params})"
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, nx={self.nx}, neq={self.neq}, nineq={self.nineq})"

@@ -598,22 +598,24 @@ impl MultistageProblem {
         let (n, nx, nu, np) = (ocp.n, ocp.nx, ocp.nu, ocp.param_dim);
         // Saturated: a sum that overflows is rejected as too large by `new`.
         let nz = nx.saturating_add(nu);
-        let mut problem = MultistageProblem::new(n, nz, nx, np)?;
+        // The global parameter is x_init, unless initial constraints replace x_0 = x_init.
+        let global = if ocp.initial.is_some() { 0 } else { nx };
+        let mut problem = MultistageProblem::new(n, nz, global, np)?;
         problem.horizon = ocp.horizon.clone();
         if let Some(s) = &ocp.shared {
             problem = problem.shared(s.count, s.lb.clone(), s.ub.clone())?;
         }
         problem.state_control = Some(StateControl { nx, nu });
         // With shared variables the stages' states are not fixed by the rows alone (each
-        // stage's copy of s is free at the first).
-        problem.dynamics_terms = ocp.shared.is_none();
+        // stage's copy of s is free at the first), nor with initial constraints.
+        problem.dynamics_terms = ocp.shared.is_none() && ocp.initial.is_none();
         let ns = ocp.shared.as_ref().map_or(0, |s| s.count);
         // The z-form's arguments: (z, [s,] x_init, p) and the interstage (z, z_next, [s,] x_init, p).
         let with_shared = |mut args: Vec<Arg>| {
             if ns > 0 {
                 args.push(Arg::new(ns));
             }
-            args.extend([Arg::new(nx), Arg::new(np)]);
+            args.extend([Arg::new(global), Arg::new(np)]);
             args
         };
         let stage = || with_shared(vec![Arg::new(nz)]);
@@ -631,7 +633,13 @@ impl MultistageProblem {
         let lower = |name: &str, inputs: Vec<Arg>, body: &dyn Fn(&[Tensor]) -> Result<Tensor>| {
             NumericalFunction::trace(name, inputs, |s| body(&s))
         };
-        let start = lower("initial_state", stage(), &|s| Ok(split(&s[0]).0 - &s[s.len() - 2]))?;
+        let start = match &ocp.initial {
+            None => lower("initial_state", stage(), &|s| Ok(split(&s[0]).0 - &s[s.len() - 2]))?,
+            Some(r) => lower(&derived_name(r.name(), "z"), stage(), &|s| {
+                let (x, u) = split(&s[0]);
+                Ok(first(r, &tail(vec![x, u], s))?.cast(DType::F64).flatten())
+            })?,
+        };
         problem.eq_initial = problem.constraint(&start, Kind::Initial, "initial state")?;
         let dynamics = &ocp.dynamics;
         let defects =
@@ -686,6 +694,9 @@ impl MultistageProblem {
 ///      r(x_N, p_N) = 0,  x_lb ≤ x_k ≤ x_ub,  u_lb ≤ u_k ≤ u_ub
 /// ```
 ///
+/// (or `r_0(x_0, u_0, p_0) = 0` in place of `x_0 = x_init`:
+/// [`initial_constraints`](Self::initial_constraints)).
+///
 /// Callbacks take `(x, u, p)` (terminal cost: `(x, p)`), `p` the stage's parameter
 /// (`Arg::new(0)` for none). [`MultistageProblem::from_dynamics`] lowers it to the z-form.
 ///
@@ -713,6 +724,7 @@ pub struct ControlProblem {
     stage_cost: Option<NumericalFunction>,
     terminal_cost: Option<NumericalFunction>,
     terminal: Option<NumericalFunction>,
+    initial: Option<NumericalFunction>,
     path: Option<(NumericalFunction, Bound, Bound)>,
     /// Variables shared by every step, declared by a dynamics function of `(x, u, s, p)`.
     shared: Option<Shared>,
@@ -745,6 +757,7 @@ impl ControlProblem {
             stage_cost: None,
             terminal_cost: None,
             terminal: None,
+            initial: None,
             path: None,
             x_lb: vec![f64::NEG_INFINITY; nx],
             x_ub: vec![f64::INFINITY; nx],
@@ -869,6 +882,29 @@ impl ControlProblem {
     pub fn terminal_constraints(mut self, f: &NumericalFunction) -> Result<Self> {
         self.check(f, &self.xp(), "terminal_constraints_fn")?;
         self.terminal = Some(f.renamed(f.name())?);
+        Ok(self)
+    }
+
+    /// The initial constraints `r_0(x_0, u_0, p_0) = 0` in place of `x_0 = x_init`: the first
+    /// stage is then pinned by these rows alone (e.g. some states free, `x[:2] − a`), and
+    /// there is no `x_init` (the solver's parameter is `[p_0, …, p_N]`). Their multipliers
+    /// come first, as `x_0 = x_init`'s would.
+    ///
+    /// ```
+    /// use anvil::{Arg, NumericalFunction, opti::{ControlProblem, MultistageProblem}};
+    /// # fn main() -> anvil::Result<()> {
+    /// let xup = || [Arg::new(2), Arg::new(1), Arg::new(0)];
+    /// let f = NumericalFunction::new("free_v_f", |[x, u, _p]| &x + &u, xup())?;
+    /// // The position starts at 1; the velocity is the solver's to choose.
+    /// let start = NumericalFunction::new("free_v_start", |[x, _u, _p]| x.shrink(&[(0, 1)]) - 1.0, xup())?;
+    /// let ocp = ControlProblem::new(10, 2, 1, 0, &f)?.initial_constraints(&start)?;
+    /// let problem = MultistageProblem::from_dynamics(&ocp)?;
+    /// assert_eq!((problem.np(), problem.neq()), (0, 1 + 10 * 2));
+    /// # Ok(()) }
+    /// ```
+    pub fn initial_constraints(mut self, f: &NumericalFunction) -> Result<Self> {
+        self.check(f, &self.xup(), "initial_constraints_fn")?;
+        self.initial = Some(f.renamed(f.name())?);
         Ok(self)
     }
 

@@ -901,3 +901,53 @@ fn shared_variables_get_errors_that_say_what_to_fix() {
     let huge = MultistageProblem::new(1000, 2, 0, 0).unwrap().shared(usize::MAX / 4, 0.0, 1.0);
     assert!(huge.is_err());
 }
+
+/// `initial_constraints`: rows on the first stage in place of `x_0 = x_init` (the position
+/// starts at 1, the velocity is free). Both solvers reach the optimum of the same problem
+/// written with a z-form initial term, multipliers included; there is no x_init parameter.
+#[test]
+fn initial_constraints_replace_the_initial_state() {
+    let n = 20;
+    let xup = || [Arg::new(2), Arg::new(1), Arg::new(0)];
+    let f = NumericalFunction::new("ic_f", |[x, u, _p]| double_integrator_dynamics(&x, &u), xup()).unwrap();
+    let l = NumericalFunction::new("ic_l", |[x, u, _p]| x.square().sum() + u.square().sum() * 0.1, xup()).unwrap();
+    let start = NumericalFunction::new("ic_start", |[x, _u, _p]| x.shrink(&[(0, 1)]) - 1.0, xup()).unwrap();
+    let ocp = ControlProblem::new(n, 2, 1, 0, &f).unwrap().stage_cost(&l).unwrap().control_bounds(-1.0, 1.0).unwrap();
+    let ocp = ocp.initial_constraints(&start).unwrap();
+    let problem = MultistageProblem::from_dynamics(&ocp).unwrap();
+    assert_eq!((problem.np(), problem.neq()), (0, 1 + 2 * n));
+    // By hand: the dynamics form with x_init, its initial rows replaced by the position's.
+    let by_hand = {
+        let ocp = ControlProblem::new(n, 2, 1, 0, &f).unwrap().stage_cost(&l).unwrap();
+        let start = NumericalFunction::new(
+            "ic_hand_start",
+            |[z, _g, _p]| z.shrink(&[(0, 1)]) - 1.0,
+            [Arg::new(3), Arg::new(2), Arg::new(0)],
+        )
+        .unwrap();
+        let problem = MultistageProblem::from_dynamics(&ocp.control_bounds(-1.0, 1.0).unwrap()).unwrap();
+        problem.eq_initial(&start).unwrap()
+    };
+    let x0 = vec![0.0; 3 * (n + 1)];
+    let settings = IpmSettings { tol: 1e-10, ..IpmSettings::default() };
+    let want = IpmFunction::multistage("ic_hand", &by_hand, settings.clone())
+        .unwrap()
+        .solve(&x0, &[0.0, 0.0], &WarmStart::default())
+        .unwrap();
+    assert_eq!(want.info.status, Status::Solved);
+    assert!((want.x[0] - 1.0).abs() < 1e-9 && want.x[1].abs() > 0.1, "the velocity moves: {:?}", &want.x[..3]);
+    let ipm =
+        IpmFunction::multistage("ic_ipm", &problem, settings).unwrap().solve(&x0, &[], &WarmStart::default()).unwrap();
+    let sqp = SqpFunction::multistage("ic_sqp", &problem, SqpSettings::default(), QpBackend::Riccati)
+        .unwrap()
+        .solve(&x0, &[], &WarmStart::default())
+        .unwrap();
+    for (name, got) in [("ipm", &ipm), ("sqp", &sqp)] {
+        assert_eq!(got.info.status, Status::Solved, "{name}: {:?}", got.info);
+        assert_close(&format!("{name}: x"), &got.x, &want.x, 1e-6);
+        assert_close(&format!("{name}: lam_eq"), &got.lam_eq, &want.lam_eq, 1e-5);
+    }
+    let wrong = NumericalFunction::new("ic_wrong", |[x, _p]| x.sum(), [Arg::new(2), Arg::new(0)]).unwrap();
+    let err = ControlProblem::new(n, 2, 1, 0, &f).unwrap().initial_constraints(&wrong).unwrap_err();
+    assert!(err.to_string().contains("initial_constraints_fn must take"), "{err}");
+}
