@@ -213,6 +213,7 @@ fn settings_from(d: &Bound<'_, PyDict>) -> PyResult<SqpSettings> {
             "tol_comp" => s.tol_comp = f.number()?,
             "hessian_approximation" => s.hessian_approximation = f.hessian()?,
             "hessian_regularization" => s.hessian_regularization = f.number()?,
+            "convexify_by_stage" => s.convexify_by_stage = f.flag()?,
             "line_search" => s.line_search = f.flag()?,
             "second_order_correction" => s.second_order_correction = f.flag()?,
             "armijo" => s.armijo = f.number()?,

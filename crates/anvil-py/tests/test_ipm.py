@@ -624,6 +624,30 @@ def test_cops_multistage_reaches_ipopts_optimum(name: str) -> None:
         assert within != ((name, k) in MULTISTAGE_SLOW), (what, res.iterations, want["iterations"])
 
 
+def test_the_sqp_corrects_the_whole_hessian_where_stage_blocks_are_indefinite() -> None:
+    """``SQPSettings(convexify_by_stage=False)``: the Riccati QP gets the Hessian as it is and
+    shifts it only where its stage recursion finds it indefinite on the constraints' null
+    space. Particle steering's stage blocks are indefinite at the optimum while the problem is
+    not: its steps are then Newton steps, and it reaches Ipopt's optimum in Ipopt's iterations
+    (6; Ipopt 12-15), where stage-by-stage convexification takes 81-90."""
+    from anvil.opti import SparseSQPFunction, SQPSettings
+
+    problem, starts, spec = cops_multistage.PROBLEMS["steering"](50)
+    _, spec_starts = COPS["steering"](50)
+    for by_stage in (True, False):
+        settings = SQPSettings(max_iter=500, convexify_by_stage=by_stage)
+        solver = SparseSQPFunction(f"sqp_cops_ms_steering_{by_stage}", problem, settings)
+        for k, (z0, x0) in enumerate(zip(starts, spec_starts)):
+            want = ipopt(spec, x0)
+            res = solver(z0)
+            what = f"steering50 (multistage SQP, by stage {by_stage}) from guess {k}"
+            reaches_ipopts_optimum(what, res, want, violation(spec, cops_multistage.from_stages(res.x, 50, spec.n)))
+            newton = res.iterations <= want["iterations"]
+            assert newton != by_stage, (what, res.iterations, want["iterations"])
+    with pytest.raises(TypeError, match="SQPSettings.convexify_by_stage must be a bool, got 0"):
+        SparseSQPFunction("sqp_cops_ms_steering_bad", problem, SQPSettings(convexify_by_stage=0))
+
+
 def test_gauss_newton_on_linear_stage_costs_warns():
     """The interior-point solver warns as the SQP does: Gauss-Newton keeps only the stage
     costs' Hessian, which is empty when they are linear."""

@@ -789,3 +789,47 @@ def test_initial_constraints_free_part_of_the_first_state_as_ipopt_does():
     assert again.initial_constraints_fn is not None and again.neq == ocp.neq
     with pytest.raises((TypeError, ValueError), match="initial_constraints_fn must take"):
         MultistageProblem.from_dynamics(N=n, nx=2, nu=1, dynamics_fn=step, initial_constraints_fn=av.NumericalFunction("ic_bad", lambda x, p: x, (av.Arg(2), av.Arg(0))))
+
+
+def test_infeasible_multistage_problems_end_infeasible_for_both_solvers():
+    """Problems without a feasible point end INFEASIBLE, not QP_FAILED: an unreachable terminal
+    state (rest at 100 in 2 s with |u| <= 1), an initial state outside the state bounds, and
+    contradictory stage equalities. The SQP's z-form QP relaxes its rows (the elastic QP) when
+    a QP fails, and stops where the violation cannot decrease."""
+    dt = 0.1
+    xup = (av.Arg(2), av.Arg(1), av.Arg(0))
+    step = av.NumericalFunction("inf_step", lambda x, u, p: av.Tensor.stack(x[0] + dt * x[1], x[1] + dt * u[0]), xup)
+    effort = av.NumericalFunction("inf_effort", lambda x, u, p: 0.1 * (u**2).sum(), xup)
+    far = av.NumericalFunction("inf_far", lambda x, p: x - np.array([100.0, 0.0]), (av.Arg(2), av.Arg(0)))
+    unreachable = MultistageProblem.from_dynamics(
+        N=20, nx=2, nu=1, dynamics_fn=step, stage_cost_fn=effort, u_lb=-1, u_ub=1, terminal_constraints_fn=far
+    )
+    boxed = MultistageProblem.from_dynamics(
+        N=20, nx=2, nu=1, dynamics_fn=step, stage_cost_fn=effort, u_lb=-1, u_ub=1, x_lb=[-1, -1], x_ub=[1, 1]
+    )
+    st = (av.Arg(2), av.Arg(0), av.Arg(0))
+    contradictory = MultistageProblem(
+        N=10,
+        nz=2,
+        cost_stage_fn=av.NumericalFunction("inf_l", lambda z, g, p: (z**2).sum(), st),
+        eq_stage_fn=av.NumericalFunction("inf_c", lambda z, g, p: av.Tensor.stack(z[0] - 1.0, z[0] - 2.0), st),
+    )
+    cases = [("unreachable", unreachable, [0.0, 0.0]), ("boxed", boxed, [2.0, 0.0]), ("contradictory", contradictory, None)]
+    for name, problem, p in cases:
+        for solver in (SparseSQPFunction(f"inf_{name}_sqp", problem, SETTINGS), SparseIPMFunction(f"inf_{name}_ipm", problem)):
+            res = solver(np.zeros(problem.nvars), p=p)
+            assert res.status == SQPStatus.INFEASIBLE, (solver.name, res.status, res.iterations)
+            assert res.eq_res > 0.4, (solver.name, res.eq_res)
+
+
+def test_the_sqp_recovers_from_an_infeasible_first_qp():
+    """From T = 1 the least-time problem's first linearisation cannot reach the target (the
+    steps' sensitivity to T is zero at rest, and |u| <= 1 covers 0.25 in 1 s): its QP is
+    infeasible. The Riccati QP's elastic form takes the step, and the SQP reaches Ipopt's
+    optimum from there."""
+    n = 20
+    problem = min_time_problem(n, 0.5, "rec_mt")
+    want = min_time_ipopt(n, 0.5)
+    res = solved(SparseSQPFunction("rec_mt_sqp", problem, SETTINGS)(np.r_[np.zeros(3 * (n + 1)), 1.0], p=[0.0, 0.0]))
+    close(res.x, want["x"], 1e-6, "x")
+    close(res.objective, want["f"], 1e-8, "objective")

@@ -127,6 +127,13 @@ class SQPSettings:
     hessian_approximation: HessianApproximation = HessianApproximation.EXACT
     #: Smallest eigenvalue of the convexified Hessian (keeps every QP strictly convex).
     hessian_regularization: float = 1e-8
+    #: The Riccati QP's Hessian (multistage problems): convexified stage by stage, each
+    #: diagonal block positive definite (True); or (False) shifted as a whole only where the
+    #: QP's stage recursion finds it indefinite on the constraints' null space, as Ipopt
+    #: corrects inertia: Newton steps where stage blocks are indefinite and the problem is not
+    #: (COPS particle steering: 6 iterations instead of 75), but on the cart-pole swing-up from
+    #: rest another local optimum. The PIQP backends ignore it.
+    convexify_by_stage: bool = True
     #: Backtracking on the l1 merit function; False takes full steps.
     line_search: bool = True
     #: Where the full step fails the merit test and raises the infeasibility, one QP more
