@@ -629,7 +629,8 @@ def test_the_sqp_corrects_the_whole_hessian_where_stage_blocks_are_indefinite() 
     shifts it only where its stage recursion finds it indefinite on the constraints' null
     space. Particle steering's stage blocks are indefinite at the optimum while the problem is
     not: its steps are then Newton steps, and it reaches Ipopt's optimum in Ipopt's iterations
-    (6; Ipopt 12-15), where stage-by-stage convexification takes 81-90."""
+    (6; Ipopt 12-15), where stage-by-stage convexification takes 81-90. The chain and the arm
+    reach Ipopt's optimum the same way."""
     from anvil.opti import SparseSQPFunction, SQPSettings
 
     problem, starts, spec = cops_multistage.PROBLEMS["steering"](50)
@@ -644,6 +645,16 @@ def test_the_sqp_corrects_the_whole_hessian_where_stage_blocks_are_indefinite() 
             reaches_ipopts_optimum(what, res, want, violation(spec, cops_multistage.from_stages(res.x, 50, spec.n)))
             newton = res.iterations <= want["iterations"]
             assert newton != by_stage, (what, res.iterations, want["iterations"])
+    # The hanging chain and the robot arm reach Ipopt's optimum that way too.
+    for name in ("chain", "arm"):
+        problem, starts, spec = cops_multistage.PROBLEMS[name](50)
+        _, spec_starts = COPS[name](50)
+        settings = SQPSettings(max_iter=500, convexify_by_stage=False)
+        solver = SparseSQPFunction(f"sqp_cops_ms_{name}_whole", problem, settings)
+        for k, (z0, x0) in enumerate(zip(starts, spec_starts)):
+            res = solver(z0)
+            what = f"{name}50 (multistage SQP, whole Hessian) from guess {k}"
+            reaches_ipopts_optimum(what, res, ipopt(spec, x0), violation(spec, cops_multistage.from_stages(res.x, 50, spec.n)))
     with pytest.raises(TypeError, match="SQPSettings.convexify_by_stage must be a bool, got 0"):
         SparseSQPFunction("sqp_cops_ms_steering_bad", problem, SQPSettings(convexify_by_stage=0))
 
