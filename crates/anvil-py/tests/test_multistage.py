@@ -793,9 +793,11 @@ def test_initial_constraints_free_part_of_the_first_state_as_ipopt_does():
 
 def test_infeasible_multistage_problems_end_infeasible_for_both_solvers():
     """Problems without a feasible point end INFEASIBLE, not QP_FAILED: an unreachable terminal
-    state (rest at 100 in 2 s with |u| <= 1), an initial state outside the state bounds, and
-    contradictory stage equalities. The SQP's z-form QP relaxes its rows (the elastic QP) when
-    a QP fails, and stops where the violation cannot decrease."""
+    state (rest at 100 in 2 s with |u| <= 1), an initial state outside the state bounds, a
+    state bound that the initial velocity must overshoot (explicit dynamics, no terminal
+    rows: the Riccati recursion's QP), and contradictory stage equalities. The SQP's QP relaxes
+    its rows (the elastic QP, by the z-form's recursion) when a QP fails, and stops where the
+    violation cannot decrease."""
     dt = 0.1
     xup = (av.Arg(2), av.Arg(1), av.Arg(0))
     step = av.NumericalFunction("inf_step", lambda x, u, p: av.Tensor.stack(x[0] + dt * x[1], x[1] + dt * u[0]), xup)
@@ -814,7 +816,15 @@ def test_infeasible_multistage_problems_end_infeasible_for_both_solvers():
         cost_stage_fn=av.NumericalFunction("inf_l", lambda z, g, p: (z**2).sum(), st),
         eq_stage_fn=av.NumericalFunction("inf_c", lambda z, g, p: av.Tensor.stack(z[0] - 1.0, z[0] - 2.0), st),
     )
-    cases = [("unreachable", unreachable, [0.0, 0.0]), ("boxed", boxed, [2.0, 0.0]), ("contradictory", contradictory, None)]
+    overshoot = MultistageProblem.from_dynamics(
+        N=20, nx=2, nu=1, dynamics_fn=step, stage_cost_fn=effort, u_lb=-1, u_ub=1, x_lb=[-1, -20], x_ub=[1, 20]
+    )
+    cases = [
+        ("unreachable", unreachable, [0.0, 0.0]),
+        ("boxed", boxed, [2.0, 0.0]),
+        ("overshoot", overshoot, [0.0, 10.0]),
+        ("contradictory", contradictory, None),
+    ]
     for name, problem, p in cases:
         for solver in (SparseSQPFunction(f"inf_{name}_sqp", problem, SETTINGS), SparseIPMFunction(f"inf_{name}_ipm", problem)):
             res = solver(np.zeros(problem.nvars), p=p)
