@@ -843,3 +843,17 @@ def test_the_sqp_recovers_from_an_infeasible_first_qp():
     res = solved(SparseSQPFunction("rec_mt_sqp", problem, SETTINGS)(np.r_[np.zeros(3 * (n + 1)), 1.0], p=[0.0, 0.0]))
     close(res.x, want["x"], 1e-6, "x")
     close(res.objective, want["f"], 1e-8, "objective")
+
+
+def test_the_free_final_time_example_runs_as_documented(capsys):
+    """examples/min_time.py: both solvers reach T = 2 (the bang-bang optimum: accelerate for
+    one second, brake for one) from a guess whose first QP is infeasible."""
+    import runpy
+
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "..", "examples", "min_time.py")
+    scope = runpy.run_path(path)
+    out = capsys.readouterr().out
+    assert "interior point: SOLVED, T = 2.0000" in out and "SQP:            SOLVED, T = 2.0000" in out
+    u = scope["res"].U[:, 0]
+    np.testing.assert_allclose(u[:20], 1.0, atol=1e-4)
+    np.testing.assert_allclose(u[20:], -1.0, atol=1e-4)
