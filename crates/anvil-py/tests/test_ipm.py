@@ -578,22 +578,16 @@ def _build_cops_multistage(name: str) -> tuple[str, _CopsMultistage]:
     return name, (spec, solver, starts, spec_starts)
 
 
-# A known gap (strict): the robot arm by stages from the report's guess. Its final time's
-# copies make it a harder NLP than the Spec (Ipopt needs its restoration phase and 125
-# iterations on it, 53 on the Spec, 15 with the bound on every copy); the solver follows
-# Ipopt's iterates to the restoration phase, whose fourth step Ipopt regularises for wrong
-# inertia where the stage factorisation finds the inertia right; its restoration then
-# converges to a local minimum of the violation, INFEASIBLE. The final time is now a shared
-# variable (shared_dim=1), but the solvers still carry it as a copy per stage, so the gap
-# stays: a recursion that eliminates it as a bordering block would remove the copies.
+# Known gaps (strict): none now. The robot arm by stages from the report's guess took its
+# restoration phase to a local minimum of the violation (INFEASIBLE) while its final time was
+# a copy per stage, each weighed in full by the restoration's proximity term; weighed once in
+# all (as the one variable they stand for) it reaches Ipopt's optimum.
 #
 # The hang glider by stages from the report's guess took a path through regularisations of
 # up to 1e12 and the restoration phase to another local optimum (-1282.40 against -1286.98)
 # until the stage fronts pivoted with Ipopt's threshold for MUMPS (1e-6, rising while solves
 # are inaccurate) instead of 0.01.
-MULTISTAGE_GAPS = {
-    ("arm", 0): "restoration ends at a local minimum of the violation (issue 31)",
-}
+MULTISTAGE_GAPS: dict[tuple[str, int], str] = {}
 # Known gaps in the iteration count alone (strict): none now. The hang glider's counts swing
 # with the grid and the guess for Ipopt too (393-1575 iterations at N = 100, 200); by stages
 # from the plain guess at N = 50 the solver took 840 where Ipopt takes 569, and takes 291

@@ -320,6 +320,7 @@ pub(crate) fn render_ipm(l: &IpmLayout) -> ItemSource {
                 jac_q_len => jacobian_len(&d.q, s.nz),
                 coupled_hessian => if d.coupled_hessian { "true" } else { "false" },
                 max_rows => max_stage_rows(d, l.nx / s.nz),
+                shared_copies => s.shared_copies,
                 calls,
                 stage_out_len => stage_out_len(&d.calls, s.nz),
                 ng => s.global_param,

@@ -95,6 +95,8 @@ pub(crate) struct StageSolver {
     pub horizon: String,
     pub z_lb: Vec<f64>,
     pub z_ub: Vec<f64>,
+    /// Each stage's last variables that copy variables shared by every stage.
+    pub shared_copies: usize,
 }
 
 impl StageSolver {
@@ -108,6 +110,7 @@ impl StageSolver {
             horizon: problem.horizon.as_ref().map_or(problem.n.to_string(), |c| codegen::global(c.name())),
             z_lb: problem.z_lb.clone(),
             z_ub: problem.z_ub.clone(),
+            shared_copies: 0,
         })
     }
 }

@@ -64,6 +64,7 @@ struct Toy {
   static constexpr double kQUb[1] = {std::numeric_limits<double>::infinity()};
   double obj_scale = 1.0, row_scale[2] = {1.0, 1.0};
   double x_lb(int j) const { return kXLb[j]; }
+  double multiplicity(int) const { return 1.0; }
   double x_ub(int j) const { return kXUb[j]; }
   double q_lb(int i) const { return kQLb[i]; }
   double q_ub(int i) const { return kQUb[i]; }

@@ -8,6 +8,10 @@
 // The problem P (the generated glue) evaluates the scaled functions and owns the KKT matrix:
 //   static constexpr int kNx, kNeq, kNq;             sizes of x, c and d
 //   double x_lb(int j), x_ub(int j), q_lb(int i), q_ub(int i);  unscaled bounds (+-inf: none)
+//   double multiplicity(int j);  how many variables stand for the problem's variable that x_j
+//                                copies (a shared variable's copy per stage: the stage count;
+//                                else 1): the restoration phase's proximity term weighs each
+//                                of the problem's variables once
 //   double obj_scale, row_scale[kNeq + kNq];         set by choose_scaling()
 //   void choose_scaling(const double* grad, double max_gradient);  // after a unit-scale linearize
 //   bool values(const double* x, double* f, double* c, double* d);
@@ -99,6 +103,7 @@ struct RestorationNlp {
   double q_lower[ipm_storage(kNq)], q_upper[ipm_storage(kNq)];
 
   double x_lb(int j) const { return j < NXO ? p->x_lb(j) : 0.0; }
+  double multiplicity(int j) const { return j < NXO ? p->multiplicity(j) : 1.0; }
   double x_ub(int j) const { return j < NXO ? p->x_ub(j) : std::numeric_limits<double>::infinity(); }
   double q_lb(int i) const { return q_lower[i]; }
   double q_ub(int i) const { return q_upper[i]; }
@@ -1222,7 +1227,10 @@ class InteriorPoint {
     for (int j = 0; j < NX; ++j) {
       r.xr[j] = x[j];
       const double w = min2(1.0, 1.0 / max2(std::fabs(x[j]), 1e-300));
-      r.dr[j] = w * w;
+      // A shared variable's N + 1 copies weigh as much as the one variable they stand for:
+      // weighed each in full, they pulled the robot arm's final time back towards a point
+      // whose restoration ends at a local minimum of the violation.
+      r.dr[j] = w * w / p.multiplicity(j);
       resto_x0_[j] = x[j];
       resto_lam_[j] = min2(zu[j], rho) - min2(zl[j], rho);
     }

@@ -212,7 +212,8 @@ impl IpmFunction {
         let problem = lifted.as_ref().unwrap_or(user);
         check_multistage_size(name, problem, QpBackend::Riccati)?;
         check_stage_kkt_size(name, problem)?;
-        let stages = StageSolver::new(name, problem, settings.hessian_approximation)?;
+        let mut stages = StageSolver::new(name, problem, settings.hessian_approximation)?;
+        stages.shared_copies = user.shared_count();
         let bounds = Bounds::multistage(problem, &stages.derived.q_rows);
         let warnings = gauss_newton_without_curvature(name, problem, settings.hessian_approximation)?;
         Ok(IpmFunction {
