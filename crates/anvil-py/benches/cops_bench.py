@@ -1,8 +1,9 @@
 """COPS 3.0 optimal-control problems (tests/cops_problems.py) at the report's discretisations,
 from the report's initial guess and a plainer one: anvil's sparse interior-point solver, the
 same solver on the problems written as MultistageProblems (tests/cops_multistage.py: its KKT
-systems factorised by stages) and its sparse SQP solver next to Ipopt (through CasADi,
-MUMPS), measured in the same run.
+systems factorised by stages), its sparse SQP solver, and the SQP solver by stages (its
+Riccati QP, with the default stage-by-stage convexification and with the whole Hessian's
+inertia corrected) next to Ipopt (through CasADi, MUMPS), measured in the same run.
 
     python crates/anvil-py/benches/cops_bench.py                  # N = 100, 200, 400
     python crates/anvil-py/benches/cops_bench.py --N 50 --problems rocket,chain
@@ -59,6 +60,20 @@ def run(args: argparse.Namespace) -> list[tuple[str, ...]]:
                 "anvil IPM": (SparseIPMFunction(f"{spec.name}_ipm", problem), whole, whole),
                 "anvil IPM stages": (SparseIPMFunction(f"{spec.name}_ipm_stages", staged), by_stages, back),
                 "anvil SQP": (SparseSQPFunction(f"{spec.name}_sqp", problem, SQPSettings(max_iter=500)), whole, whole),
+                # By stages (the Riccati QP): convexified stage by stage (the default), and with
+                # the whole Hessian's inertia corrected (convexify_by_stage=False).
+                "anvil SQP stages": (
+                    SparseSQPFunction(f"{spec.name}_sqp_stages", staged, SQPSettings(max_iter=500)),
+                    by_stages,
+                    back,
+                ),
+                "anvil SQP stages, whole": (
+                    SparseSQPFunction(
+                        f"{spec.name}_sqp_whole", staged, SQPSettings(max_iter=500, convexify_by_stage=False)
+                    ),
+                    by_stages,
+                    back,
+                ),
             }
             for s, _, _ in solvers.values():
                 s.compile()
