@@ -297,12 +297,7 @@ impl MultistageProblem {
         lifted.ineq_stage = lift(&self.ineq_stage)?;
         (lifted.ineq_lb, lifted.ineq_ub) = (self.ineq_lb.clone(), self.ineq_ub.clone());
         let stages = self.horizon.is_none().then_some(self.n + 1);
-        let lb = shared::lift_bounds(&self.z_lb, nz, &s.lb, f64::NEG_INFINITY, stages);
-        let ub = shared::lift_bounds(&self.z_ub, nz, &s.ub, f64::INFINITY, stages);
-        // Both one stage's, or both every stage's.
-        let len = lb.len().max(ub.len());
-        let every = |v: Vec<f64>| v.iter().copied().cycle().take(len).collect::<Vec<f64>>();
-        (lifted.z_lb, lifted.z_ub) = (every(lb), every(ub));
+        (lifted.z_lb, lifted.z_ub) = shared::lift_bounds([&self.z_lb, &self.z_ub], nz, s, stages);
         Ok(Some(lifted))
     }
 

@@ -72,24 +72,30 @@ fn lifted_inputs(width: usize, coupled: bool, [global, stage]: [usize; 2]) -> Ve
     inputs
 }
 
-/// Each stage's bounds (`nz` entries, or every stage's) followed by the shared variables'.
-/// With `stages` (the count, when the horizon is a number) `s`'s bounds hold at the first
-/// copy only, `none` (±∞) at the others: one barrier or one active set entry per bound, as
-/// the problem has, rather than one per copy. With a named horizon the bounds are one
-/// stage's and hold at every copy.
-pub(crate) fn lift_bounds(z: &[f64], nz: usize, s: &[f64], none: f64, stages: Option<usize>) -> Vec<f64> {
-    let unbounded = s.iter().all(|v| v.abs() >= super::problem::INFINITE_BOUND);
-    let Some(stages) = stages.filter(|_| !unbounded) else {
-        return z.chunks(nz).flat_map(|stage| stage.iter().chain(s)).copied().collect();
+/// The lifted stages' bounds `(lb, ub)`: each stage's `z` bounds (`nz` entries, or every
+/// stage's) followed by the shared variables'. With `stages` (the count, when the horizon is
+/// a number) and any finite bound on `s`, both are every stage's and `s`'s bounds hold at the
+/// first copy only (±∞ at the others): one barrier or one active set entry per bound, as the
+/// problem has, rather than one per copy. Otherwise (a named horizon) `s`'s bounds hold at
+/// every copy.
+pub(crate) fn lift_bounds(
+    [z_lb, z_ub]: [&[f64]; 2],
+    nz: usize,
+    s: &Shared,
+    stages: Option<usize>,
+) -> (Vec<f64>, Vec<f64>) {
+    let bounded = s.lb.iter().chain(&s.ub).any(|v| v.abs() < super::problem::INFINITE_BOUND);
+    let stages = stages.filter(|_| bounded);
+    let lift = |z: &[f64], s: &[f64], none: f64| -> Vec<f64> {
+        let Some(stages) = stages else {
+            return z.chunks(nz).flat_map(|stage| stage.iter().chain(s)).copied().collect();
+        };
+        let free = vec![none; s.len()];
+        let by_stage = z.iter().copied().cycle().take(stages * nz).collect::<Vec<f64>>();
+        let copy = |i: usize| if i == 0 { s } else { &free[..] };
+        by_stage.chunks(nz).enumerate().flat_map(|(i, stage)| stage.iter().chain(copy(i))).copied().collect()
     };
-    let free = vec![none; s.len()];
-    let by_stage = z.iter().copied().cycle().take(stages * nz).collect::<Vec<f64>>();
-    by_stage
-        .chunks(nz)
-        .enumerate()
-        .flat_map(|(i, stage)| stage.iter().chain(if i == 0 { s } else { &free }))
-        .copied()
-        .collect()
+    (lift(z_lb, &s.lb, f64::NEG_INFINITY), lift(z_ub, &s.ub, f64::INFINITY))
 }
 
 /// How the user's layout maps onto the lifted problem's, for the generated wrapper.
@@ -124,13 +130,13 @@ impl SharedLayout {
     }
 
     /// The lifted solver's sizes `[nx, neq, nineq, np]` of a solver whose are `dims`.
-    pub(crate) fn lifted_dims(&self, [_, _, nineq, np]: [usize; 4]) -> [usize; 4] {
+    fn lifted_dims(&self, [_, _, nineq, np]: [usize; 4]) -> [usize; 4] {
         [self.lifted_nx, self.lifted_neq, nineq, np]
     }
 
     /// The generated solver of the lifted problem, `inner` (rendered in the namespace
-    /// [`lifted_namespace`]), behind the user's interface in namespace `name`.
-    pub(crate) fn wrap(&self, name: &str, inner: ItemSource, dims: [usize; 4]) -> ItemSource {
+    /// `<name>::lifted`), behind the user's interface in namespace `name`.
+    fn wrap(&self, name: &str, inner: ItemSource, dims: [usize; 4]) -> ItemSource {
         let [nx, neq, nineq, np] = dims;
         let ctx = context! {
             name, nx, neq, nineq, np,
@@ -144,7 +150,15 @@ impl SharedLayout {
     }
 }
 
-/// The namespace the lifted solver of `name` is rendered in.
-pub(crate) fn lifted_namespace(name: &str) -> String {
-    format!("{name}::lifted")
+/// A solver's source: `render_as(name, dims)` itself, or with shared variables the lifted
+/// solver (rendered in `<name>::lifted` with the lifted sizes) behind the wrapper.
+pub(crate) fn render_solver(
+    shared: Option<&SharedLayout>,
+    name: &str,
+    dims: [usize; 4],
+    render_as: impl Fn(&str, [usize; 4]) -> ItemSource,
+) -> ItemSource {
+    let Some(shared) = shared else { return render_as(name, dims) };
+    let inner = render_as(&format!("{name}::lifted"), shared.lifted_dims(dims));
+    shared.wrap(name, inner, dims)
 }

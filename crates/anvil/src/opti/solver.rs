@@ -390,9 +390,7 @@ impl SqpFunction {
 
     fn render(&self) -> ItemSource {
         let dims = [self.dims.nx, self.dims.neq, self.dims.nineq, self.dims.param.numel()];
-        let Some(shared) = &self.shared else { return self.render_as(&self.name, dims) };
-        let inner = self.render_as(&shared::lifted_namespace(&self.name), shared.lifted_dims(dims));
-        shared.wrap(&self.name, inner, dims)
+        shared::render_solver(self.shared.as_ref(), &self.name, dims, |name, dims| self.render_as(name, dims))
     }
 
     /// The solver in namespace `name`, of the sizes `[nx, neq, nineq, np]`.

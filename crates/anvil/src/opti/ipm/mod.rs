@@ -403,9 +403,7 @@ impl ModuleItem for IpmFunction {
 
     fn source(&self) -> Result<ItemSource> {
         let dims = [self.dims.nx, self.dims.neq, self.dims.nineq, self.dims.param.numel()];
-        let Some(shared) = &self.shared else { return Ok(self.render_as(&self.name, dims)) };
-        let inner = self.render_as(&shared::lifted_namespace(&self.name), shared.lifted_dims(dims));
-        Ok(shared.wrap(&self.name, inner, dims))
+        Ok(shared::render_solver(self.shared.as_ref(), &self.name, dims, |name, dims| self.render_as(name, dims)))
     }
 }
 
