@@ -755,6 +755,12 @@ def test_shared_variables_that_do_not_fit_are_clear_errors():
     solver = SparseIPMFunction("sv_fit_ipm", problem)
     with pytest.raises(ValueError, match=r"x0 must have shape \(19,\) \(6 stages of \(x, u\), 2 \+ 1 entries each, then 1 shared\)"):
         solver(np.zeros(18), p=[0.0, 0.0])
+    with pytest.raises(ValueError, match="shared_lb.*NaN"):
+        MultistageProblem(N=5, nz=2, shared_dim=1, shared_lb=np.nan)
+    # A NaN in the shared part of the guess reaches the lifted solver's check through the
+    # generated wrapper's copies.
+    res = solver(np.r_[np.zeros(18), np.nan], p=[0.0, 0.0])
+    assert res.status == SQPStatus.INVALID_INPUT and res.invalid_input == "x0", res
 
 
 def test_initial_constraints_free_part_of_the_first_state_as_ipopt_does():
