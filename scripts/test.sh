@@ -5,6 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+# NVRTC from its wheel in .venv (setup.sh installs it), for the CUDA tests of the Rust crate.
+ANVIL_CUDA_LIB_DIRS="$(.venv/bin/python scripts/nvrtc_dir.py)"
+export ANVIL_CUDA_LIB_DIRS
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 cargo test --workspace

@@ -8,7 +8,7 @@ use pyo3::PyErr;
 
 /// The Python exception for an anvil error: `TypeError` for a wrong number of arguments,
 /// `ValueError` for bad shapes, names and patterns, `MemoryError` for arrays that cannot
-/// fit, `OSError` for files, `RuntimeError` for the compiler. Op errors drop the Rust source line (Python's traceback has the user's).
+/// fit, `OSError` for files, `RuntimeError` for the compiler and CUDA. Op errors drop the Rust source line (Python's traceback has the user's).
 pub fn to_py(e: anvil::Error) -> PyErr {
     use anvil::Error as E;
     match e {
@@ -31,7 +31,10 @@ pub fn to_py(e: anvil::Error) -> PyErr {
         | E::InvalidCompiler { .. }
         | E::Compile { .. }
         | E::Load { .. }
-        | E::MissingDependency { .. } => PyRuntimeError::new_err(e.to_string()),
+        | E::MissingDependency { .. }
+        | E::CudaUnavailable { .. }
+        | E::Cuda { .. }
+        | E::CudaCompile { .. } => PyRuntimeError::new_err(e.to_string()),
     }
 }
 

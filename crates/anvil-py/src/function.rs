@@ -6,7 +6,6 @@ use crate::dtype::{dtype_from, PyDType};
 use crate::errors::IntoPyResult;
 use crate::tensor::PyTensor;
 use anvil::ad::SparseNumericalFunction;
-use anvil::jit::JitFunction;
 use anvil::{Arg, DType, NumericalFunction, Tensor};
 use numpy::{Element, PyArrayDyn, PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -325,25 +324,62 @@ impl PyFunction {
                 DType::Bool => input_pointer::<bool>(a, &arg.shape, what),
             }?);
         }
-        // Compiling can take a while: let other Python threads run meanwhile.
-        let jit: Arc<JitFunction> = match f.compiled() {
-            Some(jit) => jit,
-            None => py.detach(|| f.compile()).py()?,
-        };
         for o in f.outputs() {
             let what = || format!("an output of `{}` of shape {:?}", f.name(), o.shape);
             anvil::internals::array::check_alloc(what, o.numel(), o.dtype.size()).py()?;
         }
         let (outputs, outs): (Vec<_>, Vec<_>) = f.outputs().iter().map(|o| output_array(py, o)).unzip();
         let pointers = Pointers(ins, outs);
+        let traced = self.0.clone();
         // SAFETY: the pointers come from C-contiguous arrays of the declared dtypes and
-        // shapes (checked above), alive for this call; the outputs are fresh.
+        // shapes (checked above), alive for this call; the outputs are fresh. Compiling on
+        // first use can take a while: other Python threads run meanwhile.
         py.detach(move || {
             let p = pointers;
-            unsafe { jit.call(&p.0, &p.1) }
+            unsafe { traced.function().call_pointers(&p.0, &p.1) }
         })
         .py()?;
         Ok(outputs)
+    }
+
+    /// The CUDA translation unit the function runs as on `device="CUDA"` (for a vmapped
+    /// function: its function of one item, one thread per item).
+    #[getter]
+    fn cuda_source(&self) -> String {
+        self.f().cuda_source().text
+    }
+
+    /// The device the function runs on (`"CPU"`, `"CUDA"`).
+    #[getter]
+    fn device(&self) -> &'static str {
+        self.f().backend().name()
+    }
+
+    /// The same function on `device` (`"CPU"`, `"CUDA"`).
+    fn with_device(&self, device: &str) -> PyResult<PyFunction> {
+        let backend = anvil::Backend::parse(device).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        Ok(match &*self.0 {
+            Traced::Dense(f) => PyFunction::dense(f.renamed(f.name()).py()?.with_backend(backend)),
+            Traced::Sparse(s) => PyFunction::sparse(s.renamed(s.name()).py()?.with_backend(backend)),
+        })
+    }
+
+    /// Runs the CUDA code on device memory: a device address per input, then per output
+    /// (C-contiguous arrays of the declared dtypes and shapes; the Python wrapper checks
+    /// them). With `synchronize`, waits for the device first (an input was written on
+    /// another stream).
+    fn call_device(&self, py: Python<'_>, addresses: Vec<u64>, synchronize: bool) -> PyResult<()> {
+        let traced = self.0.clone();
+        py.detach(move || {
+            let f = traced.function();
+            if synchronize {
+                f.compile_cuda()?.synchronize()?;
+            }
+            // SAFETY: the wrapper passes the addresses of device arrays of the declared
+            // dtypes and shapes, alive for the call.
+            unsafe { f.call_device(&addresses) }
+        })
+        .py()
     }
 
     /// `fn(*args)` from Python: array-likes in (cast to the declared dtypes and made

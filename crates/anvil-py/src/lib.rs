@@ -111,6 +111,14 @@ fn vmap(
 }
 
 /// Raises `ValueError` unless `name` can name a function (a C++ identifier anvil accepts).
+/// The GPU `ordinal` as `(name, (major, minor), multiprocessors)`, or an error saying why
+/// there is none (no driver, no device).
+#[pyfunction]
+fn cuda_device(ordinal: usize) -> PyResult<(String, (i32, i32), i32)> {
+    let context = anvil::jit::cuda::Context::open(ordinal).py()?;
+    Ok((context.device_name().to_string(), context.compute_capability(), context.multiprocessors()))
+}
+
 #[pyfunction]
 fn check_name(name: &str) -> PyResult<()> {
     anvil::check_identifier(name, "function").py()
@@ -193,6 +201,7 @@ fn _anvil(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dtype::as_dtype, m)?)?;
     m.add_function(wrap_pyfunction!(function::function_from_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(check_name, m)?)?;
+    m.add_function(wrap_pyfunction!(cuda_device, m)?)?;
     m.add_function(wrap_pyfunction!(function::sparse_from_pattern, m)?)?;
     m.add_function(wrap_pyfunction!(generate_module, m)?)?;
     for f in [

@@ -205,6 +205,38 @@ pub enum Error {
         /// What is wrong and how to fix it.
         message: String,
     },
+    /// NVIDIA's runtime compiler (NVRTC) or CUDA driver is not installed where anvil looks,
+    /// or lacks an entry point anvil needs.
+    #[error("CUDA is unavailable: {what} not found (looked in {looked}); {fix}")]
+    CudaUnavailable {
+        /// The library (or the symbol and the library it was missing from).
+        what: String,
+        /// Where anvil looked, with why each candidate was not used.
+        looked: String,
+        /// How to install it or tell anvil where it is.
+        fix: String,
+    },
+    /// A CUDA driver or NVRTC call failed.
+    #[error("CUDA call `{call}` failed with error {code}: {message}")]
+    Cuda {
+        /// The API function (`cuMemAlloc_v2`, `nvrtcCompileProgram`, ...).
+        call: &'static str,
+        /// The `CUresult` or `nvrtcResult` it returned.
+        code: i32,
+        /// The driver's (or NVRTC's) name and description of the code, or what anvil
+        /// refused before calling.
+        message: String,
+    },
+    /// NVRTC rejected a CUDA source (a bug in anvil's generated code, or bad options).
+    #[error("CUDA compilation of `{name}` for {arch} failed:\n{log}")]
+    CudaCompile {
+        /// The program's name, as the log refers to it.
+        name: String,
+        /// The GPU architecture it was compiled for (`sm_90`, ...).
+        arch: String,
+        /// NVRTC's log, naming the lines at fault.
+        log: String,
+    },
     /// A compiled library could not be loaded or lacks an entry point.
     #[error("loading `{path}`: {message}")]
     Load {

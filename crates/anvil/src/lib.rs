@@ -29,6 +29,7 @@
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeDoctests;
 
+pub mod backend;
 pub mod jit;
 pub mod opti;
 
@@ -36,6 +37,7 @@ pub mod opti;
 use internals::{array, dtype, error, function, graph, lower, pattern, render, shape, tensor, transform};
 
 pub use array::{Element, HostArray};
+pub use backend::{Backend, CudaOptions};
 pub use dtype::DType;
 pub use error::{ConstantError, Error, Result, SourceLocation};
 pub use function::ad;

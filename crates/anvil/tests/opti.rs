@@ -11,28 +11,6 @@ use anvil::opti::{
 };
 use anvil::{generate_module, Arg, Error, ModuleItem, NumericalFunction, Tensor};
 use common::solver_harness::{check_module_against_jit, Run};
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
-/// Counts this thread's Rust heap allocations (tests run on several threads).
-struct CountingAllocator;
-
-thread_local! {
-    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
-}
-
-unsafe impl GlobalAlloc for CountingAllocator {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
-#[global_allocator]
-static ALLOCATOR: CountingAllocator = CountingAllocator;
 
 fn el(x: &Tensor, i: usize) -> Tensor {
     x.get(i as isize)
@@ -145,9 +123,9 @@ fn solve_into_does_not_allocate() {
     };
     // The first solve compiles the solver and makes a workspace.
     assert_eq!(solve().status, Status::Solved);
-    let before = ALLOCATIONS.with(Cell::get);
+    let before = common::allocations();
     let info = solve();
-    assert_eq!(ALLOCATIONS.with(Cell::get) - before, 0, "solve_into allocated");
+    assert_eq!(common::allocations() - before, 0, "solve_into allocated");
     assert_eq!(info.status, Status::Solved);
     assert_close("x", &x, &HS071_X, 1e-8);
 }
@@ -454,9 +432,9 @@ fn ipm_solve_into_does_not_allocate() {
         solver.solve_into(&HS071_X0, &[25.0], &WarmStart::default(), out, &settings).unwrap()
     };
     assert_eq!(solve().status, Status::Solved);
-    let before = ALLOCATIONS.with(Cell::get);
+    let before = common::allocations();
     let info = solve();
-    assert_eq!(ALLOCATIONS.with(Cell::get) - before, 0, "solve_into allocated");
+    assert_eq!(common::allocations() - before, 0, "solve_into allocated");
     assert_eq!(info.status, Status::Solved);
     assert_close("x", &x, &HS071_X, 1e-7);
 }

@@ -18,8 +18,10 @@ from typing import Any, Callable, Generic, Sequence, TypeVar, Union, overload
 
 import numpy as np
 
-from . import _anvil
+from . import _anvil, _cuda
 from ._anvil import CodegenIntConstant, DType, Tensor
+
+_cuda.find_nvrtc()
 
 __all__ = [
     "Arg",
@@ -60,7 +62,7 @@ _NUMPY = {
     DType.bool: np.bool_,
 }
 
-_SUPPORTED_DEVICES = ("CPU",)
+_SUPPORTED_DEVICES = ("CPU", "CUDA")
 
 
 def _shape(shape: int | Sequence[int]) -> tuple[int, ...]:
@@ -138,7 +140,11 @@ class NumericalFunction(Generic[I, R]):
       name: a valid C++ identifier, unique within a module.
       fn: the Python function, taking Tensors and returning a Tensor or a tuple of Tensors.
       inputs: tuple of ``Arg`` specs.
-      device: only "CPU" is supported.
+      device: where it runs: "CPU" (the default: C++ compiled by the system compiler) or
+        "CUDA" (an NVIDIA GPU: CUDA compiled by NVRTC). On "CUDA", a vmapped function runs one
+        GPU thread per batch item; it takes numpy arrays (copied to the GPU and back) or
+        device arrays (CuPy, PyTorch, JAX: in place, results on the GPU). Derived functions
+        (``anvil.ad``, ``anvil.transform``) run on the device of the function they derive.
     """
 
     _name: str
@@ -167,7 +173,7 @@ class NumericalFunction(Generic[I, R]):
     # fmt: on
     def __init__(self, name: str, fn: Callable[..., Any], inputs: tuple[Arg, ...], /, device: str = "CPU") -> None:
         if device not in _SUPPORTED_DEVICES:
-            raise ValueError(f"unsupported device {device!r}: only {_SUPPORTED_DEVICES} is implemented so far")
+            raise ValueError(f"unsupported device {device!r}: anvil runs on {_SUPPORTED_DEVICES} (METAL is not implemented)")
         if isinstance(inputs, Arg):
             inputs = (inputs,)
         if not all(isinstance(a, Arg) for a in inputs):
@@ -185,7 +191,7 @@ class NumericalFunction(Generic[I, R]):
         self._name = native.name
         self.fn = None
         self.inputs = tuple(Arg(tuple(s), d) for s, d in native.inputs)
-        self.device = "CPU"
+        self.device = native.device
         return self
 
     @property
@@ -205,7 +211,8 @@ class NumericalFunction(Generic[I, R]):
     def _native(self) -> Any:
         if self._native_fn is None:
             specs = [(_shape(a.shape), a.dtype) for a in self.inputs]
-            self._native_fn = _anvil.trace(self.name, self.fn, specs)
+            native = _anvil.trace(self.name, self.fn, specs)
+            self._native_fn = native if self.device == "CPU" else native.with_device(self.device)
         return self._native_fn
 
     @property
@@ -258,7 +265,18 @@ class NumericalFunction(Generic[I, R]):
         several outputs). The GIL is released while the native code runs.
 
         Called with Tensors (inside another traced function), it is applied symbolically:
-        its graph is inlined into the caller's and Tensors are returned."""
+        its graph is inlined into the caller's and Tensors are returned.
+
+        On ``device="CUDA"``, device arrays (anything with ``__cuda_array_interface__``:
+        CuPy, PyTorch, JAX) are used in place and the results are device arrays of the same
+        library, never copied to the host."""
+        if any(_cuda.is_device_array(a) for a in args):
+            if self.device != "CUDA":
+                raise TypeError(
+                    f"{self.name}() runs on the {self.device}: pass host (numpy) arrays, or make the function "
+                    "with device='CUDA' to call it on device arrays"
+                )
+            return _cuda.call(self._native, args, _NUMPY)
         return self._native.call_numpy(*args)
 
     def eval(self, *args: FloatArray) -> Any:

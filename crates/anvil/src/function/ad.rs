@@ -27,7 +27,7 @@
 
 use super::arg::Arg;
 use super::names::derived_name;
-use super::numerical::NumericalFunction;
+use super::numerical::{Mapped, NumericalFunction};
 use crate::error::{Error, Result};
 use crate::graph::NodeRef;
 use crate::tensor::Tensor;
@@ -87,7 +87,8 @@ fn scalar_output_and_input(transform: &'static str, f: &NumericalFunction, wrt: 
 
 /// A function of `f`'s inputs computing `output`, named `<f>_<suffix>`.
 fn derived(f: &NumericalFunction, suffix: &str, output: Tensor) -> Result<NumericalFunction> {
-    NumericalFunction::from_tensors(&derived_name(f.name(), suffix), f.inputs().to_vec(), &[output])
+    Ok(NumericalFunction::from_tensors(&derived_name(f.name(), suffix), f.inputs().to_vec(), &[output])?
+        .with_backend(f.backend().clone()))
 }
 
 /// A sparse function of `f`'s inputs, named `<f>_<suffix>`.
@@ -115,7 +116,8 @@ pub fn jvp(f: &NumericalFunction) -> Result<NumericalFunction> {
     }
     let mut args = f.inputs().to_vec();
     args.extend(f.inputs().iter().cloned());
-    NumericalFunction::from_tensors(&derived_name(f.name(), "jvp"), args, &results)
+    Ok(NumericalFunction::from_tensors(&derived_name(f.name(), "jvp"), args, &results)?
+        .with_backend(f.backend().clone()))
 }
 
 /// Reverse mode: a function of `(x1…xk, ȳ1…ȳm)` (one cotangent per output) returning
@@ -136,7 +138,8 @@ pub fn vjp(f: &NumericalFunction) -> Result<NumericalFunction> {
         bars.into_iter().zip(f.inputs()).map(|(b, a)| b.unwrap_or_else(|| zeros(&a.shape, a.dtype))).collect();
     let mut args = f.inputs().to_vec();
     args.extend(cotangent_args);
-    NumericalFunction::from_tensors(&derived_name(f.name(), "vjp"), args, &results)
+    Ok(NumericalFunction::from_tensors(&derived_name(f.name(), "vjp"), args, &results)?
+        .with_backend(f.backend().clone()))
 }
 
 /// The gradient of `f`'s output (a scalar) with respect to its first input.
@@ -352,5 +355,8 @@ pub fn vmap_out(
         perm.insert(out_axis, 0);
         moved.push(r.permute(perm));
     }
-    NumericalFunction::from_tensors(&derived_name(f.name(), "vmap"), args, &moved)
+    let mapped = Mapped { item: f.renamed(f.name())?, in_axes, out_axis, batch };
+    Ok(NumericalFunction::from_tensors(&derived_name(f.name(), "vmap"), args, &moved)?
+        .with_backend(f.backend().clone())
+        .with_mapped(mapped))
 }

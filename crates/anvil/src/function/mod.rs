@@ -3,6 +3,7 @@
 pub mod ad;
 mod arg;
 mod codegen_constant;
+mod cuda;
 mod module;
 mod names;
 mod numerical;

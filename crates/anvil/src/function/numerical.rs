@@ -4,8 +4,10 @@ use super::arg::Arg;
 use super::names::check_identifier;
 use super::outputs::IntoOutputs;
 use crate::array::{Element, HostArray};
+use crate::backend::Backend;
 use crate::error::{Error, Result};
 use crate::graph::{self, NodeRef, TraceId};
+use crate::jit::cuda::CudaFunction;
 use crate::jit::{self, CompilerOptions, JitFunction, WorkspaceConstant};
 use crate::lower::{self, LowerOptions, Program};
 use crate::pattern::SparsityPattern;
@@ -41,11 +43,27 @@ pub struct NumericalFunction {
     output_nodes: Vec<NodeRef>,
     trace: TraceId,
     sparsity: Option<SparsityPattern>,
-    compiler: CompilerOptions,
+    backend: Backend,
     lowering: LowerOptions,
     batch_entry: bool,
+    /// For a [`vmap`](crate::vmap)ped function, the function of one item: what a GPU runs
+    /// per thread.
+    mapped: Option<Arc<Mapped>>,
     program: OnceLock<Program>,
     jit: Mutex<Option<Arc<JitFunction>>>,
+    pub(super) cuda: Mutex<Option<Arc<CudaFunction>>>,
+}
+
+/// A vmapped function's relation to the function of one item.
+pub(crate) struct Mapped {
+    /// The function of one item.
+    pub(crate) item: NumericalFunction,
+    /// Where each input has the batch axis (`None`: shared by all items).
+    pub(crate) in_axes: Vec<Option<usize>>,
+    /// Where each output has it.
+    pub(crate) out_axis: usize,
+    /// The number of items.
+    pub(crate) batch: usize,
 }
 
 impl NumericalFunction {
@@ -125,11 +143,13 @@ impl NumericalFunction {
             output_nodes,
             trace: seen_trace.unwrap_or_else(TraceId::fresh),
             sparsity: None,
-            compiler: CompilerOptions::default(),
+            backend: Backend::default(),
             lowering: LowerOptions::default(),
             batch_entry: false,
+            mapped: None,
             program: OnceLock::new(),
             jit: Mutex::new(None),
+            cuda: Mutex::new(None),
         })
     }
 
@@ -147,11 +167,46 @@ impl NumericalFunction {
         Tensor::traced_input(self.trace, i, arg.shape.clone(), arg.dtype)
     }
 
-    /// The same function with other JIT compiler options (before the first call).
-    pub fn with_compiler(mut self, options: CompilerOptions) -> Self {
-        self.compiler = options;
+    /// The same function with other JIT compiler options (before the first call): the C++
+    /// compiler of its CPU code, or of the CUDA emulation (see [`CudaOptions`](crate::CudaOptions)).
+    pub fn with_compiler(self, options: CompilerOptions) -> Self {
+        let backend = self.backend.clone().with_compiler(options);
+        self.with_backend(backend)
+    }
+
+    /// The same function on another backend (before the first call): where it runs, and
+    /// what compiles its code. Functions derived from it ([`ad`](crate::ad), [`vmap`](crate::vmap))
+    /// run there too.
+    ///
+    /// ```
+    /// use anvil::{Arg, Backend, NumericalFunction};
+    /// # fn main() -> anvil::Result<()> {
+    /// let f = NumericalFunction::new("f", |[x]| x.sin(), [Arg::new(3)])?.with_backend(Backend::parse("CUDA")?);
+    /// assert_eq!(f.backend().name(), "CUDA");
+    /// assert!(f.cuda_source().text.contains("__global__"));
+    /// # Ok(()) }
+    /// ```
+    pub fn with_backend(mut self, backend: Backend) -> Self {
+        self.backend = backend;
         self.jit = Mutex::new(None);
+        self.cuda = Mutex::new(None);
         self
+    }
+
+    /// Where the function runs.
+    pub fn backend(&self) -> &Backend {
+        &self.backend
+    }
+
+    /// The same function, known to be `mapped`'s function of a batch (see [`Mapped`]).
+    pub(crate) fn with_mapped(mut self, mapped: Mapped) -> Self {
+        self.mapped = Some(Arc::new(mapped));
+        self
+    }
+
+    /// The function of one item and how it is mapped, for a vmapped function.
+    pub(crate) fn mapped(&self) -> Option<&Mapped> {
+        self.mapped.as_deref()
     }
 
     /// The same function lowered with other options (before the first call).
@@ -206,11 +261,13 @@ impl NumericalFunction {
             output_nodes: self.output_nodes.clone(),
             trace: self.trace,
             sparsity: self.sparsity.clone(),
-            compiler: self.compiler.clone(),
+            backend: self.backend.clone(),
             lowering: self.lowering.clone(),
             batch_entry: self.batch_entry,
+            mapped: self.mapped.clone(),
             program,
             jit: Mutex::new(None),
+            cuda: Mutex::new(None),
         })
     }
 
@@ -236,7 +293,7 @@ impl NumericalFunction {
         };
         let tensor = Tensor::from_node(node.clone());
         Ok(NumericalFunction::from_trace(&self.name, self.inputs.clone(), &[tensor], self.trace)?
-            .with_compiler(self.compiler.clone())
+            .with_backend(self.backend.clone())
             .with_lowering(self.lowering.clone()))
     }
 
@@ -347,7 +404,7 @@ impl NumericalFunction {
         }
         let what = || format!("the workspace of `{}` (its intermediates and captured constants)", self.name);
         crate::array::check_alloc(what, self.program().workspace_size, 1)?;
-        let path = jit::compile_cached(&self.name, &self.jit_source(), &self.compiler)?;
+        let path = jit::compile_cached(&self.name, &self.jit_source(), self.backend.compiler())?;
         let constants =
             self.program().constants().map(|(_, data, offset)| WorkspaceConstant { offset, data: data.clone() });
         let jit = Arc::new(JitFunction::load(&path, &self.name, self.program().workspace_size, constants.collect())?);
@@ -421,10 +478,9 @@ impl NumericalFunction {
         let contiguous: Vec<_> = inputs.iter().map(|a| a.as_standard_layout()).collect();
         let ptrs: Vec<*mut c_void> = contiguous.iter().map(|a| a.as_ptr() as *mut c_void).collect();
         let out_ptrs: Vec<*mut c_void> = outputs.iter_mut().map(|o| o.as_mut_ptr() as *mut c_void).collect();
-        let jit = self.compile()?;
         // SAFETY: inputs and outputs were checked against the traced dtypes and shapes, are
         // in standard layout, and the outputs are exclusively borrowed.
-        unsafe { jit.call(&ptrs, &out_ptrs) }
+        unsafe { self.call_pointers(&ptrs, &out_ptrs) }
     }
 
     /// Runs the native code on inputs of any dtype; each must match its `Arg` exactly.
@@ -438,12 +494,26 @@ impl NumericalFunction {
     fn run(&self, inputs: &[*mut c_void]) -> Result<Vec<HostArray>> {
         let mut outputs: Vec<HostArray> =
             self.outputs.iter().map(|o| HostArray::try_zeros(o.dtype, &o.shape)).collect::<Result<_>>()?;
-        let jit = self.compile()?;
         let out_ptrs: Vec<*mut c_void> = outputs.iter_mut().map(|o| data_ptr(o)).collect();
         // SAFETY: inputs were checked against the declared dtypes and shapes and are in
         // standard layout; outputs were just allocated with the traced dtypes and shapes.
-        unsafe { jit.call(inputs, &out_ptrs)? };
+        unsafe { self.call_pointers(inputs, &out_ptrs)? };
         Ok(outputs)
+    }
+
+    /// Runs the native code of the function's backend (compiled on first use) on host
+    /// memory: a pointer per input and per output.
+    ///
+    /// # Safety
+    /// Each pointer must address a C-contiguous array of its argument's declared dtype and
+    /// shape, alive for the call; the outputs must not alias anything else.
+    pub unsafe fn call_pointers(&self, inputs: &[*mut c_void], outputs: &[*mut c_void]) -> Result<()> {
+        match self.backend {
+            // SAFETY: as the caller vouches.
+            Backend::Cpu(_) => unsafe { self.compile()?.call(inputs, outputs) },
+            // SAFETY: as the caller vouches.
+            Backend::Cuda(_) => unsafe { self.run_cuda(inputs, outputs) },
+        }
     }
 
     /// Evaluates with the reference interpreter (no compiler needed).

@@ -60,6 +60,12 @@ impl SparseNumericalFunction {
         SparseNumericalFunction { function: self.function.with_lowering(options), ..self }
     }
 
+    /// The same function on another backend (before the first call); see
+    /// [`NumericalFunction::with_backend`].
+    pub fn with_backend(self, backend: crate::Backend) -> Self {
+        SparseNumericalFunction { function: self.function.with_backend(backend), ..self }
+    }
+
     /// The function of the values (with the pattern attached).
     pub(crate) fn into_function(self) -> NumericalFunction {
         self.function

@@ -17,6 +17,7 @@
 
 pub mod cache;
 mod compiler;
+pub mod cuda;
 mod library;
 mod toolchain;
 
@@ -114,14 +115,15 @@ pub fn build_cached(unit: &Unit, toolchain: &dyn Toolchain, dir: &Path) -> Resul
     let hash = digest(&key.iter().map(String::as_str).collect::<Vec<_>>());
     let name = &unit.name;
     let stem = format!("{name}-{hash}");
-    let library = dir.join(format!("lib{stem}.so"));
+    let extension = toolchain.output_extension();
+    let library = dir.join(format!("lib{stem}.{extension}"));
     if cache::is_trusted(&library) && unit.link.iter().all(|l| cache::is_trusted(l)) {
         return Ok(library);
     }
     let unique = format!("{}-{}", std::process::id(), unique_suffix());
     let source_path = dir.join(format!("{stem}.{}", toolchain.source_extension()));
     write_atomically(&source_path, &unit.source)?;
-    let library_tmp = dir.join(format!("lib{stem}.{unique}.so.tmp"));
+    let library_tmp = dir.join(format!("lib{stem}.{unique}.{extension}.tmp"));
     let guard = TemporaryFiles(vec![library_tmp.clone()]);
     let start = std::time::Instant::now();
     if verbose() {

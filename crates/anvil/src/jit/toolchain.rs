@@ -19,6 +19,10 @@ pub trait Toolchain {
     fn key(&self, unit: &Unit) -> Vec<String>;
     /// The extension of source files (without the dot).
     fn source_extension(&self) -> &'static str;
+    /// The extension of what it builds (without the dot): a shared library by default.
+    fn output_extension(&self) -> &'static str {
+        "so"
+    }
     /// Builds the unit, whose text is in `source`, into the library `output` (written
     /// directly; the cache renames it into place). A build that fails or runs too long is
     /// an error saying why.

@@ -13,6 +13,19 @@ pub const ALIGNMENT: usize = 64;
 /// Offsets of each workspace buffer (`None` for caller buffers and for constants no kernel
 /// reads) and the total size.
 pub fn workspace_layout(buffers: &[Buffer], kernels: &[Kernel]) -> (Vec<Option<usize>>, usize) {
+    layout(buffers, kernels, true, ALIGNMENT)
+}
+
+/// Offsets of the intermediates alone, each on an `alignment`-byte boundary, and the total
+/// size: the memory of one GPU thread, which runs the whole program on its items (the
+/// constants are one region all threads share).
+pub fn scratch_layout(buffers: &[Buffer], kernels: &[Kernel], alignment: usize) -> (Vec<Option<usize>>, usize) {
+    layout(buffers, kernels, false, alignment)
+}
+
+/// The first-fit layout of the intermediates (and, with `constants`, of the constants
+/// kernels read, first and for the whole call).
+fn layout(buffers: &[Buffer], kernels: &[Kernel], constants: bool, alignment: usize) -> (Vec<Option<usize>>, usize) {
     let mut offsets = vec![None; buffers.len()];
     let mut live: Vec<(usize, usize, usize)> = Vec::new(); // (offset, size, buffer)
     let mut size = 0;
@@ -23,14 +36,14 @@ pub fn workspace_layout(buffers: &[Buffer], kernels: &[Kernel]) -> (Vec<Option<u
         }
     }
     for (b, buffer) in buffers.iter().enumerate() {
-        if matches!(buffer.kind, super::kernel::BufferKind::Constant(_)) && last_use[b].is_some() {
-            offsets[b] = Some(allocate(&mut live, &mut size, buffer.nbytes(), b));
+        if constants && matches!(buffer.kind, super::kernel::BufferKind::Constant(_)) && last_use[b].is_some() {
+            offsets[b] = Some(allocate(&mut live, &mut size, buffer.nbytes(), b, alignment));
         }
     }
     for (k, kernel) in kernels.iter().enumerate() {
         for &out in &kernel.outputs {
             if matches!(buffers[out].kind, super::kernel::BufferKind::Intermediate) && offsets[out].is_none() {
-                offsets[out] = Some(allocate(&mut live, &mut size, buffers[out].nbytes(), out));
+                offsets[out] = Some(allocate(&mut live, &mut size, buffers[out].nbytes(), out, alignment));
             }
         }
         live.retain(|&(_, _, b)| {
@@ -43,22 +56,24 @@ pub fn workspace_layout(buffers: &[Buffer], kernels: &[Kernel]) -> (Vec<Option<u
 }
 
 /// First-fit: the lowest aligned offset where `nbytes` fit between live blocks.
-fn allocate(live: &mut Vec<(usize, usize, usize)>, size: &mut usize, nbytes: usize, buffer: usize) -> usize {
+fn allocate(
+    live: &mut Vec<(usize, usize, usize)>,
+    size: &mut usize,
+    nbytes: usize,
+    buffer: usize,
+    alignment: usize,
+) -> usize {
     live.sort_unstable();
     let mut offset = 0;
     for &(start, len, _) in live.iter() {
         if offset + nbytes <= start {
             break;
         }
-        offset = align(offset.max(start + len));
+        offset = (offset.max(start + len)).div_ceil(alignment) * alignment;
     }
     live.push((offset, nbytes, buffer));
-    *size = (*size).max(align(offset + nbytes));
+    *size = (*size).max((offset + nbytes).div_ceil(alignment) * alignment);
     offset
-}
-
-fn align(n: usize) -> usize {
-    n.div_ceil(ALIGNMENT) * ALIGNMENT
 }
 
 #[cfg(test)]
@@ -69,11 +84,11 @@ mod tests {
     fn first_fit_reuses_freed_space() {
         let mut live = Vec::new();
         let mut size = 0;
-        assert_eq!(allocate(&mut live, &mut size, 100, 0), 0);
-        assert_eq!(allocate(&mut live, &mut size, 10, 1), 128);
+        assert_eq!(allocate(&mut live, &mut size, 100, 0, ALIGNMENT), 0);
+        assert_eq!(allocate(&mut live, &mut size, 10, 1, ALIGNMENT), 128);
         live.retain(|&(_, _, b)| b != 0);
-        assert_eq!(allocate(&mut live, &mut size, 64, 2), 0);
-        assert_eq!(allocate(&mut live, &mut size, 64, 3), 64);
+        assert_eq!(allocate(&mut live, &mut size, 64, 2, ALIGNMENT), 0);
+        assert_eq!(allocate(&mut live, &mut size, 64, 3, ALIGNMENT), 64);
         assert_eq!(size, 192);
     }
 }

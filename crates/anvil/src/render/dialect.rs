@@ -155,6 +155,7 @@ pub struct Dialect {
     pub loop_math: &'static str,
     /// The prefix of the math of doubles that a vectorised loop computes inline: sine and
     /// cosine when their arguments are near zero (see the prelude's `anvil_fast_sin`), tanh.
+    /// Empty: the dialect has no fast math of its own (its math functions are fast).
     pub fast_math: &'static str,
     /// The test that an argument is too far from zero for the fast sine and cosine.
     pub trig_far: &'static str,
@@ -172,6 +173,10 @@ pub struct Dialect {
     pub prelude: &'static str,
     /// Annotations of loops and functions, defined by the prelude.
     pub annotations: Annotations,
+    /// The most statements a loop unrolled completely may amount to (its extent times its
+    /// body's statements): 0 unrolls nothing. A GPU thread keeps an array in registers only
+    /// where every index into it is known, which unrolled loops make so.
+    pub unroll_budget: usize,
 }
 
 /// How a dialect marks loops and functions for its compilers (macros of its prelude).
@@ -191,6 +196,8 @@ pub struct Annotations {
     pub internal: &'static str,
     /// On a function rarely called (the exact rerun of a kernel).
     pub cold: &'static str,
+    /// Before a loop to unroll completely (see [`Dialect::unroll_budget`]).
+    pub unrolled_loop: &'static str,
 }
 
 /// How a dialect spells the statements and declarations of a kernel. Each is a template:
@@ -328,7 +335,9 @@ pub const CPP: Dialect = Dialect {
         runtime_strides: "ANVIL_RUNTIME_STRIDES ",
         internal: "static ",
         cold: "ANVIL_COLD ",
+        unrolled_loop: "",
     },
+    unroll_budget: 0,
 };
 
 /// Index expressions in the dialect's arithmetic, loop variables named by its `loop_var`.
@@ -473,6 +482,9 @@ impl Dialect {
     /// The fast sine or cosine of a double `x` in a vectorised loop (`None` for other
     /// operations and types), valid where [`trig_far`](Self::trig_far) does not hold.
     pub fn fast_unary(&self, op: UnaryOp, dtype: DType, x: &str) -> Option<String> {
+        if self.fast_math.is_empty() {
+            return None;
+        }
         let name = match op {
             UnaryOp::Sin => "sin",
             UnaryOp::Cos => "cos",
@@ -680,6 +692,68 @@ impl Dialect {
         format!("({x} >= {lo} && {x} < {hi}) ? {truncated} : ({x} != {x} ? {zero} : ({x} < 0 ? {min} : {max}))")
     }
 }
+
+/// CUDA C++ as NVRTC compiles it: the C++ table with CUDA's math library (libdevice: `sin`,
+/// `sinf`, no builtins), `__restrict__`, device functions, and no fast math or vector-loop
+/// annotations of its own (a thread runs scalar code; the prelude defines the annotations
+/// empty). The same printer writes both: only this table and its prelude differ.
+///
+/// ```
+/// use anvil::{DType, internals::render::dialect::CUDA};
+/// assert_eq!(CUDA.math("exp", DType::F32, "x"), "expf(x)");
+/// assert_eq!(CUDA.pointer_param(DType::F64, false, "b1"), "const double* __restrict__ b1");
+/// ```
+pub const CUDA: Dialect = Dialect {
+    keywords: CUDA_KEYWORDS,
+    restrict: "__restrict__",
+    math: "",
+    loop_math: "",
+    fast_math: "",
+    trig_far: "",
+    nan: ["nan", "(\"\")"],
+    inf: ["anvil_inf", "()"],
+    statements: Statements {
+        function: "{0}__device__ ANVIL_KERNEL void {1}({2}) {\n{3}}\n",
+        flag_function: "{0}__device__ bool {1}({2}) {\n{3}}\n",
+        ..CPP.statements
+    },
+    prelude: CUDA_PRELUDE,
+    annotations: Annotations { unrolled_loop: "ANVIL_UNROLL", ..CPP.annotations },
+    unroll_budget: 512,
+    ..CPP
+};
+
+/// C++'s keywords, CUDA's and the names its built-in variables take.
+const CUDA_KEYWORDS: &[&str] = &{
+    const EXTRA: [&str; 6] = ["threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "anvil_args"];
+    let mut all = [""; CPP_KEYWORDS.len() + EXTRA.len()];
+    let mut i = 0;
+    while i < all.len() {
+        all[i] = if i < CPP_KEYWORDS.len() { CPP_KEYWORDS[i] } else { EXTRA[i - CPP_KEYWORDS.len()] };
+        i += 1;
+    }
+    all
+};
+
+/// What every CUDA translation unit starts with: the annotations of the C++ table, empty (a
+/// thread's loops are scalar), and the infinities (NVRTC has no `__builtin_inf`).
+pub const CUDA_PRELUDE: &str = r#"#ifdef ANVIL_NOINLINE_KERNELS
+#define ANVIL_KERNEL __noinline__
+#else
+#define ANVIL_KERNEL
+#endif
+#ifndef ANVIL_UNROLL
+#define ANVIL_UNROLL _Pragma("unroll")
+#endif
+#define ANVIL_SIMD_ITEMS
+#define ANVIL_SIMD_SUM(acc)
+#define ANVIL_SIMD_PROD(acc)
+#define ANVIL_NO_SLP
+#define ANVIL_RUNTIME_STRIDES
+#define ANVIL_COLD
+[[maybe_unused]] static __device__ __forceinline__ double anvil_inf() { return __longlong_as_double(0x7ff0000000000000LL); }
+[[maybe_unused]] static __device__ __forceinline__ float anvil_inff() { return __int_as_float(0x7f800000); }
+"#;
 
 /// Definitions every translation unit with kernels starts with (macros that let one
 /// source serve every compiler; see each comment).

@@ -1,7 +1,7 @@
 //! Loop-nest IR → a C++ function: the printer of a scheduled kernel ([`Nest`]).
 //!
 //! Every decision (loop order, splitting, hoisting, clamping, outlining, which math is
-//! fast) is the [`Nest`]'s; this module only spells it through the [`CPP`] dialect. Each
+//! fast) is the [`Nest`]'s; this module only spells it through a [`Dialect`]. Each
 //! [`Stmt::Let`] becomes one `const` temporary; math goes through compiler builtins so
 //! that the JIT translation unit needs no headers; literals are written inline.
 //!
@@ -11,7 +11,7 @@
 //! the second only when the first raised the flag. Rerunning is sound: a kernel's outputs
 //! never alias its inputs (its pointers are `restrict`).
 
-use super::dialect::CPP;
+use super::dialect::Dialect;
 use crate::dtype::DType;
 use crate::graph::{reduce_identity, BinaryOp, Literal};
 use crate::lower::index::IndexSpelling;
@@ -22,17 +22,17 @@ use std::fmt::Write;
 /// Renders a nest scheduled as [`Form::Loops`] as a C++ function named `name` taking
 /// `(outputs..., inputs...)` pointers in the order of [`Nest::outputs`] and
 /// [`Nest::inputs`]; `dtypes` gives each buffer's element type.
-pub fn render_kernel(nest: &Nest, name: &str, dtypes: &[DType]) -> String {
+pub fn render_kernel(nest: &Nest, name: &str, dtypes: &[DType], dialect: &Dialect) -> String {
     let mut params: Vec<String> =
-        nest.outputs.iter().map(|&b| CPP.pointer_param(dtypes[b], true, &format!("b{b}"))).collect();
+        nest.outputs.iter().map(|&b| dialect.pointer_param(dtypes[b], true, &format!("b{b}"))).collect();
     // Index-set splitting may decide away every read of an input (the padded branches of a
     // `where`): an input may go unused.
     for &b in &nest.inputs {
-        params.push(format!("{} {}", CPP.maybe_unused, CPP.pointer_param(dtypes[b], false, &format!("b{b}"))));
+        params.push(format!("{} {}", dialect.maybe_unused, dialect.pointer_param(dtypes[b], false, &format!("b{b}"))));
     }
     let args: Vec<String> = nest.outputs.iter().chain(&nest.inputs).map(|&b| format!("b{b}")).collect();
-    let signature = Signature { attribute: function_attribute(nest).to_string(), params, args };
-    with_exact_rerun(nest, name, &signature, |printer| printer.block(&nest.body, 1))
+    let signature = Signature { attribute: function_attribute(nest, dialect).to_string(), params, args };
+    with_exact_rerun(nest, name, &signature, dialect, |printer| printer.block(&nest.body, 1))
 }
 
 /// Renders a nest scheduled as [`Form::Items`] as a loop over `count` items, named `name`
@@ -44,27 +44,27 @@ pub fn render_kernel(nest: &Nest, name: &str, dtypes: &[DType]) -> String {
 ///
 /// # Panics
 /// If the nest is not of [`Form::Items`] (a bug in the caller).
-pub fn render_batched_kernel(nest: &Nest, name: &str, dtypes: &[DType]) -> String {
+pub fn render_batched_kernel(nest: &Nest, name: &str, dtypes: &[DType], dialect: &Dialect) -> String {
     assert_eq!(nest.form, Form::Items, "only straight-line kernels are batched");
-    let index = CPP.type_name(DType::I64);
-    let mut params = vec![CPP.parameter(index, "count")];
+    let index = dialect.type_name(DType::I64);
+    let mut params = vec![dialect.parameter(index, "count")];
     let mut args = vec!["count".to_string()];
     let mut pointers = String::new();
     let buffers = nest.outputs.iter().map(|&b| (b, true)).chain(nest.inputs.iter().map(|&b| (b, false)));
     for (b, mutable) in buffers {
-        let stride = CPP.parameter(index, &format!("stride{b}"));
-        params.push(format!("{}, {stride}", CPP.pointer_param(dtypes[b], mutable, &format!("items{b}"))));
+        let stride = dialect.parameter(index, &format!("stride{b}"));
+        params.push(format!("{}, {stride}", dialect.pointer_param(dtypes[b], mutable, &format!("items{b}"))));
         args.push(format!("items{b}, stride{b}"));
-        let pointee = CPP.pointee(dtypes[b], mutable);
-        let pointer = CPP.pointer_binding(&pointee, &format!("b{b}"), &format!("items{b} + item * stride{b}"));
-        let _ = writeln!(pointers, "    {} {pointer}", CPP.maybe_unused);
+        let pointee = dialect.pointee(dtypes[b], mutable);
+        let pointer = dialect.pointer_binding(&pointee, &format!("b{b}"), &format!("items{b} + item * stride{b}"));
+        let _ = writeln!(pointers, "    {} {pointer}", dialect.maybe_unused);
     }
-    let attribute = format!("{}{}", function_attribute(nest), CPP.annotations.runtime_strides);
+    let attribute = format!("{}{}", function_attribute(nest, dialect), dialect.annotations.runtime_strides);
     let signature = Signature { attribute, params, args };
-    with_exact_rerun(nest, name, &signature, |printer| {
-        let [open, close] = CPP.statements.block;
-        let items = CPP.loop_head("item", "0", "count");
-        let _ = write!(printer.code, "  {}\n  {items} {open}\n{pointers}", CPP.annotations.items_loop);
+    with_exact_rerun(nest, name, &signature, dialect, |printer| {
+        let [open, close] = dialect.statements.block;
+        let items = dialect.loop_head("item", "0", "count");
+        let _ = write!(printer.code, "  {}\n  {items} {open}\n{pointers}", dialect.annotations.items_loop);
         printer.block(&nest.body, 2);
         let _ = writeln!(printer.code, "  {close}");
     })
@@ -92,10 +92,16 @@ enum Trig {
 /// The function `name` of `nest`, its body printed by `body`: if the nest uses fast math,
 /// a fast flavour, an exact one, and the function calling the first and, when it raised
 /// its flag, the second.
-fn with_exact_rerun(nest: &Nest, name: &str, signature: &Signature, body: impl Fn(&mut Printer)) -> String {
+fn with_exact_rerun(
+    nest: &Nest,
+    name: &str,
+    signature: &Signature,
+    dialect: &Dialect,
+    body: impl Fn(&mut Printer),
+) -> String {
     let print = |name: &str, trig: Trig| {
         let mut printer =
-            Printer { nest, name, signature, trig, tile: None, code: String::new(), parts: String::new() };
+            Printer { nest, name, signature, dialect, trig, tile: None, code: String::new(), parts: String::new() };
         printer.print_parts();
         body(&mut printer);
         let code = std::mem::take(&mut printer.code);
@@ -108,15 +114,15 @@ fn with_exact_rerun(nest: &Nest, name: &str, signature: &Signature, body: impl F
     let (fast_name, rerun_name) = (format!("{name}_fast"), format!("{name}_exact"));
     let (fast, rerun) = (print(&fast_name, Trig::Fast), print(&rerun_name, Trig::Rerun));
     let args = &signature.args;
-    let body = CPP.only_if(&CPP.call_value(&fast_name, args), &CPP.call(&rerun_name, args));
-    fast + &rerun + &CPP.function(&signature.attribute, name, &signature.params, &format!("  {body}\n"))
+    let body = dialect.only_if(&dialect.call_value(&fast_name, args), &dialect.call(&rerun_name, args));
+    fast + &rerun + &dialect.function(&signature.attribute, name, &signature.params, &format!("  {body}\n"))
 }
 
 /// What a kernel's function is declared with: kernels that narrow `f64` to `f32` opt out of
 /// SLP vectorisation (see the prelude's `ANVIL_NO_SLP`).
-fn function_attribute(nest: &Nest) -> &'static str {
+fn function_attribute(nest: &Nest, dialect: &Dialect) -> &'static str {
     if nest.narrows {
-        CPP.annotations.narrowing_kernel
+        dialect.annotations.narrowing_kernel
     } else {
         ""
     }
@@ -130,6 +136,7 @@ struct Printer<'a> {
     nest: &'a Nest,
     name: &'a str,
     signature: &'a Signature,
+    dialect: &'a Dialect,
     trig: Trig,
     /// The variable being tiled and its tile's start and end, while its tiles are printed.
     tile: Option<(usize, String, String)>,
@@ -144,9 +151,9 @@ impl Printer<'_> {
     fn function(&self, name: &str, attribute: &str, params: &[String], body: String) -> String {
         let attributes = self.flavour_attributes(attribute);
         if self.trig == Trig::Fast {
-            CPP.flag_function(&attributes, name, params, &flagged(&body))
+            self.dialect.flag_function(&attributes, name, params, &flagged(&body, self.dialect))
         } else {
-            CPP.function(&attributes, name, params, &body)
+            self.dialect.function(&attributes, name, params, &body)
         }
     }
 
@@ -155,8 +162,8 @@ impl Printer<'_> {
     fn flavour_attributes(&self, attribute: &str) -> String {
         match self.trig {
             Trig::Exact => attribute.to_string(),
-            Trig::Fast => format!("{attribute}{}", CPP.annotations.internal),
-            Trig::Rerun => format!("{attribute}{}{}", CPP.annotations.cold, CPP.annotations.internal),
+            Trig::Fast => format!("{attribute}{}", self.dialect.annotations.internal),
+            Trig::Rerun => format!("{attribute}{}{}", self.dialect.annotations.cold, self.dialect.annotations.internal),
         }
     }
 
@@ -169,18 +176,28 @@ impl Printer<'_> {
                 .signature
                 .params
                 .iter()
-                .map(|p| if p.starts_with(CPP.maybe_unused) { p.clone() } else { format!("{} {p}", CPP.maybe_unused) })
+                .map(|p| {
+                    if p.starts_with(self.dialect.maybe_unused) {
+                        p.clone()
+                    } else {
+                        format!("{} {p}", self.dialect.maybe_unused)
+                    }
+                })
                 .collect();
             for &v in &part.vars {
-                params.push(format!("{} {}", CPP.maybe_unused, CPP.parameter(CPP.type_name(DType::I64), &CPP.var(v))));
+                params.push(format!(
+                    "{} {}",
+                    self.dialect.maybe_unused,
+                    self.dialect.parameter(self.dialect.type_name(DType::I64), &self.dialect.var(v))
+                ));
             }
             for &(e, dtype) in &part.temps {
-                params.push(CPP.parameter(&CPP.pointee(dtype, false), &format!("t{e}")));
+                params.push(self.dialect.parameter(&self.dialect.pointee(dtype, false), &format!("t{e}")));
             }
             self.block(&part.body, 1);
             let code = std::mem::take(&mut self.code);
             let attribute = match self.trig {
-                Trig::Exact => format!("{}{}", self.signature.attribute, CPP.annotations.internal),
+                Trig::Exact => format!("{}{}", self.signature.attribute, self.dialect.annotations.internal),
                 _ => self.signature.attribute.clone(),
             };
             let function = self.function(&self.part_name(p), &attribute, &params, code);
@@ -203,59 +220,65 @@ impl Printer<'_> {
     }
 
     fn statement(&mut self, statement: &Stmt, depth: usize) {
-        let [open, close] = CPP.statements.block;
+        let [open, close] = self.dialect.statements.block;
         match statement {
             Stmt::Let { id, dtype, value } => {
                 let value = self.value(value);
-                self.line(depth, &CPP.binding(CPP.type_name(*dtype), &format!("t{id}"), &value));
+                self.line(depth, &self.dialect.binding(self.dialect.type_name(*dtype), &format!("t{id}"), &value));
             }
             Stmt::CheckFar(x) => {
                 if self.trig == Trig::Fast {
-                    self.line(depth, &CPP.raise(FAR, &CPP.trig_far(&self.operand(x))));
+                    self.line(depth, &self.dialect.raise(FAR, &self.dialect.trig_far(&self.operand(x))));
                 }
             }
             &Stmt::Accumulator { id, op, dtype } => {
-                let init = CPP.literal(reduce_identity(op, dtype), dtype);
-                self.line(depth, &CPP.variable(CPP.type_name(dtype), &format!("t{id}"), &init));
+                let init = self.dialect.literal(reduce_identity(op, dtype), dtype);
+                self.line(depth, &self.dialect.variable(self.dialect.type_name(dtype), &format!("t{id}"), &init));
             }
             &Stmt::LocalArray { id, op, dtype, length, var, extent } => {
                 let array = format!("t{id}");
-                self.line(depth, &CPP.local_array(CPP.type_name(dtype), &array, &length.to_string()));
+                self.line(depth, &self.dialect.local_array(self.dialect.type_name(dtype), &array, &length.to_string()));
                 let (first, end) = self.loop_bounds(extent);
-                let head = CPP.loop_head(&CPP.var(var), &first, &end);
-                let slot = CPP.element(&array, &self.array_index(var));
-                let init = CPP.assign(&slot, &CPP.literal(reduce_identity(op, dtype), dtype));
+                let head = self.dialect.loop_head(&self.dialect.var(var), &first, &end);
+                let slot = self.dialect.element(&array, &self.array_index(var));
+                let init = self.dialect.assign(&slot, &self.dialect.literal(reduce_identity(op, dtype), dtype));
                 self.line(depth, &format!("{head} {open} {init} {close}"));
             }
             &Stmt::Loop { var, extent, hint, ref body } => {
                 match hint {
                     Hint::None => {}
-                    Hint::Items => self.line(depth, CPP.annotations.items_loop),
+                    Hint::Items => self.line(depth, self.dialect.annotations.items_loop),
                     Hint::Reduction(op, acc) => {
                         let annotation = match op {
-                            crate::graph::ReduceOp::Prod => CPP.annotations.prod_loop,
-                            _ => CPP.annotations.sum_loop,
+                            crate::graph::ReduceOp::Prod => self.dialect.annotations.prod_loop,
+                            _ => self.dialect.annotations.sum_loop,
                         };
-                        self.line(depth, &CPP.annotate(annotation, &[&format!("t{acc}")]));
+                        self.line(depth, &self.dialect.annotate(annotation, &[&format!("t{acc}")]));
+                    }
+                }
+                if let Extent::Range(lo, hi) = extent {
+                    let unrolled = (hi - lo).max(0) as usize * statements(body);
+                    if self.dialect.unroll_budget > 0 && unrolled <= self.dialect.unroll_budget {
+                        self.line(depth, self.dialect.annotations.unrolled_loop);
                     }
                 }
                 let (first, end) = self.loop_bounds(extent);
-                self.line(depth, &format!("{} {open}", CPP.loop_head(&CPP.var(var), &first, &end)));
+                self.line(depth, &format!("{} {open}", self.dialect.loop_head(&self.dialect.var(var), &first, &end)));
                 self.block(body, depth + 1);
                 self.line(depth, close);
             }
             Stmt::Fixed { var, value, body } => {
                 // One iteration: a block (cheaper for the C++ compiler than a one-trip loop).
                 self.line(depth, open);
-                self.line(depth + 1, &CPP.fixed_index(&CPP.var(*var), &value.to_string()));
+                self.line(depth + 1, &self.dialect.fixed_index(&self.dialect.var(*var), &value.to_string()));
                 self.block(body, depth + 1);
                 self.line(depth, close);
             }
             &Stmt::Tiles { var, extent, tile, ref body } => {
-                let start = format!("{}_tile", CPP.var(var));
+                let start = format!("{}_tile", self.dialect.var(var));
                 let (step, extent) = (tile.to_string(), extent.to_string());
-                self.line(depth, &format!("{} {open}", CPP.tile_head(&start, "0", &extent, &step)));
-                let end = CPP.binary(BinaryOp::Min, DType::I64, &format!("{start} + {step}"), &extent);
+                self.line(depth, &format!("{} {open}", self.dialect.tile_head(&start, "0", &extent, &step)));
+                let end = self.dialect.binary(BinaryOp::Min, DType::I64, &format!("{start} + {step}"), &extent);
                 self.tile = Some((var, start, format!("({end})")));
                 self.block(body, depth + 1);
                 self.tile = None;
@@ -265,35 +288,44 @@ impl Printer<'_> {
                 let assignments: Vec<String> = stores
                     .iter()
                     .map(|(b, index, value)| {
-                        CPP.assign(&CPP.element(&format!("b{b}"), &index.spell(&CPP)), &self.operand(value))
+                        self.dialect.assign(
+                            &self.dialect.element(&format!("b{b}"), &index.spell(self.dialect)),
+                            &self.operand(value),
+                        )
                     })
                     .collect();
                 self.line(depth, &assignments.join(" "));
             }
             Stmt::ScatterAdd { out, index, len, value, dtype } => {
-                let slot = CPP.element(&format!("b{out}"), &clamped(&self.operand(index), *len));
-                let add = CPP.binary(BinaryOp::Add, *dtype, &slot, &self.operand(value));
-                self.line(depth, &CPP.assign(&slot, &add));
+                let slot = self.dialect.element(&format!("b{out}"), &clamped(&self.operand(index), *len, self.dialect));
+                let add = self.dialect.binary(BinaryOp::Add, *dtype, &slot, &self.operand(value));
+                self.line(depth, &self.dialect.assign(&slot, &add));
             }
             Stmt::Accumulate { acc, op, dtype, value } => {
                 let acc = self.operand(acc);
-                self.line(depth, &CPP.assign(&acc, &CPP.combine(*op, *dtype, &acc, &self.operand(value))));
+                self.line(
+                    depth,
+                    &self.dialect.assign(&acc, &self.dialect.combine(*op, *dtype, &acc, &self.operand(value))),
+                );
             }
             &Stmt::Zero { buffer, len, dtype } => {
-                let head = CPP.loop_head("i", "0", &len.to_string());
-                let zero = CPP.assign(&CPP.element(&format!("b{buffer}"), "i"), &CPP.literal(Literal::Int(0), dtype));
+                let head = self.dialect.loop_head("i", "0", &len.to_string());
+                let zero = self.dialect.assign(
+                    &self.dialect.element(&format!("b{buffer}"), "i"),
+                    &self.dialect.literal(Literal::Int(0), dtype),
+                );
                 self.line(depth, &format!("{head} {zero}"));
             }
             &Stmt::Call(p) => {
                 let part = &self.nest.parts[p];
                 let mut args = self.signature.args.clone();
-                args.extend(part.vars.iter().map(|&v| CPP.var(v)));
+                args.extend(part.vars.iter().map(|&v| self.dialect.var(v)));
                 args.extend(part.temps.iter().map(|(e, _)| format!("t{e}")));
                 let name = self.part_name(p);
                 let call = if self.trig == Trig::Fast {
-                    CPP.raise(FAR, &CPP.call_value(&name, &args))
+                    self.dialect.raise(FAR, &self.dialect.call_value(&name, &args))
                 } else {
-                    CPP.call(&name, &args)
+                    self.dialect.call(&name, &args)
                 };
                 self.line(depth, &call);
             }
@@ -312,81 +344,92 @@ impl Printer<'_> {
     /// The element of a local array at the current point of loop `var`.
     fn array_index(&self, var: usize) -> String {
         match &self.tile {
-            Some((v, start, _)) if *v == var => CPP.sum(&CPP.var(var), start, true),
-            _ => CPP.var(var),
+            Some((v, start, _)) if *v == var => self.dialect.sum(&self.dialect.var(var), start, true),
+            _ => self.dialect.var(var),
         }
     }
 
     fn operand(&self, operand: &Operand) -> String {
         match *operand {
-            Operand::Literal(v, dtype) => CPP.literal(v, dtype),
+            Operand::Literal(v, dtype) => self.dialect.literal(v, dtype),
             Operand::Temp(e) => format!("t{e}"),
-            Operand::Element { array, var } => CPP.element(&format!("t{array}"), &self.array_index(var)),
+            Operand::Element { array, var } => self.dialect.element(&format!("t{array}"), &self.array_index(var)),
         }
     }
 
     fn value(&self, value: &Value) -> String {
         match value {
             Value::Load { buffer, index, len, clamp_below, clamp_above } => {
-                load(*buffer, &index.spell(&CPP), *clamp_below, *clamp_above, *len)
+                load(*buffer, &index.spell(self.dialect), *clamp_below, *clamp_above, *len, self.dialect)
             }
             Value::Gather { buffer, index, len, dtype, in_range } => {
                 if *len == 0 {
-                    CPP.literal(Literal::Int(0), *dtype)
+                    self.dialect.literal(Literal::Int(0), *dtype)
                 } else if *in_range {
-                    CPP.element(&format!("b{buffer}"), &self.operand(index))
+                    self.dialect.element(&format!("b{buffer}"), &self.operand(index))
                 } else {
-                    CPP.element(&format!("b{buffer}"), &clamped(&self.operand(index), *len))
+                    self.dialect.element(&format!("b{buffer}"), &clamped(&self.operand(index), *len, self.dialect))
                 }
             }
-            Value::InBounds(bounds) if bounds.is_empty() => CPP.literal(Literal::Bool(true), DType::Bool),
+            Value::InBounds(bounds) if bounds.is_empty() => self.dialect.literal(Literal::Bool(true), DType::Bool),
             Value::InBounds(bounds) => {
                 let tests: Vec<String> = bounds
                     .iter()
-                    .map(|b| CPP.in_range(&b.expr.spell(&CPP), &b.lo.to_string(), &b.hi.to_string()))
+                    .map(|b| self.dialect.in_range(&b.expr.spell(self.dialect), &b.lo.to_string(), &b.hi.to_string()))
                     .collect();
-                format!("({})", tests.join(CPP.statements.and))
+                format!("({})", tests.join(self.dialect.statements.and))
             }
             Value::Unary(op, x, dtype, math) => {
                 let x = self.operand(x);
                 match (math, self.trig) {
-                    (Math::Fast, Trig::Fast) => CPP.fast_unary(*op, *dtype, &x).expect("scheduled as fast"),
-                    (Math::Scalar, _) => CPP.unary(*op, *dtype, &x, false),
-                    _ => CPP.unary(*op, *dtype, &x, true),
+                    (Math::Fast, Trig::Fast) => self.dialect.fast_unary(*op, *dtype, &x).expect("scheduled as fast"),
+                    (Math::Scalar, _) => self.dialect.unary(*op, *dtype, &x, false),
+                    _ => self.dialect.unary(*op, *dtype, &x, true),
                 }
             }
-            Value::Binary(op, a, b, dtype) => CPP.binary(*op, *dtype, &self.operand(a), &self.operand(b)),
-            Value::Where(c, a, b) => CPP.select(&self.operand(c), &self.operand(a), &self.operand(b)),
-            Value::Cast(x, from, to) => CPP.cast(*from, *to, &self.operand(x)),
+            Value::Binary(op, a, b, dtype) => self.dialect.binary(*op, *dtype, &self.operand(a), &self.operand(b)),
+            Value::Where(c, a, b) => self.dialect.select(&self.operand(c), &self.operand(a), &self.operand(b)),
+            Value::Cast(x, from, to) => self.dialect.cast(*from, *to, &self.operand(x)),
         }
     }
 }
 
+/// The statements `body` amounts to, those of its loops' bodies once per iteration.
+fn statements(body: &[Stmt]) -> usize {
+    body.iter()
+        .map(|s| match s {
+            Stmt::Loop { extent: Extent::Range(lo, hi), body, .. } => (hi - lo).max(0) as usize * statements(body),
+            Stmt::Loop { body, .. } | Stmt::Fixed { body, .. } | Stmt::Tiles { body, .. } => statements(body),
+            _ => 1,
+        })
+        .sum()
+}
+
 /// A function body `body` that raises the flag [`FAR`] and returns it.
-fn flagged(body: &str) -> String {
+fn flagged(body: &str, dialect: &Dialect) -> String {
     // As wide as a double: a narrower flag would make GCC vectorise with twice the lanes
     // (two vectors per double), doubling code and compile time.
-    let flag = CPP.variable(CPP.type_name(DType::I64), FAR, &CPP.literal(Literal::Int(0), DType::I64));
-    format!("  {flag}\n{body}  {}\n", CPP.return_value(FAR))
+    let flag = dialect.variable(dialect.type_name(DType::I64), FAR, &dialect.literal(Literal::Int(0), DType::I64));
+    format!("  {flag}\n{body}  {}\n", dialect.return_value(FAR))
 }
 
 /// `b<buffer>[index]`, with the index clamped into `0..len` on the sides where it can
 /// leave it (padded reads, whose value is masked by the caller).
-fn load(buffer: BufferId, index: &str, below: bool, above: bool, len: usize) -> String {
+fn load(buffer: BufferId, index: &str, below: bool, above: bool, len: usize, dialect: &Dialect) -> String {
     let mut i = index.to_string();
     if above {
         let last = len.saturating_sub(1).to_string();
-        i = CPP.select(&format!("({i}) > {last}"), &last, &format!("({i})"));
+        i = dialect.select(&format!("({i}) > {last}"), &last, &format!("({i})"));
     }
     if below {
-        i = CPP.select(&format!("({index}) < 0"), "0", &i);
+        i = dialect.select(&format!("({index}) < 0"), "0", &i);
     }
-    CPP.element(&format!("b{buffer}"), &i)
+    dialect.element(&format!("b{buffer}"), &i)
 }
 
 /// A computed index clamped into `0..len` (the interpreter clamps the same way).
-fn clamped(index: &str, len: usize) -> String {
+fn clamped(index: &str, len: usize, dialect: &Dialect) -> String {
     let last = (len - 1).to_string();
-    let below_end = CPP.select(&format!("{index} > {last}"), &last, index);
-    CPP.select(&format!("{index} < 0"), "0", &format!("({below_end})"))
+    let below_end = dialect.select(&format!("{index} > {last}"), &last, index);
+    dialect.select(&format!("{index} < 0"), "0", &format!("({below_end})"))
 }

@@ -2,7 +2,7 @@
 //! translation unit, from the templates in `templates/`. Each kernel is scheduled into its
 //! loop nest ([`crate::lower::nest`]) and printed ([`super::kernel`]).
 
-use super::dialect::CPP;
+use super::dialect::{Dialect, CPP};
 use super::kernel::{render_batched_kernel, render_kernel};
 use crate::array::HostArray;
 use crate::dtype::DType;
@@ -116,7 +116,7 @@ fn pointer(program: &Program, b: usize, flavour: &Flavour) -> String {
 /// The captured constants as `static constexpr` arrays (the module flavour's; the JIT's are
 /// handed over by the host), then the kernel functions (with `batched`, their batched forms).
 fn body(program: &Program, batched: bool) -> String {
-    constant_arrays(program) + &kernels(program, batched)
+    constant_arrays(program) + &kernels(program, batched, &CPP)
 }
 
 fn constant_arrays(program: &Program) -> String {
@@ -136,15 +136,15 @@ fn constant_arrays(program: &Program) -> String {
 }
 
 /// The kernel functions (with `batched`, their batched forms instead).
-fn kernels(program: &Program, batched: bool) -> String {
+pub(crate) fn kernels(program: &Program, batched: bool, dialect: &Dialect) -> String {
     let dtypes: Vec<DType> = program.buffers.iter().map(|b| b.dtype).collect();
     let mut out = String::new();
-    let fast = |op, dtype| CPP.has_fast_unary(op, dtype);
+    let fast = |op, dtype| dialect.has_fast_unary(op, dtype);
     for (k, kernel) in program.kernels.iter().enumerate() {
         out += &if batched {
-            render_batched_kernel(&schedule(kernel, Form::Items, fast), &format!("kernel{k}_batch"), &dtypes)
+            render_batched_kernel(&schedule(kernel, Form::Items, fast), &format!("kernel{k}_batch"), &dtypes, dialect)
         } else {
-            render_kernel(&schedule(kernel, Form::Loops, fast), &format!("kernel{k}"), &dtypes)
+            render_kernel(&schedule(kernel, Form::Loops, fast), &format!("kernel{k}"), &dtypes, dialect)
         };
     }
     out.trim_end().to_string()
@@ -344,7 +344,7 @@ pub fn render_jit(name: &str, program: &Program) -> String {
     render(
         "jit.j2",
         context! {
-            name, prelude => CPP.prelude, body => kernels(program, false),
+            name, prelude => CPP.prelude, body => kernels(program, false, &CPP),
             calls => calls(program, &Flavour::Jit), ws_size => program.workspace_size,
         },
     )

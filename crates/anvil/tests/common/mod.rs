@@ -7,6 +7,33 @@ use anvil::ndarray::{ArrayD, IxDyn};
 use anvil::{DType, HostArray, NumericalFunction};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+/// Counts this thread's Rust heap allocations (tests run on several threads).
+struct CountingAllocator;
+
+thread_local! {
+    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
+}
+
+unsafe impl GlobalAlloc for CountingAllocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: CountingAllocator = CountingAllocator;
+
+/// The Rust heap allocations this thread has made so far.
+pub fn allocations() -> usize {
+    ALLOCATIONS.with(Cell::get)
+}
 
 /// A deterministic random generator for a test.
 pub fn rng(seed: u64) -> StdRng {

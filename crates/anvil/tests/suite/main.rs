@@ -7,6 +7,7 @@ mod common;
 mod ad;
 mod concatenation;
 mod cpp_module;
+mod cuda;
 mod deep_graphs;
 mod dependent_crate;
 mod errors;

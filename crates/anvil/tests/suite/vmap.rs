@@ -7,9 +7,9 @@ use anvil::{ad, vmap, Arg, DType, HostArray, NumericalFunction, Tensor};
 use rand::Rng;
 
 /// A named test case: an op on two tensors.
-type Case = (&'static str, Box<dyn Fn(&Tensor, &Tensor) -> Tensor>);
+pub(crate) type Case = (&'static str, Box<dyn Fn(&Tensor, &Tensor) -> Tensor>);
 
-fn cases() -> Vec<Case> {
+pub(crate) fn cases() -> Vec<Case> {
     let idx = Tensor::from_array(&array![5i64, 0, 7, 7, 11, -2]);
     let slots = Tensor::from_array(&Array1::from_shape_fn(12, |i| (i % 4) as i64));
     vec![

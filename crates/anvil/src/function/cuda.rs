@@ -1,0 +1,173 @@
+//! A [`NumericalFunction`] on the CUDA backend: its translation unit, loading, and calls on
+//! host arrays. A vmapped function runs its function of one item on every thread (one
+//! item each); any other function runs as a batch of one item.
+
+use super::numerical::NumericalFunction;
+use crate::backend::Backend;
+use crate::error::{Error, Result};
+use crate::jit::cuda::{load_emulated, load_gpu, CudaFunction, ItemArg};
+use crate::lower::Program;
+use crate::render::cuda::CONSTANT_SYMBOL;
+use crate::render::{render_cuda, CudaSource};
+use std::borrow::Cow;
+use std::ffi::c_void;
+use std::sync::Arc;
+
+impl NumericalFunction {
+    /// The function the CUDA backend runs per item: the function of one item of a vmapped
+    /// function, or this one.
+    fn item_function(&self) -> &NumericalFunction {
+        self.mapped().map_or(self, |m| &m.item)
+    }
+
+    /// The CUDA translation unit of this function (see [`crate::render::cuda`]).
+    pub fn cuda_source(&self) -> CudaSource {
+        render_cuda(self.name(), self.item_function().program())
+    }
+
+    /// Compiles (or finds in the cache) and loads the CUDA code; a call on the CUDA backend
+    /// does this on first use. Fails on a function of another backend, and where CUDA is
+    /// unavailable ([`Error::CudaUnavailable`] says what is missing).
+    pub fn compile_cuda(&self) -> Result<Arc<CudaFunction>> {
+        let Backend::Cuda(options) = self.backend() else {
+            return Err(Error::InvalidName {
+                name: self.name().into(),
+                reason: format!(
+                    "the function runs on the {} backend: give it the CUDA one (`with_backend`) to run it on a GPU",
+                    self.backend().name()
+                ),
+            });
+        };
+        let mut slot = self.cuda.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(loaded) = slot.as_ref() {
+            return Ok(loaded.clone());
+        }
+        let program = self.item_function().program();
+        let source = render_cuda(self.name(), program);
+        let engine = if options.emulate {
+            load_emulated(self.name(), &source.text, &options.compiler)?
+        } else {
+            load_gpu(self.name(), &source.text, options)?
+        };
+        let item_arg =
+            |a: &super::Arg, shared| ItemArg { bytes: a.numel() * a.dtype.size(), element: a.dtype.size(), shared };
+        let item = self.item_function();
+        let in_axes = self.mapped().map(|m| m.in_axes.as_slice());
+        let shared = |i: usize| in_axes.is_none_or(|axes| axes[i].is_none());
+        let loaded = Arc::new(CudaFunction::new(
+            self.name(),
+            engine,
+            item.inputs().iter().enumerate().map(|(i, a)| item_arg(a, shared(i))).collect(),
+            item.outputs().iter().map(|a| item_arg(a, self.mapped().is_none())).collect(),
+            source.scratch_stride,
+            &constants_region(program, source.constant_bytes),
+            source.constant_memory.then_some(CONSTANT_SYMBOL),
+        )?);
+        *slot = Some(loaded.clone());
+        Ok(loaded)
+    }
+
+    /// Runs the CUDA code on host memory: `inputs` and `outputs` point at this function's
+    /// arguments (declared dtypes and shapes, standard layout).
+    ///
+    /// # Safety
+    /// The pointers must be valid for the arguments' sizes; the outputs exclusively so.
+    pub(super) unsafe fn run_cuda(&self, inputs: &[*mut c_void], outputs: &[*mut c_void]) -> Result<()> {
+        let cuda = self.compile_cuda()?;
+        let bytes = |a: &super::Arg| a.numel() * a.dtype.size();
+        let (count, in_axes, out_axis) = match self.mapped() {
+            Some(m) => (m.batch, m.in_axes.clone(), m.out_axis),
+            None => (1, vec![None; self.inputs().len()], 0),
+        };
+        let mut staged: Vec<(Cow<[u8]>, bool)> = Vec::with_capacity(inputs.len());
+        for ((&pointer, arg), axis) in inputs.iter().zip(self.inputs()).zip(&in_axes) {
+            // SAFETY: the caller vouches for the pointer and the size.
+            let data = unsafe { std::slice::from_raw_parts(pointer as *const u8, bytes(arg)) };
+            staged.push(match *axis {
+                None => (Cow::Borrowed(data), true),
+                Some(0) => (Cow::Borrowed(data), false),
+                // The batch axis in the middle: gather each item's elements together.
+                Some(a) => {
+                    let outer = arg.shape[..a].iter().product();
+                    (Cow::Owned(swap_leading(data, outer, count, bytes(arg) / (outer * count).max(1))), false)
+                }
+            });
+        }
+        let mut results: Vec<Vec<u8>> = Vec::new();
+        let mut direct: Vec<&mut [u8]> = Vec::with_capacity(outputs.len());
+        for (&pointer, arg) in outputs.iter().zip(self.outputs()) {
+            if out_axis == 0 {
+                // SAFETY: as above, exclusively.
+                direct.push(unsafe { std::slice::from_raw_parts_mut(pointer as *mut u8, bytes(arg)) });
+            } else {
+                results.push(vec![0; bytes(arg)]);
+            }
+        }
+        let mut targets: Vec<&mut [u8]> =
+            if out_axis == 0 { direct } else { results.iter_mut().map(|r| r.as_mut_slice()).collect() };
+        let ins: Vec<(&[u8], bool)> = staged.iter().map(|(d, shared)| (d.as_ref(), *shared)).collect();
+        cuda.call_host(count, &ins, &mut targets)?;
+        if out_axis != 0 {
+            for ((result, &pointer), arg) in results.iter().zip(outputs).zip(self.outputs()) {
+                let outer: usize = arg.shape[..out_axis].iter().product();
+                let moved = swap_leading(result, count, outer, bytes(arg) / (outer * count).max(1));
+                // SAFETY: as above; `moved` has the output's size.
+                unsafe { std::ptr::copy_nonoverlapping(moved.as_ptr(), pointer as *mut u8, moved.len()) };
+            }
+        }
+        Ok(())
+    }
+}
+
+impl NumericalFunction {
+    /// Runs the CUDA code on device memory: one device address per input, then per output,
+    /// each a C-contiguous array of the argument's declared dtype and shape. A vmapped
+    /// function's arrays must have the batch axis first (`in_axes` 0 or `None`, `out_axis`
+    /// 0): the items are then read and written in place, and nothing is allocated on the
+    /// host once the first call has sized the scratch memory.
+    ///
+    /// # Safety
+    /// Each address must be device memory of the function's GPU (host memory, under the
+    /// emulation) holding its argument; the outputs must not alias anything else.
+    pub unsafe fn call_device(&self, arguments: &[u64]) -> Result<()> {
+        let cuda = self.compile_cuda()?;
+        let (count, in_axes, out_axis) = match self.mapped() {
+            Some(m) => (m.batch, m.in_axes.as_slice(), m.out_axis),
+            None => (1, &[][..], 0),
+        };
+        if in_axes.iter().any(|a| a.is_some_and(|a| a != 0)) || out_axis != 0 {
+            return Err(Error::InvalidName {
+                name: self.name().into(),
+                reason: format!(
+                    "a call on device arrays needs the batch axis first (in_axes {in_axes:?}, out_axis {out_axis}): \
+                     vmap with in_axes 0 or None and out_axis 0, or call it on host arrays"
+                ),
+            });
+        }
+        // SAFETY: as the caller vouches.
+        unsafe { cuda.call_device(count, arguments) }
+    }
+}
+
+/// `data` as `[d0][d1][chunk bytes]`, returned as `[d1][d0][chunk]`.
+fn swap_leading(data: &[u8], d0: usize, d1: usize, chunk: usize) -> Vec<u8> {
+    let mut out = vec![0; data.len()];
+    for i in 0..d0 {
+        for j in 0..d1 {
+            let from = (i * d1 + j) * chunk;
+            let to = (j * d0 + i) * chunk;
+            out[to..to + chunk].copy_from_slice(&data[from..from + chunk]);
+        }
+    }
+    out
+}
+
+/// The captured constants at their workspace offsets, `bytes` in all (what all threads read).
+fn constants_region(program: &Program, bytes: usize) -> Vec<u8> {
+    let mut region = vec![0; bytes];
+    for (_, data, offset) in program.constants() {
+        let bytes = data.bytes();
+        region[offset..offset + bytes.len()].copy_from_slice(&bytes);
+    }
+    region
+}

@@ -1,0 +1,372 @@
+//! The CUDA backend. Everywhere: every generated CUDA kernel runs on the CPU's emulation of a
+//! GPU (the translation unit compiled as C++, the grid run serially) and must agree with the
+//! reference interpreter, bad values, odd batch sizes and every dtype included; and NVRTC must
+//! compile it for sm_80 and sm_90 with an empty log. On a machine with a GPU
+//! (scripts/gpu_check.sh), the same on the device.
+
+use crate::common;
+use crate::vmap::cases;
+
+use anvil::jit::cuda::{compile_cubin_cached, nvrtc, nvrtc_options, Context, FAST_COMPILE_BYTES};
+use anvil::ndarray::{ArrayD, IxDyn};
+use anvil::{ad, vmap, Arg, Backend, CudaOptions, DType, Error, HostArray, NumericalFunction};
+use rand::Rng;
+
+fn emulated() -> Backend {
+    Backend::Cuda(CudaOptions { emulate: true, ..CudaOptions::default() })
+}
+
+/// Random inputs of `f`, with NaN, infinities and huge values sprinkled in.
+fn inputs_with_bad_values(f: &NumericalFunction, r: &mut rand::rngs::StdRng) -> Vec<HostArray> {
+    f.inputs()
+        .iter()
+        .map(|a| {
+            let shape = a.shape.clone();
+            let values = ArrayD::from_shape_fn(IxDyn(&shape), |_| match r.gen_range(0..40) {
+                0 => f64::NAN,
+                1 => f64::INFINITY,
+                2 => f64::NEG_INFINITY,
+                3 => 1e300,
+                _ => r.gen_range(-1.5..1.5),
+            });
+            match a.dtype {
+                DType::F32 => HostArray::F32(values.mapv(|v| v as f32)),
+                _ => HostArray::F64(values),
+            }
+        })
+        .collect()
+}
+
+/// Runs `f` (on the emulated GPU) and the interpreter and compares every output; compiles
+/// its CUDA source with NVRTC for sm_80 and sm_90, which must say nothing.
+fn check_emulated(f: &NumericalFunction, inputs: &[HostArray]) {
+    assert_eq!(f.backend().name(), "CUDA");
+    let want = f.eval_dyn(inputs).expect("interpreter");
+    let got = f.call_dyn(inputs).unwrap_or_else(|e| panic!("emulated CUDA of `{}` failed: {e}", f.name()));
+    let any_f32 = inputs.iter().any(|a| a.dtype() == DType::F32) || f.outputs().iter().any(|o| o.dtype == DType::F32);
+    for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+        common::assert_close(&format!("{} output {k}", f.name()), g, w, if any_f32 { 2e-5 } else { 1e-10 });
+    }
+    check_nvrtc(f);
+}
+
+/// NVRTC compiles `f`'s CUDA source for sm_80 and sm_90 without a word (NVRTC has no
+/// -Werror: an empty log is the check).
+fn check_nvrtc(f: &NumericalFunction) {
+    let source = f.cuda_source();
+    for arch in ["sm_80", "sm_90"] {
+        let cubin = nvrtc()
+            .and_then(|n| n.compile_cubin(f.name(), &source.text, arch, &nvrtc_options(true, source.text.len())))
+            .unwrap_or_else(|e| panic!("NVRTC on `{}` for {arch}: {e}", f.name()));
+        assert_eq!(cubin.log.trim(), "", "NVRTC warned on `{}` for {arch}:\n{}", f.name(), source.text);
+        assert!(cubin.image.starts_with(b"\x7fELF"));
+    }
+}
+
+#[test]
+fn every_primitive_vmapped_runs_on_the_emulated_gpu() {
+    let mut r = common::rng(32);
+    for (name, op) in cases() {
+        let f =
+            NumericalFunction::new(&format!("op_{name}"), |[x, y]| op(&x, &y), [Arg::new([3, 4]), Arg::new([3, 4])])
+                .unwrap()
+                .with_backend(emulated());
+        for (batch, in_axes) in [(1, [Some(0), None]), (127, [Some(2), Some(1)]), (129, [None, Some(0)])] {
+            let v = vmap(&f, batch, &in_axes).unwrap();
+            let inputs = inputs_with_bad_values(&v, &mut r);
+            check_emulated(&v, &inputs);
+        }
+    }
+}
+
+#[test]
+fn a_function_that_is_no_vmap_runs_as_one_item() {
+    let mut r = common::rng(33);
+    for (name, op) in cases().into_iter().take(6) {
+        let f =
+            NumericalFunction::new(&format!("one_{name}"), |[x, y]| op(&x, &y), [Arg::new([3, 4]), Arg::new([3, 4])])
+                .unwrap()
+                .with_backend(emulated());
+        let inputs = inputs_with_bad_values(&f, &mut r);
+        check_emulated(&f, &inputs);
+    }
+}
+
+#[test]
+fn derivatives_and_float32_run_on_the_emulated_gpu() {
+    let mut r = common::rng(34);
+    let f = NumericalFunction::new(
+        "pend",
+        |[x, u]| {
+            let (th, om) = (x.slice(anvil::ndarray::s![0..1]), x.slice(anvil::ndarray::s![1..2]));
+            let accel = th.sin() * -9.81 + u.sum() - &om * 0.1;
+            Tensor::cat(&[om, accel], 0)
+        },
+        [Arg::new(2), Arg::new(1)],
+    )
+    .unwrap()
+    .with_backend(emulated());
+    let jac = ad::jacobian_wrt(&f, 0).unwrap();
+    assert_eq!(jac.backend().name(), "CUDA", "derived functions keep the backend");
+    let v = vmap(&jac, 65, &[]).unwrap();
+    check_emulated(&v, &inputs_with_bad_values(&v, &mut r));
+    let single = NumericalFunction::new(
+        "f32",
+        |[x]| (x.square() * 0.5 + x.sin()).sum(),
+        [Arg::with_dtype(vec![33], DType::F32)],
+    )
+    .unwrap()
+    .with_backend(emulated());
+    let v = vmap(&single, 129, &[]).unwrap();
+    check_emulated(&v, &inputs_with_bad_values(&v, &mut r));
+}
+
+use anvil::Tensor;
+
+#[test]
+fn a_large_batch_wraps_the_grid() {
+    let mut r = common::rng(35);
+    let f = NumericalFunction::new("axpy", |[x, a]| &x * &a + x.cos(), [Arg::new(3), Arg::new(3)])
+        .unwrap()
+        .with_backend(emulated());
+    let v = vmap(&f, 65_537, &[Some(0), None]).unwrap();
+    check_emulated(&v, &inputs_with_bad_values(&v, &mut r));
+}
+
+#[test]
+fn the_batch_axis_of_outputs_can_be_placed_on_the_gpu() {
+    let f = NumericalFunction::new("outer", |[x]| x.outer(&x), [Arg::new(3)]).unwrap().with_backend(emulated());
+    let v = ad::vmap_out(&f, 4, &[Some(1)], 1).unwrap();
+    let x = HostArray::F64(ArrayD::from_shape_fn(IxDyn(&[3, 4]), |p| (p[0] * 4 + p[1]) as f64 * 0.1));
+    check_emulated(&v, &[x]);
+}
+
+#[test]
+fn cubins_are_cached() {
+    let f = NumericalFunction::new("cached", |[x]| x.exp(), [Arg::new(3)]).unwrap();
+    let source = f.with_backend(emulated()).cuda_source();
+    let dir = tempdir();
+    let options = CudaOptions { cache_dir: Some(dir.clone()), ..CudaOptions::default() };
+    let first = compile_cubin_cached("cached", &source.text, "sm_90", &options).unwrap();
+    let files = std::fs::read_dir(&dir).unwrap().count();
+    let second = compile_cubin_cached("cached", &source.text, "sm_90", &options).unwrap();
+    assert_eq!(first, second);
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), files, "the second compile is a cache hit");
+    // Large sources compile in NVRTC's fast mode (and so to another CUBIN).
+    assert!(nvrtc_options(true, FAST_COMPILE_BYTES + 1).iter().any(|o| o == "--Ofast-compile=mid"));
+    assert!(!nvrtc_options(true, source.text.len()).iter().any(|o| o.starts_with("--Ofast-compile")));
+    // Another option is another CUBIN.
+    let unfused = CudaOptions { fused_multiply_add: false, ..options };
+    compile_cubin_cached("cached", &source.text, "sm_90", &unfused).unwrap();
+    assert!(std::fs::read_dir(&dir).unwrap().count() > files);
+}
+
+fn tempdir() -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("anvil-cuda-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn without_a_gpu_a_cuda_call_says_so() {
+    let f = NumericalFunction::new("nogpu", |[x]| x.exp(), [Arg::new(3)])
+        .unwrap()
+        .with_backend(Backend::Cuda(CudaOptions { emulate: false, ..CudaOptions::default() }));
+    let x = HostArray::F64(ArrayD::zeros(IxDyn(&[3])));
+    match (Context::open(0), f.call_dyn(&[x])) {
+        (Ok(_), result) => {
+            eprintln!("a GPU is present: the CUDA call ran ({})", if result.is_ok() { "ok" } else { "failed" });
+            result.unwrap();
+        }
+        (Err(_), Err(e)) => assert!(
+            matches!(e, Error::CudaUnavailable { .. } | Error::Cuda { .. }),
+            "without a GPU the error says CUDA is unavailable, got {e}"
+        ),
+        (Err(e), Ok(_)) => panic!("no GPU ({e}), yet the CUDA call succeeded"),
+    }
+}
+
+#[test]
+fn device_calls_read_and_write_in_place() {
+    // Under the emulation, device memory is host memory: the device entry point runs on it.
+    let f = NumericalFunction::new("affine", |[x, w]| (&x * &w).sum() + x.sin(), [Arg::new(4), Arg::new(4)])
+        .unwrap()
+        .with_backend(emulated());
+    let v = vmap(&f, 130, &[Some(0), None]).unwrap();
+    let x = ArrayD::from_shape_fn(IxDyn(&[130, 4]), |p| (p[0] as f64 - 60.0) * 0.01 + p[1] as f64);
+    let w = ArrayD::from_shape_fn(IxDyn(&[4]), |p| 0.5 - p[0] as f64);
+    let mut out = ArrayD::<f64>::zeros(IxDyn(&[130, 4]));
+    let addresses = [x.as_ptr() as u64, w.as_ptr() as u64, out.as_mut_ptr() as u64];
+    // SAFETY: emulated: the addresses are host arrays of the declared shapes.
+    unsafe { v.call_device(&addresses).unwrap() };
+    let want = v.eval(&[x.view(), w.view()]).unwrap().remove(0);
+    assert!((&out - &want).iter().all(|d| d.abs() < 1e-12));
+    // Once loaded and sized, a device call allocates nothing on the host.
+    let before = common::allocations();
+    // SAFETY: as above.
+    unsafe { v.call_device(&addresses).unwrap() };
+    assert_eq!(common::allocations() - before, 0, "a device call allocated");
+    // A wrong count of arguments, and a batch axis that is not first, are errors.
+    // SAFETY: refused before any memory is touched.
+    assert!(matches!(unsafe { v.call_device(&addresses[..2]) }, Err(Error::ArgumentCount { .. })));
+    let moved = vmap(&f, 4, &[Some(1), None]).unwrap();
+    // SAFETY: as above.
+    let err = unsafe { moved.call_device(&addresses) }.unwrap_err().to_string();
+    assert!(err.contains("batch axis first"), "{err}");
+}
+
+/// The GPU backend where a GPU is present; elsewhere `None`, said on stderr (with
+/// `ANVIL_TEST_CUDA=1`, as scripts/gpu_check.sh sets, a missing GPU fails instead).
+fn gpu() -> Option<Backend> {
+    match Context::open(0) {
+        Ok(context) => {
+            eprintln!("GPU: {} ({})", context.device_name(), context.arch());
+            Some(Backend::Cuda(CudaOptions { emulate: false, ..CudaOptions::default() }))
+        }
+        Err(e) if std::env::var("ANVIL_TEST_CUDA").is_ok_and(|v| v == "1") => panic!("ANVIL_TEST_CUDA=1 but: {e}"),
+        Err(e) => {
+            eprintln!("no GPU here, the test checks nothing on one: {e}");
+            None
+        }
+    }
+}
+
+/// Runs `f` on the GPU and the interpreter and compares every output. CUDA contracts
+/// `a * b + c` into fused multiply-adds, so the last bits may differ.
+fn check_gpu(f: &NumericalFunction, inputs: &[HostArray]) {
+    let want = f.eval_dyn(inputs).expect("interpreter");
+    let got = f.call_dyn(inputs).unwrap_or_else(|e| panic!("CUDA of `{}` failed: {e}", f.name()));
+    let any_f32 = inputs.iter().any(|a| a.dtype() == DType::F32) || f.outputs().iter().any(|o| o.dtype == DType::F32);
+    for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+        common::assert_close(&format!("{} output {k} (GPU)", f.name()), g, w, if any_f32 { 2e-5 } else { 1e-9 });
+    }
+}
+
+#[test]
+fn on_the_gpu_every_primitive_agrees_with_the_interpreter() {
+    let Some(fused) = gpu() else { return };
+    // Bad values at the edge of overflow round differently with fused multiply-adds: the
+    // GPU without them must agree with the interpreter everywhere.
+    let Backend::Cuda(options) = fused else { unreachable!() };
+    let gpu = Backend::Cuda(CudaOptions { fused_multiply_add: false, ..options });
+    let mut r = common::rng(36);
+    for (name, op) in cases() {
+        let f =
+            NumericalFunction::new(&format!("gpu_{name}"), |[x, y]| op(&x, &y), [Arg::new([3, 4]), Arg::new([3, 4])])
+                .unwrap()
+                .with_backend(gpu.clone());
+        check_gpu(&f, &inputs_with_bad_values(&f, &mut r));
+        for (batch, in_axes) in [(1, [Some(0), None]), (127, [Some(2), Some(1)]), (65_537, [None, Some(0)])] {
+            let v = vmap(&f, batch, &in_axes).unwrap();
+            check_gpu(&v, &inputs_with_bad_values(&v, &mut r));
+        }
+    }
+    let g = NumericalFunction::new(
+        "gpu_f32",
+        |[x]| (x.square() * 0.5 + x.sin()).sum(),
+        [Arg::with_dtype(vec![1024], DType::F32)],
+    )
+    .unwrap()
+    .with_backend(gpu.clone());
+    let v = vmap(&g, 129, &[]).unwrap();
+    check_gpu(&v, &inputs_with_bad_values(&v, &mut r));
+    let jac = vmap(&ad::gradient(&g.with_backend(gpu)).unwrap(), 4097, &[]).unwrap();
+    check_gpu(&jac, &inputs_with_bad_values(&jac, &mut r));
+}
+
+#[test]
+fn on_the_gpu_fused_multiply_adds_agree_on_ordinary_values() {
+    let Some(gpu) = gpu() else { return };
+    let mut r = common::rng(38);
+    for (name, op) in cases() {
+        let f =
+            NumericalFunction::new(&format!("fma_{name}"), |[x, y]| op(&x, &y), [Arg::new([3, 4]), Arg::new([3, 4])])
+                .unwrap()
+                .with_backend(gpu.clone());
+        let v = vmap(&f, 1000, &[]).unwrap();
+        let inputs: Vec<HostArray> =
+            v.inputs().iter().map(|a| common::random(&mut r, &a.shape, a.dtype, -1.5, 1.5)).collect();
+        check_gpu(&v, &inputs);
+    }
+}
+
+/// A table read at the loop's index (constant memory) and gathered at an index from the
+/// data (device memory), each checked by `check`.
+fn check_constant_placement(backend: Backend, check: fn(&NumericalFunction, &[HostArray])) {
+    let table = Tensor::from_array(&anvil::ndarray::Array1::from_shape_fn(5000, |i| (i as f64 * 0.01).sin()));
+    let weights =
+        Tensor::from_array(&anvil::ndarray::Array2::from_shape_fn((24, 16), |(i, j)| ((i * 16 + j) as f64).cos()));
+    let read = NumericalFunction::new("table_read", move |[x]| weights.matmul(&x).tanh(), [Arg::new(16)])
+        .unwrap()
+        .with_backend(backend.clone());
+    let gathered = NumericalFunction::new(
+        "table_gather",
+        move |[x]| table.take(&(x.abs() * 1000.0).floor().cast(DType::I64)),
+        [Arg::new(16)],
+    )
+    .unwrap()
+    .with_backend(backend);
+    let mut r = common::rng(39);
+    for (f, in_constant_memory) in [(read, true), (gathered, false)] {
+        let v = vmap(&f, 777, &[]).unwrap();
+        assert_eq!(v.cuda_source().constant_memory, in_constant_memory, "{}", f.name());
+        let inputs: Vec<HostArray> =
+            v.inputs().iter().map(|a| common::random(&mut r, &a.shape, a.dtype, -4.0, 4.0)).collect();
+        check(&v, &inputs);
+    }
+}
+
+#[test]
+fn constants_live_in_constant_memory_where_all_threads_read_them_alike() {
+    check_constant_placement(emulated(), check_emulated);
+}
+
+#[test]
+fn on_the_gpu_constants_in_constant_memory_and_in_device_memory() {
+    let Some(gpu) = gpu() else { return };
+    check_constant_placement(gpu, check_gpu);
+}
+
+#[test]
+fn on_the_gpu_calls_from_threads_are_safe() {
+    let Some(gpu) = gpu() else { return };
+    let f = NumericalFunction::new("gpu_threads", |[x]| x.exp().sum(), [Arg::new(8)]).unwrap().with_backend(gpu);
+    let v = vmap(&f, 1000, &[]).unwrap();
+    let x = HostArray::F64(ArrayD::from_shape_fn(IxDyn(&[1000, 8]), |p| (p[0] % 7) as f64 * 0.1 - p[1] as f64 * 0.01));
+    let want = v.eval_dyn(std::slice::from_ref(&x)).unwrap();
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| {
+                for _ in 0..20 {
+                    let got = v.call_dyn(std::slice::from_ref(&x)).unwrap();
+                    common::assert_close("threads", &got[0], &want[0], 1e-12);
+                }
+            });
+        }
+    });
+}
+
+#[test]
+fn large_intermediates_live_in_global_scratch_memory() {
+    // 40 x 40 doubles between two kernels: beyond what a thread keeps in local memory.
+    let f = NumericalFunction::new(
+        "big",
+        |[x]| {
+            let a = (x.reshape([40, 1]) * x.reshape([1, 40])).sin();
+            a.matmul(&a).sum_axes(0, false)
+        },
+        [Arg::new(40)],
+    )
+    .unwrap()
+    .with_backend(emulated());
+    let v = vmap(&f, 200, &[]).unwrap();
+    let source = v.cuda_source();
+    assert!(source.scratch_stride >= 40 * 40 * 8, "{}", source.scratch_stride);
+    assert!(source.text.contains("a.scratch + first *"));
+    let mut r = common::rng(37);
+    check_emulated(&v, &inputs_with_bad_values(&v, &mut r));
+    // A small program keeps its intermediates in local memory.
+    let small =
+        vmap(&NumericalFunction::new("small", |[x]| x.sin().sum() * x, [Arg::new(4)]).unwrap(), 3, &[]).unwrap();
+    assert_eq!(small.cuda_source().scratch_stride, 0);
+}
