@@ -55,6 +55,18 @@ def test_float32_and_a_reduction_per_sample(emulated: None) -> None:
     np.testing.assert_allclose(v(xs), v.eval(xs), rtol=2e-5)
 
 
+def test_a_function_that_is_no_vmap_runs_kernel_by_kernel(emulated: None) -> None:
+    f = av.NumericalFunction(
+        "field", lambda x: ((x.reshape(50, 400).sin() * 2.0).sum(axis=1), x.exp().sum()), (av.Arg(20_000),), device="CUDA"
+    )
+    x = np.random.default_rng(5).uniform(-2, 2, 20_000)
+    rows, total = f(x)
+    want_rows, want_total = f.eval(x)
+    np.testing.assert_allclose(rows, want_rows, rtol=1e-12)
+    np.testing.assert_allclose(total, want_total, rtol=1e-12)
+    assert "anvil_kernel0" in f._native.cuda_source
+
+
 def test_bad_devices_and_arrays_say_what_is_wrong(emulated: None) -> None:
     with pytest.raises(ValueError, match="METAL is not implemented"):
         av.NumericalFunction("f", lambda x: x, (av.Arg(2),), device="METAL")

@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::jit::cuda::{load_emulated, load_gpu, CudaFunction, ItemArg};
 use crate::lower::Program;
 use crate::render::cuda::CONSTANT_SYMBOL;
-use crate::render::{render_cuda, CudaSource};
+use crate::render::{render_cuda, render_cuda_grid, CudaSource};
 use std::borrow::Cow;
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -20,9 +20,14 @@ impl NumericalFunction {
         self.mapped().map_or(self, |m| &m.item)
     }
 
-    /// The CUDA translation unit of this function (see [`crate::render::cuda`]).
+    /// The CUDA translation unit of this function (see [`crate::render::cuda`]): for a
+    /// vmapped function one thread per item, each running the function of one item; for
+    /// any other, each kernel spread over the threads of its own grid.
     pub fn cuda_source(&self) -> CudaSource {
-        render_cuda(self.name(), self.item_function().program())
+        match self.mapped() {
+            Some(mapped) => render_cuda(self.name(), mapped.item.program()),
+            None => render_cuda_grid(self.name(), self.program()),
+        }
     }
 
     /// Compiles (or finds in the cache) and loads the CUDA code; a call on the CUDA backend
@@ -43,11 +48,12 @@ impl NumericalFunction {
             return Ok(loaded.clone());
         }
         let program = self.item_function().program();
-        let source = render_cuda(self.name(), program);
+        let source = self.cuda_source();
+        let entries: Vec<&str> = source.entries.iter().map(|(name, _)| name.as_str()).collect();
         let engine = if options.emulate {
             load_emulated(self.name(), &source.text, &options.compiler)?
         } else {
-            load_gpu(self.name(), &source.text, options)?
+            load_gpu(self.name(), &source.text, &entries, options)?
         };
         let item_arg =
             |a: &super::Arg, shared| ItemArg { bytes: a.numel() * a.dtype.size(), element: a.dtype.size(), shared };
@@ -59,7 +65,8 @@ impl NumericalFunction {
             engine,
             item.inputs().iter().enumerate().map(|(i, a)| item_arg(a, shared(i))).collect(),
             item.outputs().iter().map(|a| item_arg(a, self.mapped().is_none())).collect(),
-            source.scratch_stride,
+            source.entries.iter().map(|(_, work)| *work).collect(),
+            (source.scratch_stride, source.scratch_bytes),
             &constants_region(program, source.constant_bytes),
             source.constant_memory.then_some(CONSTANT_SYMBOL),
         )?);

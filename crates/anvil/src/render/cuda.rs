@@ -11,8 +11,10 @@
 //! all threads read.
 
 use super::dialect::CUDA;
+use super::kernel::{grid_work, render_grid_kernel};
 use super::module::{kernels, template_environment};
 use crate::dtype::DType;
+use crate::lower::nest::{schedule, Form};
 use crate::lower::workspace::scratch_layout;
 use crate::lower::{BufferKind, Expr, Program};
 use minijinja::context;
@@ -60,6 +62,11 @@ pub struct CudaSource {
     /// Whether that region is the `__constant__` array [`CONSTANT_SYMBOL`] (else the
     /// entry point's `constants` pointer).
     pub constant_memory: bool,
+    /// Bytes of one global scratch region all threads share (the grid form's workspace).
+    pub scratch_bytes: usize,
+    /// The `__global__` entry points, launched in order on the same arguments: each name,
+    /// and how many threads it is worth (`None`: one per item of the call).
+    pub entries: Vec<(String, Option<usize>)>,
 }
 
 /// Bytes of the captured constants' region: the workspace layout puts them first.
@@ -83,9 +90,12 @@ fn constants_read_uniformly(program: &Program) -> bool {
 fn pointer(program: &Program, scratch: &Scratch, constant_memory: bool, b: usize) -> String {
     let buffer = &program.buffers[b];
     let cpp = CUDA.type_name(buffer.dtype);
+    let batched = !matches!(scratch, Scratch::Workspace);
     match &buffer.kind {
-        BufferKind::Input(i) => format!("a.in{i} + item * a.in{i}_stride"),
-        BufferKind::Output(k) => format!("a.out{k} + item * a.out{k}_stride"),
+        BufferKind::Input(i) if batched => format!("a.in{i} + item * a.in{i}_stride"),
+        BufferKind::Output(k) if batched => format!("a.out{k} + item * a.out{k}_stride"),
+        BufferKind::Input(i) => format!("a.in{i}"),
+        BufferKind::Output(k) => format!("a.out{k}"),
         BufferKind::Constant(_) => {
             let offset = program.offsets[b].expect("constants that kernels read have offsets");
             let base = if constant_memory { CONSTANT_SYMBOL } else { "a.constants" };
@@ -96,6 +106,10 @@ fn pointer(program: &Program, scratch: &Scratch, constant_memory: bool, b: usize
             Scratch::Shared { offsets, .. } | Scratch::Global { offsets, .. } => {
                 let offset = offsets[b].expect("intermediates have scratch offsets");
                 format!("reinterpret_cast<{cpp}*>(ws + {offset})")
+            }
+            Scratch::Workspace => {
+                let offset = program.offsets[b].expect("intermediates have workspace offsets");
+                format!("reinterpret_cast<{cpp}*>(a.scratch + {offset})")
             }
         },
     }
@@ -111,6 +125,9 @@ enum Scratch {
     Shared { offsets: Vec<Option<usize>>, bytes: usize },
     /// A global region of `stride` bytes per thread of the grid.
     Global { offsets: Vec<Option<usize>>, stride: usize },
+    /// One global region all threads share, the intermediates at the workspace's offsets
+    /// (the grid form, whose threads share each kernel's work).
+    Workspace,
 }
 
 impl Scratch {
@@ -143,7 +160,7 @@ impl Scratch {
                 .filter(|(_, b)| matches!(b.kind, BufferKind::Intermediate) && b.numel() > 0)
                 .map(|(i, b)| format!("{} s{i}[{}];", CUDA.type_name(b.dtype), b.numel()))
                 .collect(),
-            Scratch::Shared { bytes: 0, .. } | Scratch::Global { stride: 0, .. } => Vec::new(),
+            Scratch::Shared { bytes: 0, .. } | Scratch::Global { stride: 0, .. } | Scratch::Workspace => Vec::new(),
             Scratch::Shared { bytes, .. } => vec![format!("alignas(16) char ws[{bytes}];")],
             Scratch::Global { stride, .. } => vec![format!("char* const ws = a.scratch + first * {stride}LL;")],
         }
@@ -179,11 +196,44 @@ fn fields(program: &Program) -> Vec<String> {
         .collect()
 }
 
-/// The CUDA translation unit of function `name`'s `program` (see [`CudaSource`]).
+/// The CUDA translation unit of a batched function `name`: `program` is its function of
+/// one item, each thread runs it whole on items of a grid-stride loop (see [`CudaSource`]).
 pub fn render_cuda(name: &str, program: &Program) -> CudaSource {
+    let scratch = Scratch::of(program);
+    let body = kernels(program, false, &CUDA);
+    assemble(name, program, scratch, body, vec![(CUDA_ENTRY.to_string(), None)])
+}
+
+/// The CUDA translation unit of function `name`'s `program` run once, each kernel its own
+/// `__global__` entry whose threads share its work (see
+/// [`render_grid_kernel`](super::kernel::render_grid_kernel)), the intermediates in one
+/// global workspace.
+pub fn render_cuda_grid(name: &str, program: &Program) -> CudaSource {
+    let dtypes: Vec<DType> = program.buffers.iter().map(|b| b.dtype).collect();
+    let fast = |op, dtype| CUDA.has_fast_unary(op, dtype);
+    let mut body = String::new();
+    let mut entries = Vec::new();
+    for (k, kernel) in program.kernels.iter().enumerate() {
+        let nest = schedule(kernel, Form::Loops, fast);
+        body += &render_grid_kernel(&nest, &format!("kernel{k}"), &dtypes, &CUDA);
+        entries.push((format!("anvil_kernel{k}"), Some(grid_work(&nest))));
+    }
+    let mut source = assemble(name, program, Scratch::Workspace, body.trim_end().to_string(), entries);
+    source.scratch_bytes = program.workspace_size;
+    source
+}
+
+/// The translation unit of `body` (the kernels' device functions) with `entries`: the batch
+/// form's one, calling every kernel per item, or one per kernel.
+fn assemble(
+    name: &str,
+    program: &Program,
+    scratch: Scratch,
+    body: String,
+    entries: Vec<(String, Option<usize>)>,
+) -> CudaSource {
     static ENV: OnceLock<minijinja::Environment<'static>> = OnceLock::new();
     let env = ENV.get_or_init(|| template_environment(&[("cuda.j2", include_str!("templates/cuda.j2"))]));
-    let scratch = Scratch::of(program);
     let scratch_stride = scratch.global_stride();
     let constant_bytes = constant_bytes(program);
     let constant_memory =
@@ -198,11 +248,13 @@ pub fn render_cuda(name: &str, program: &Program) -> CudaSource {
             CUDA.call(&format!("kernel{k}"), &args)
         })
         .collect();
+    let batch = entries.len() == 1 && entries[0].1.is_none();
+    let names: Vec<&str> = entries.iter().map(|(n, _)| n.as_str()).collect();
     let ctx = context! {
-        name, prelude => CUDA.prelude, body => kernels(program, false, &CUDA), fields => fields(program),
-        entry => CUDA_ENTRY, scratch => scratch.declarations(program), calls,
+        name, prelude => CUDA.prelude, body, fields => fields(program), batch, entries => names,
+        scratch => scratch.declarations(program), calls,
         constant_array => constant_memory.then(|| format!("{CONSTANT_SYMBOL}[{constant_bytes}]")),
     };
     let text = env.get_template("cuda.j2").and_then(|t| t.render(ctx)).expect("anvil's own templates render");
-    CudaSource { text, scratch_stride, constant_bytes, constant_memory }
+    CudaSource { text, scratch_stride, constant_bytes, constant_memory, scratch_bytes: 0, entries }
 }

@@ -257,6 +257,13 @@ pub struct Statements {
     /// remainder (expression, positive constant), a sum and a difference (two expressions),
     /// a negation (expression), in that order.
     pub index_arithmetic: [&'static str; 6],
+    /// Of a function run by a grid of threads (empty where the language has none): what
+    /// its body starts with, defining the thread's index and the number of threads.
+    pub grid_preamble: &'static str,
+    /// A loop spread over the grid's threads: variable, first value, end (exclusive).
+    pub grid_loop_head: &'static str,
+    /// Before a statement only the grid's first thread runs.
+    pub first_thread: &'static str,
 }
 
 /// `template` with each `{k}` (one digit) replaced by `args[k]`, in one pass.
@@ -325,6 +332,9 @@ pub const CPP: Dialect = Dialect {
         parameter: "{0} {1}",
         loop_var: "i{0}",
         index_arithmetic: ["{0}*{1}", "({0})/{1}", "({0})%{1}", "{0} + {1}", "{0} - {1}", "-{0}"],
+        grid_preamble: "",
+        grid_loop_head: "",
+        first_thread: "",
     },
     prelude: CPP_PRELUDE,
     annotations: Annotations {
@@ -366,6 +376,11 @@ impl Dialect {
     /// A parameter of the given type.
     pub fn parameter(&self, type_name: &str, name: &str) -> String {
         fill(self.statements.parameter, &[type_name, name])
+    }
+
+    /// A loop spread over a grid's threads (see [`Statements::grid_loop_head`]).
+    pub fn grid_loop_head(&self, var: &str, first: &str, end: &str) -> String {
+        fill(self.statements.grid_loop_head, &[var, first, end])
     }
 
     /// A counted loop's head (`for` variable `var` from `first` while below `end`).
@@ -715,6 +730,12 @@ pub const CUDA: Dialect = Dialect {
     statements: Statements {
         function: "{0}__device__ ANVIL_KERNEL void {1}({2}) {\n{3}}\n",
         flag_function: "{0}__device__ bool {1}({2}) {\n{3}}\n",
+        grid_preamble:
+            "[[maybe_unused]] const long long anvil_thread = \
+                        static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;\n  \
+                        [[maybe_unused]] const long long anvil_threads = static_cast<long long>(gridDim.x) * blockDim.x;",
+        grid_loop_head: "for (long long {0} = {1} + anvil_thread; {0} < {2}; {0} += anvil_threads)",
+        first_thread: "if (anvil_thread == 0)",
         ..CPP.statements
     },
     prelude: CUDA_PRELUDE,

@@ -7,7 +7,7 @@ pub mod dialect;
 pub mod kernel;
 pub mod module;
 
-pub use cuda::{render_cuda, CudaSource, CUDA_ENTRY};
+pub use cuda::{render_cuda, render_cuda_grid, CudaSource, CUDA_ENTRY};
 pub use module::{
     render_function, render_jit, render_module, template_environment, ConstantDecl, ItemSource, ModuleText,
 };

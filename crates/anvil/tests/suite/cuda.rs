@@ -80,7 +80,42 @@ fn every_primitive_vmapped_runs_on_the_emulated_gpu() {
 }
 
 #[test]
-fn a_function_that_is_no_vmap_runs_as_one_item() {
+fn a_function_that_is_no_vmap_spreads_each_kernel_over_a_grid() {
+    let mut r = common::rng(40);
+    let m = Tensor::from_array(&anvil::ndarray::Array2::from_shape_fn((300, 200), |(i, j)| ((i * 7 + j) as f64).sin()));
+    let idx = Tensor::from_array(&anvil::ndarray::Array1::from_shape_fn(5000, |i| ((i * 37) % 1000) as i64));
+    type Body = Box<dyn Fn(&Tensor) -> Tensor>;
+    let cases: Vec<(&str, usize, Body)> = vec![
+        ("elementwise", 100_000, Box::new(|x| (x.square() * 0.5 + x.sin()).exp())),
+        ("full_sum", 100_000, Box::new(|x| (x.square() * 0.5 + x.sin()).sum())),
+        (
+            "rows_and_columns",
+            60_000,
+            Box::new(|x| {
+                let a = x.reshape([300, 200]);
+                a.sum_axes(0, false).sum() + a.max_axes(1, false).sum()
+            }),
+        ),
+        ("matvec", 200, Box::new(move |x| m.matmul(x).tanh())),
+        ("scatter", 5000, Box::new(move |x| Tensor::scatter_add(&x.sin(), &idx, [1000]))),
+        ("few_long_rows", 3 * 20_000, Box::new(|x| x.reshape([3, 20_000]).cos() * 2.0)),
+    ];
+    for (name, n, body) in cases {
+        let f = NumericalFunction::new(&format!("grid_{name}"), |[x]| body(&x), [Arg::new(n)])
+            .unwrap()
+            .with_backend(emulated());
+        let source = f.cuda_source();
+        assert!(source.entries.iter().all(|(_, work)| work.is_some()), "{name}: the grid form");
+        if matches!(name, "elementwise" | "few_long_rows") {
+            let most = source.entries.iter().filter_map(|(_, w)| *w).max().unwrap();
+            assert!(most >= 20_000, "{name}: the elements spread over threads ({most})");
+        }
+        check_emulated(&f, &inputs_with_bad_values(&f, &mut r));
+    }
+}
+
+#[test]
+fn every_primitive_runs_unbatched_on_the_emulated_gpu() {
     let mut r = common::rng(33);
     for (name, op) in cases().into_iter().take(6) {
         let f =

@@ -10,9 +10,6 @@ use crate::error::{Error, Result};
 use crate::jit::{build_cached, cache, compile_unit, CompilerOptions, Library, Toolchain, Unit};
 use std::path::Path;
 
-/// What the entry point is named in every CUDA translation unit.
-use crate::render::CUDA_ENTRY;
-
 /// The header that compiles anvil's CUDA as C++ for the emulation (see the file).
 pub const EMULATION_HEADER: &str = include_str!("emulation.hpp");
 /// What follows the translation unit in the emulation: the serial launcher.
@@ -89,15 +86,16 @@ pub fn compile_cubin_cached(name: &str, source: &str, arch: &str, options: &Cuda
     std::fs::read(&path).map_err(|e| Error::io("read", path, e))
 }
 
-/// Loads `source` on the GPU `options` name: compiled for its architecture.
-pub(crate) fn load_gpu(name: &str, source: &str, options: &CudaOptions) -> Result<Engine> {
+/// Loads `source` on the GPU `options` name (compiled for its architecture), with its
+/// entry points `entries`.
+pub(crate) fn load_gpu(name: &str, source: &str, entries: &[&str], options: &CudaOptions) -> Result<Engine> {
     let nvrtc = nvrtc()?;
     let context = Context::open(options.device)?;
     check_versions(nvrtc.version(), driver_version()?)?;
     let cubin = compile_cubin_cached(name, source, &context.arch(), options)?;
     let module = context.load_module(&cubin)?;
-    let kernel = module.function(CUDA_ENTRY)?;
-    Ok(Engine::Gpu { context, module, kernel })
+    let kernels = entries.iter().map(|entry| module.function(entry)).collect::<Result<_>>()?;
+    Ok(Engine::Gpu { context, module, kernels })
 }
 
 /// The emulation's translation unit of `source`.
@@ -111,6 +109,7 @@ pub(crate) fn load_emulated(name: &str, source: &str, options: &CompilerOptions)
     let path = compile_unit(&Unit::new(&format!("{name}_cuda_emulation"), &emulation_source(source)), options)?;
     let library = Library::load(&path)?;
     // SAFETY: the launcher's signature in emulation_launcher.cpp.
-    let launch = unsafe { library.symbol::<unsafe extern "C" fn(u32, u32, *const std::ffi::c_void)>("anvil_emulate")? };
+    let launch =
+        unsafe { library.symbol::<unsafe extern "C" fn(u32, u32, u32, *const std::ffi::c_void)>("anvil_emulate")? };
     Ok(Engine::Emulated { _library: library, launch })
 }

@@ -4,6 +4,7 @@
 // anvil's kernels works on items of its own, so a serial order is one of the orders a GPU
 // may run them in.
 #pragma once
+#define ANVIL_EMULATION
 #include <math.h>
 #include <string.h>
 

@@ -8,8 +8,8 @@ use crate::jit::Library;
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex};
 
-/// The emulated launch: grid, block, the packed arguments.
-type Emulate = unsafe extern "C" fn(u32, u32, *const c_void);
+/// The emulated launch: entry point, grid, block, the packed arguments.
+type Emulate = unsafe extern "C" fn(u32, u32, u32, *const c_void);
 
 /// What runs the entry point.
 pub(crate) enum Engine {
@@ -17,10 +17,10 @@ pub(crate) enum Engine {
     Gpu {
         /// The device's primary context.
         context: Arc<Context>,
-        /// The module of `kernel`.
+        /// The module of `kernels`.
         module: Arc<Module>,
-        /// The entry point.
-        kernel: Kernel,
+        /// The entry points, in launch order.
+        kernels: Vec<Kernel>,
     },
     /// The CPU, running the grid's threads one after another (see `emulation.hpp`).
     Emulated {
@@ -113,31 +113,40 @@ impl Engine {
         }
     }
 
-    fn block(&self) -> u32 {
+    /// Threads per block of entry point `entry`.
+    fn block(&self, entry: usize) -> u32 {
         match self {
-            Engine::Gpu { kernel, .. } => (kernel.max_threads_per_block().max(32) as u32).min(128),
+            Engine::Gpu { kernels, .. } => (kernels[entry].max_threads_per_block().max(32) as u32).min(128),
             Engine::Emulated { .. } => 64,
         }
     }
 
-    /// Runs the entry point on `args` and waits for it.
+    /// Queues entry point `entry` on `args` (the emulation runs it at once).
     ///
     /// # Safety
     /// `args` must be the entry point's packed parameter, its pointers valid for what the
-    /// kernel reads and writes.
-    unsafe fn run(&self, grid: u32, block: u32, args: &[u64]) -> Result<()> {
+    /// kernel reads and writes until the device is synchronised.
+    unsafe fn launch(&self, entry: usize, grid: u32, block: u32, args: &[u64]) -> Result<()> {
         match self {
-            Engine::Gpu { context, kernel, .. } => {
+            Engine::Gpu { kernels, .. } => {
                 let mut params = [args.as_ptr() as *mut c_void];
-                // SAFETY: the kernel's one parameter is the struct `args` packs (as the caller vouches).
-                unsafe { kernel.launch(grid, block, &mut params)? };
-                context.synchronize()
+                // SAFETY: the kernel's one parameter is the struct `args` packs (as the caller
+                // vouches); the driver copies it when the launch is queued.
+                unsafe { kernels[entry].launch(grid, block, &mut params) }
             }
             Engine::Emulated { launch, .. } => {
-                // SAFETY: as above; the emulation runs synchronously.
-                unsafe { launch(grid, block, args.as_ptr().cast()) };
+                // SAFETY: as above.
+                unsafe { launch(entry as u32, grid, block, args.as_ptr().cast()) };
                 Ok(())
             }
+        }
+    }
+
+    /// Waits for what was queued.
+    fn wait(&self) -> Result<()> {
+        match self {
+            Engine::Gpu { context, .. } => context.synchronize(),
+            Engine::Emulated { .. } => Ok(()),
         }
     }
 }
@@ -170,22 +179,28 @@ pub struct CudaFunction {
     engine: Engine,
     inputs: Vec<ItemArg>,
     outputs: Vec<ItemArg>,
+    /// Each entry point's threads' worth (`None`: one per item).
+    work: Vec<Option<usize>>,
     scratch_stride: usize,
+    scratch_bytes: usize,
     constants: Memory,
     /// One call at a time uses the staging memory (calls from several threads queue here).
     staging: Mutex<Staging>,
 }
 
 impl CudaFunction {
-    /// Loads the function: its engine, its arguments per item, the scratch bytes a thread
-    /// needs and the constants region (`constants`: bytes at their offsets), written into
-    /// the module's `__constant__` array `constant_symbol` or else into device memory.
+    /// Loads the function: its engine, its arguments per item, what its entry points are
+    /// worth, the scratch bytes a thread needs and all share, and the constants region
+    /// (`constants`: bytes at their offsets), written into the module's `__constant__`
+    /// array `constant_symbol` or else into device memory.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         name: &str,
         engine: Engine,
         inputs: Vec<ItemArg>,
         outputs: Vec<ItemArg>,
-        scratch_stride: usize,
+        work: Vec<Option<usize>>,
+        (scratch_stride, scratch_bytes): (usize, usize),
         constants: &[u8],
         constant_symbol: Option<&str>,
     ) -> Result<CudaFunction> {
@@ -202,7 +217,9 @@ impl CudaFunction {
             engine,
             inputs,
             outputs,
+            work,
             scratch_stride,
+            scratch_bytes,
             constants: region,
             staging: Mutex::new(staging),
         })
@@ -270,14 +287,25 @@ impl CudaFunction {
         self.launch(&mut staging, count, strided)
     }
 
-    /// Packs the parameter (strides in elements) and runs the grid.
+    /// Packs the parameter (strides in elements) and runs each entry point's grid.
     fn launch(&self, staging: &mut Staging, count: usize, arguments: impl Iterator<Item = (u64, usize)>) -> Result<()> {
         if count == 0 {
             return Ok(());
         }
-        let block = self.engine.block();
-        let grid = (count.div_ceil(block as usize) as u64).min(self.engine.max_grid(block) as u64) as u32;
-        let scratch_bytes = self.scratch_stride * (grid as usize) * (block as usize);
+        let grid = |entry: usize| {
+            let block = self.engine.block(entry);
+            let work = self.work[entry].unwrap_or(count).max(1);
+            let blocks = (work.div_ceil(block as usize) as u64).min(self.engine.max_grid(block) as u64) as u32;
+            (blocks, block)
+        };
+        let threads = (0..self.work.len())
+            .map(|entry| {
+                let (blocks, block) = grid(entry);
+                blocks as usize * block as usize
+            })
+            .max()
+            .unwrap_or(0);
+        let scratch_bytes = self.scratch_bytes + self.scratch_stride * threads;
         let scratch = ensure(&self.engine, &mut staging.scratch, scratch_bytes.max(8))?.ptr();
         let specs = self.inputs.iter().chain(&self.outputs);
         staging.words.clear();
@@ -285,9 +313,13 @@ impl CudaFunction {
         for ((address, stride), spec) in arguments.zip(specs) {
             staging.words.extend([address, (stride / spec.element.max(1)) as u64]);
         }
-        // SAFETY: the words are the entry point's parameter in its declared order; the
-        // buffers hold what the strides and count say (checked or vouched for by callers).
-        unsafe { self.engine.run(grid, block, &staging.words) }
+        for entry in 0..self.work.len() {
+            let (blocks, block) = grid(entry);
+            // SAFETY: the words are the entry points' parameter in its declared order; the
+            // buffers hold what the strides and count say (checked or vouched for by callers).
+            unsafe { self.engine.launch(entry, blocks, block, &staging.words)? };
+        }
+        self.engine.wait()
     }
 
     fn check_host(&self, count: usize, inputs: &[(&[u8], bool)], outputs: &[&mut [u8]]) -> Result<()> {
