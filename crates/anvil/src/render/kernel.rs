@@ -23,6 +23,12 @@ use std::fmt::Write;
 /// `(outputs..., inputs...)` pointers in the order of [`Nest::outputs`] and
 /// [`Nest::inputs`]; `dtypes` gives each buffer's element type.
 pub fn render_kernel(nest: &Nest, name: &str, dtypes: &[DType], dialect: &Dialect) -> String {
+    let signature = pointers_signature(nest, dtypes, dialect);
+    with_exact_rerun(nest, name, &signature, dialect, |printer| printer.block(&nest.body, 1))
+}
+
+/// The signature of a kernel taking `(outputs..., inputs...)` pointers.
+fn pointers_signature(nest: &Nest, dtypes: &[DType], dialect: &Dialect) -> Signature {
     let mut params: Vec<String> =
         nest.outputs.iter().map(|&b| dialect.pointer_param(dtypes[b], true, &format!("b{b}"))).collect();
     // Index-set splitting may decide away every read of an input (the padded branches of a
@@ -31,8 +37,7 @@ pub fn render_kernel(nest: &Nest, name: &str, dtypes: &[DType], dialect: &Dialec
         params.push(format!("{} {}", dialect.maybe_unused, dialect.pointer_param(dtypes[b], false, &format!("b{b}"))));
     }
     let args: Vec<String> = nest.outputs.iter().chain(&nest.inputs).map(|&b| format!("b{b}")).collect();
-    let signature = Signature { attribute: function_attribute(nest, dialect).to_string(), params, args };
-    with_exact_rerun(nest, name, &signature, dialect, |printer| printer.block(&nest.body, 1))
+    Signature { attribute: function_attribute(nest, dialect).to_string(), params, args }
 }
 
 /// Renders a nest scheduled as [`Form::Loops`] as a function of the dialect that a grid of
@@ -40,13 +45,7 @@ pub fn render_kernel(nest: &Nest, name: &str, dtypes: &[DType], dialect: &Dialec
 /// what writes shared memory otherwise run by the first thread alone. `render_kernel`'s
 /// parameters.
 pub fn render_grid_kernel(nest: &Nest, name: &str, dtypes: &[DType], dialect: &Dialect) -> String {
-    let mut params: Vec<String> =
-        nest.outputs.iter().map(|&b| dialect.pointer_param(dtypes[b], true, &format!("b{b}"))).collect();
-    for &b in &nest.inputs {
-        params.push(format!("{} {}", dialect.maybe_unused, dialect.pointer_param(dtypes[b], false, &format!("b{b}"))));
-    }
-    let args: Vec<String> = nest.outputs.iter().chain(&nest.inputs).map(|&b| format!("b{b}")).collect();
-    let signature = Signature { attribute: function_attribute(nest, dialect).to_string(), params, args };
+    let signature = pointers_signature(nest, dtypes, dialect);
     with_exact_rerun(nest, name, &signature, dialect, |printer| {
         printer.line(1, dialect.statements.grid_preamble);
         for statement in &nest.body {
