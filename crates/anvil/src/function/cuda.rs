@@ -7,6 +7,7 @@ use crate::backend::Backend;
 use crate::error::{Error, Result};
 use crate::jit::cuda::{load_emulated, load_gpu, CudaFunction, ItemArg};
 use crate::lower::Program;
+use crate::render::cuda::render_device_function;
 use crate::render::cuda::CONSTANT_SYMBOL;
 use crate::render::{render_cuda, render_cuda_grid, CudaSource};
 use std::borrow::Cow;
@@ -28,6 +29,13 @@ impl NumericalFunction {
             Some(mapped) => render_cuda(self.name(), mapped.item.program()),
             None => render_cuda_grid(self.name(), self.program()),
         }
+    }
+
+    /// The function of one item as a `__device__` function `call_device` (what
+    /// [`generate_module`](crate::generate_module) adds to a CUDA function's namespace, for
+    /// your own kernels): one sample per call, in the calling thread.
+    pub fn cuda_device_source(&self) -> String {
+        render_device_function(self.item_function().program())
     }
 
     /// Compiles (or finds in the cache) and loads the CUDA code; a call on the CUDA backend

@@ -223,6 +223,98 @@ pub fn render_cuda_grid(name: &str, program: &Program) -> CudaSource {
     source
 }
 
+/// The code of `program` as a `__device__` function `call_device` of one item for a module's
+/// header, taking a pointer per input then per output (C-contiguous, the declared dtypes):
+/// what your own kernels call, one sample per thread. Compiled only by CUDA compilers (and the
+/// emulation); the constants are `static __device__` arrays of their bits.
+pub fn render_device_function(program: &Program) -> String {
+    let scratch = match Scratch::of(program) {
+        Scratch::Global { offsets, stride } => Scratch::Shared { offsets, bytes: stride },
+        other => other,
+    };
+    let mut constants = String::new();
+    for (b, data, _) in program.constants() {
+        let (bits, integer) = constant_bits(data.bytes().as_ref(), program.buffers[b].dtype);
+        let len = program.buffers[b].numel().max(1);
+        constants += &format!("static __device__ const {integer} constant{b}[{len}] = {{{bits}}};\n");
+    }
+    let calls: Vec<String> = program
+        .kernels
+        .iter()
+        .enumerate()
+        .map(|(k, kernel)| {
+            let buffers = kernel.outputs.iter().copied().chain(kernel.inputs());
+            let args: Vec<String> = buffers.map(|b| device_pointer(program, &scratch, b)).collect();
+            CUDA.call(&format!("device_code::kernel{k}"), &args)
+        })
+        .collect();
+    let params: Vec<String> = program
+        .inputs()
+        .map(|(_, b)| (b, false))
+        .chain(program.outputs().map(|(_, b)| (b, true)))
+        .map(|(b, mutable)| {
+            let name = match b.kind {
+                BufferKind::Input(i) => format!("in{i}"),
+                BufferKind::Output(k) => format!("out{k}"),
+                _ => unreachable!("only arguments"),
+            };
+            // A derivative may not read every input.
+            format!("{} {}", CUDA.maybe_unused, CUDA.pointer_param(b.dtype, mutable, &name))
+        })
+        .collect();
+    let ctx = context! {
+        prelude => CUDA.prelude, constants, body => kernels(program, false, &CUDA),
+        params => params.join(", "), scratch => scratch.declarations(program), calls,
+    };
+    device_environment()
+        .get_template("cuda_device.j2")
+        .and_then(|t| t.render(ctx))
+        .expect("anvil's own templates render")
+}
+
+fn device_environment() -> &'static minijinja::Environment<'static> {
+    static ENV: OnceLock<minijinja::Environment<'static>> = OnceLock::new();
+    ENV.get_or_init(|| template_environment(&[("cuda_device.j2", include_str!("templates/cuda_device.j2"))]))
+}
+
+/// A constant's bytes as integers of its element's width (exact, whatever the value: NaN,
+/// infinities), and that integer type.
+fn constant_bits(bytes: &[u8], dtype: DType) -> (String, &'static str) {
+    let width = dtype.size();
+    let (integer, suffix) = match width {
+        8 => ("unsigned long long", "ULL"),
+        4 => ("unsigned int", "U"),
+        _ => ("unsigned char", ""),
+    };
+    let words: Vec<String> = bytes
+        .chunks(width)
+        .map(|chunk| {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            format!("{:#x}{suffix}", u64::from_le_bytes(word))
+        })
+        .collect();
+    (if words.is_empty() { "0".to_string() } else { words.join(", ") }, integer)
+}
+
+/// The pointer `call_device` passes its kernels for buffer `b`.
+fn device_pointer(program: &Program, scratch: &Scratch, b: usize) -> String {
+    let buffer = &program.buffers[b];
+    let cpp = CUDA.type_name(buffer.dtype);
+    match &buffer.kind {
+        BufferKind::Input(i) => format!("in{i}"),
+        BufferKind::Output(k) => format!("out{k}"),
+        BufferKind::Constant(_) => format!("reinterpret_cast<const {cpp}*>(constant{b})"),
+        BufferKind::Intermediate => match scratch {
+            Scratch::Shared { offsets, .. } => {
+                let offset = offsets[b].expect("intermediates have scratch offsets");
+                format!("reinterpret_cast<{cpp}*>(ws + {offset})")
+            }
+            _ => format!("s{b}"),
+        },
+    }
+}
+
 /// The translation unit of `body` (the kernels' device functions) with `entries`: the batch
 /// form's one, calling every kernel per item, or one per kernel.
 fn assemble(

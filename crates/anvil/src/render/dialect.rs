@@ -728,7 +728,7 @@ pub const CUDA: Dialect = Dialect {
     nan: ["nan", "(\"\")"],
     inf: ["anvil_inf", "()"],
     statements: Statements {
-        function: "{0}__device__ ANVIL_KERNEL void {1}({2}) {\n{3}}\n",
+        function: "{0}__device__ ANVIL_KERNEL inline void {1}({2}) {\n{3}}\n",
         flag_function: "{0}__device__ bool {1}({2}) {\n{3}}\n",
         grid_preamble:
             "[[maybe_unused]] const long long anvil_thread = \

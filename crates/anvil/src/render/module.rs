@@ -246,7 +246,16 @@ fn copies(program: &Program) -> Vec<Copy> {
 
 /// The `.hpp` and `.cpp` parts of function `name`; with `batched`, the function also gets
 /// the entry point `call_batch` (evaluation on many items at strided addresses).
-pub fn render_function(name: &str, program: &Program, sparse: Option<&SparsityPattern>, batched: bool) -> ItemSource {
+///
+/// `device_code`, if given, is added to the function's namespace in the header: its CUDA
+/// `__device__` form (see [`super::cuda::render_device_function`]).
+pub fn render_function(
+    name: &str,
+    program: &Program,
+    sparse: Option<&SparsityPattern>,
+    batched: bool,
+    device_code: Option<String>,
+) -> ItemSource {
     let mut args = Vec::new();
     let mut buffers = Vec::new();
     for (_, b) in program.inputs().chain(program.outputs()) {
@@ -291,7 +300,7 @@ pub fn render_function(name: &str, program: &Program, sparse: Option<&SparsityPa
     });
     let header = render(
         "function_header.j2",
-        context! { name, args, ws_size => program.workspace_size, sparse => sparse_ctx, call, batch },
+        context! { name, args, ws_size => program.workspace_size, sparse => sparse_ctx, call, batch, device_code },
     );
     let source = render(
         "function_source.j2",

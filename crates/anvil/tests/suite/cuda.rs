@@ -405,3 +405,75 @@ fn large_intermediates_live_in_global_scratch_memory() {
         vmap(&NumericalFunction::new("small", |[x]| x.sin().sum() * x, [Arg::new(4)]).unwrap(), 3, &[]).unwrap();
     assert_eq!(small.cuda_source().scratch_stride, 0);
 }
+
+#[test]
+fn a_cuda_function_s_module_has_a_device_function_for_your_own_kernels() {
+    // The MPPI use: dynamics and their Jacobian written once, called per sample from CUDA C++.
+    let f = NumericalFunction::new(
+        "pend",
+        |[x, u]| {
+            let (th, om) = (x.slice(anvil::ndarray::s![0..1]), x.slice(anvil::ndarray::s![1..2]));
+            let weights = Tensor::from_array(&anvil::ndarray::array![1.0, f64::NAN, f64::INFINITY]);
+            let accel = th.sin() * -9.81 + u.sum() - &om * 0.1 + weights.slice(anvil::ndarray::s![0..1]);
+            Tensor::cat(&[om, accel], 0)
+        },
+        [Arg::new(2), Arg::new(1)],
+    )
+    .unwrap()
+    .with_backend(emulated());
+    let jac = ad::jacobian_wrt(&f, 0).unwrap();
+    let dir = tempdir().join("device_module");
+    anvil::generate_module("dyn", &[&f, &jac], &dir).unwrap();
+    let header = std::fs::read_to_string(dir.join("dyn.hpp")).unwrap();
+    assert!(header.contains("__device__ inline void call_device("), "{header}");
+    // Your kernel, compiled as C++ with the emulation (what nvcc would compile for a GPU).
+    std::fs::write(dir.join("emulation.hpp"), anvil::jit::cuda::EMULATION_HEADER).unwrap();
+    let user = r#"#include "emulation.hpp"
+#include "dyn.hpp"
+extern "C" void run(long long n, const double* x, const double* u, double* dx, double* jac) {
+  for (long long i = 0; i < n; ++i) {
+    pend::call_device(x + 2 * i, u + i, dx + 2 * i);
+    pend_jac::call_device(x + 2 * i, u + i, jac + 4 * i);
+  }
+}
+"#;
+    std::fs::write(dir.join("user.cpp"), user).unwrap();
+    let library = dir.join("libuser.so");
+    let status = std::process::Command::new("g++")
+        .args(["-std=c++17", "-O1", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", "-o"])
+        .arg(&library)
+        .arg(dir.join("user.cpp"))
+        .status()
+        .unwrap();
+    assert!(status.success(), "the header's device code compiles warning-free");
+    let n = 33;
+    let x: Vec<f64> = (0..2 * n).map(|i| (i as f64 * 0.37).sin() * 2.0).collect();
+    let u: Vec<f64> = (0..n).map(|i| i as f64 * 0.1 - 1.0).collect();
+    let (mut dx, mut dj) = (vec![0.0; 2 * n], vec![0.0; 4 * n]);
+    // SAFETY: the symbol's signature is `user`'s; the buffers hold n samples each.
+    unsafe {
+        let lib = libloading::Library::new(&library).unwrap();
+        let run: libloading::Symbol<unsafe extern "C" fn(i64, *const f64, *const f64, *mut f64, *mut f64)> =
+            lib.get(b"run").unwrap();
+        run(n as i64, x.as_ptr(), u.as_ptr(), dx.as_mut_ptr(), dj.as_mut_ptr());
+    }
+    for i in 0..n {
+        let xi = ArrayD::from_shape_vec(IxDyn(&[2]), x[2 * i..2 * i + 2].to_vec()).unwrap();
+        let ui = ArrayD::from_shape_vec(IxDyn(&[1]), vec![u[i]]).unwrap();
+        let want = f.eval(&[xi.view(), ui.view()]).unwrap().remove(0);
+        let want_jac = jac.eval(&[xi.view(), ui.view()]).unwrap().remove(0);
+        for (g, w) in
+            dx[2 * i..2 * i + 2].iter().zip(want.iter()).chain(dj[4 * i..4 * i + 4].iter().zip(want_jac.iter()))
+        {
+            assert!((g - w).abs() <= 1e-12 * (1.0 + w.abs()), "sample {i}: {g} vs {w}");
+        }
+    }
+    // NVRTC compiles the device code as a CUDA compiler sees it, without a word.
+    let kernel = format!(
+        "namespace pend {{\n{}\n}}\nextern \"C\" __global__ void k(const double* x, const double* u, double* dx) {{ pend::call_device(x, u, dx); }}\n",
+        f.cuda_device_source()
+    );
+    let cubin =
+        nvrtc().unwrap().compile_cubin("device_module", &kernel, "sm_90", &nvrtc_options(true, kernel.len())).unwrap();
+    assert_eq!(cubin.log.trim(), "");
+}

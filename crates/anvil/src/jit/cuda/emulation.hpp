@@ -22,7 +22,7 @@ struct anvil_dim3 {
   unsigned x, y, z;
 };
 // The built-in variables, set by the launcher for each emulated thread.
-static anvil_dim3 threadIdx, blockIdx, blockDim, gridDim;
+[[maybe_unused]] static anvil_dim3 threadIdx, blockIdx, blockDim, gridDim;
 [[maybe_unused]] static constexpr int warpSize = 32;
 
 [[maybe_unused]] static inline void __syncthreads() {}
