@@ -351,7 +351,7 @@ impl PyFunction {
 
     /// The device the function runs on (`"CPU"`, `"CUDA"`).
     #[getter]
-    fn device(&self) -> &'static str {
+    fn device(&self) -> String {
         self.f().backend().name()
     }
 

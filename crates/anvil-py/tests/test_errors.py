@@ -53,8 +53,10 @@ def test_wrong_arity_is_a_type_error():
 def test_invalid_names_and_devices():
     with pytest.raises(ValueError, match="invalid name"):
         av.NumericalFunction("not-valid", lambda x: x, (av.Arg(1),))(np.zeros(1))
-    with pytest.raises(ValueError, match="unsupported device"):
-        av.NumericalFunction("gpu", lambda x: x, (av.Arg(1),), device="CUDA")
+    for device in ("METAL", "cuda", "CUDA:x", "TPU"):
+        with pytest.raises(ValueError, match="unsupported device"):
+            av.NumericalFunction("gpu", lambda x: x, (av.Arg(1),), device=device)
+    assert av.NumericalFunction("gpu", lambda x: x, (av.Arg(1),), device="CUDA:1").device == "CUDA:1"
     with pytest.raises(ValueError, match="unique"):
         f = av.NumericalFunction("same", lambda x: x * 2.0, (av.Arg(1),))
         g = av.NumericalFunction("same", lambda x: x * 3.0, (av.Arg(1),))

@@ -10,6 +10,7 @@
 //! assert_eq!(Backend::default().name(), "CPU");
 //! let emulated = Backend::Cuda(CudaOptions { emulate: true, ..CudaOptions::default() });
 //! assert!(emulated.dialect().prelude.contains("anvil_inf"));
+//! assert_eq!(Backend::parse("CUDA:1")?.name(), "CUDA:1");
 //! assert!(Backend::parse("METAL").is_err());
 //! # Ok::<(), anvil::Error>(())
 //! ```
@@ -71,23 +72,30 @@ pub const DEVICES: [&str; 2] = ["CPU", "CUDA"];
 
 impl Backend {
     /// The backend of a device name as the original's `device=` takes it (`"CPU"`,
-    /// `"CUDA"`), with default options.
+    /// `"CUDA"`, `"CUDA:1"` for the second GPU), with default options.
     pub fn parse(device: &str) -> Result<Backend> {
-        match device {
-            "CPU" => Ok(Backend::default()),
-            "CUDA" => Ok(Backend::Cuda(CudaOptions::default())),
-            other => Err(Error::InvalidName {
+        let gpu = device.strip_prefix("CUDA").and_then(|rest| match rest {
+            "" => Some(0),
+            _ => rest.strip_prefix(':').and_then(|n| n.parse::<usize>().ok()),
+        });
+        match (device, gpu) {
+            ("CPU", _) => Ok(Backend::default()),
+            (_, Some(device)) => Ok(Backend::Cuda(CudaOptions { device, ..CudaOptions::default() })),
+            (other, None) => Err(Error::InvalidName {
                 name: other.into(),
-                reason: format!("unknown device: anvil runs on {DEVICES:?} (METAL is not implemented)"),
+                reason: format!(
+                    "unknown device: anvil runs on {DEVICES:?} or \"CUDA:<n>\" for the n-th GPU (METAL is not implemented)"
+                ),
             }),
         }
     }
 
-    /// The device's name (`"CPU"`, `"CUDA"`).
-    pub fn name(&self) -> &'static str {
+    /// The device's name (`"CPU"`, `"CUDA"`, `"CUDA:1"`), as [`parse`](Self::parse) reads it.
+    pub fn name(&self) -> String {
         match self {
-            Backend::Cpu(_) => "CPU",
-            Backend::Cuda(_) => "CUDA",
+            Backend::Cpu(_) => "CPU".into(),
+            Backend::Cuda(CudaOptions { device: 0, .. }) => "CUDA".into(),
+            Backend::Cuda(options) => format!("CUDA:{}", options.device),
         }
     }
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import operator
 import os
+import re
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, Sequence, TypeVar, Union, overload
 
@@ -141,7 +142,7 @@ class NumericalFunction(Generic[I, R]):
       fn: the Python function, taking Tensors and returning a Tensor or a tuple of Tensors.
       inputs: tuple of ``Arg`` specs.
       device: where it runs: "CPU" (the default: C++ compiled by the system compiler) or
-        "CUDA" (an NVIDIA GPU: CUDA compiled by NVRTC). On "CUDA", a vmapped function runs one
+        "CUDA" (an NVIDIA GPU: CUDA compiled by NVRTC; "CUDA:1" for the second GPU). On "CUDA", a vmapped function runs one
         GPU thread per batch item; it takes numpy arrays (copied to the GPU and back) or
         device arrays (CuPy, PyTorch, JAX: in place, results on the GPU). Derived functions
         (``anvil.ad``, ``anvil.transform``) run on the device of the function they derive.
@@ -172,8 +173,11 @@ class NumericalFunction(Generic[I, R]):
     def __init__(self: "NumericalFunction[tuple[Arg, ...], Any]", name: str, fn: Callable[..., Any], inputs: tuple[Arg, ...], /, device: str = "CPU") -> None: ...
     # fmt: on
     def __init__(self, name: str, fn: Callable[..., Any], inputs: tuple[Arg, ...], /, device: str = "CPU") -> None:
-        if device not in _SUPPORTED_DEVICES:
-            raise ValueError(f"unsupported device {device!r}: anvil runs on {_SUPPORTED_DEVICES} (METAL is not implemented)")
+        if device not in _SUPPORTED_DEVICES and not re.fullmatch(r"CUDA:\d+", device):
+            raise ValueError(
+                f"unsupported device {device!r}: anvil runs on {_SUPPORTED_DEVICES} or 'CUDA:<n>' for the n-th GPU "
+                "(METAL is not implemented)"
+            )
         if isinstance(inputs, Arg):
             inputs = (inputs,)
         if not all(isinstance(a, Arg) for a in inputs):
@@ -271,7 +275,7 @@ class NumericalFunction(Generic[I, R]):
         CuPy, PyTorch, JAX) are used in place and the results are device arrays of the same
         library, never copied to the host."""
         if any(_cuda.is_device_array(a) for a in args):
-            if self.device != "CUDA":
+            if not self.device.startswith("CUDA"):
                 raise TypeError(
                     f"{self.name}() runs on the {self.device}: pass host (numpy) arrays, or make the function "
                     "with device='CUDA' to call it on device arrays"
