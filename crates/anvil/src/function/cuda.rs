@@ -5,10 +5,11 @@
 use super::numerical::NumericalFunction;
 use crate::backend::Backend;
 use crate::error::{Error, Result};
+use crate::jit::cuda::nvrtc_options;
 use crate::jit::cuda::{load_emulated, load_gpu, CudaFunction, ItemArg};
 use crate::lower::Program;
-use crate::render::cuda::render_device_function;
 use crate::render::cuda::CONSTANT_SYMBOL;
+use crate::render::cuda::{render_device_function, render_host_code, HostArgument};
 use crate::render::{render_cuda, render_cuda_grid, CudaSource};
 use std::borrow::Cow;
 use std::ffi::c_void;
@@ -36,6 +37,48 @@ impl NumericalFunction {
     /// your own kernels): one sample per call, in the calling thread.
     pub fn cuda_device_source(&self) -> String {
         render_device_function(self.item_function().program())
+    }
+
+    /// The host code of a module that runs this function on a GPU (`gpu::init_ws`,
+    /// `gpu::call`; see [`crate::render::cuda::render_host_code`]), or `None` for a vmapped
+    /// function whose batch axes are not first (its host call takes batch-first arrays).
+    pub fn cuda_host_source(&self) -> Option<String> {
+        let source = self.cuda_source();
+        let item = self.item_function();
+        let (items, in_axes, out_axis) = match self.mapped() {
+            Some(m) => (m.batch, m.in_axes.clone(), m.out_axis),
+            None => (1, vec![None; self.inputs().len()], 0),
+        };
+        if out_axis != 0 || in_axes.iter().any(|a| a.is_some_and(|a| a != 0)) {
+            return None;
+        }
+        let bytes = |a: &super::Arg| a.numel() * a.dtype.size();
+        let batched = self.mapped().is_some();
+        let inputs: Vec<HostArgument> = item
+            .inputs()
+            .iter()
+            .zip(&in_axes)
+            .map(|(a, axis)| {
+                let stride = if axis.is_some() { bytes(a) } else { 0 };
+                HostArgument { dtype: a.dtype, bytes: if axis.is_some() { bytes(a) * items } else { bytes(a) }, stride }
+            })
+            .collect();
+        let outputs: Vec<HostArgument> = item
+            .outputs()
+            .iter()
+            .map(|a| HostArgument {
+                dtype: a.dtype,
+                bytes: bytes(a) * items,
+                stride: if batched { bytes(a) } else { 0 },
+            })
+            .collect();
+        let fused = match self.backend() {
+            Backend::Cuda(options) => options.fused_multiply_add,
+            Backend::Cpu(_) => true,
+        };
+        let options = nvrtc_options(fused, source.text.len());
+        let constants = constants_region(item.program(), source.constant_bytes);
+        Some(render_host_code(self.name(), &source, items, (&inputs, &outputs), &constants, &options))
     }
 
     /// Compiles (or finds in the cache) and loads the CUDA code; a call on the CUDA backend

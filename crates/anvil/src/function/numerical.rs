@@ -387,7 +387,8 @@ impl NumericalFunction {
 
     /// This function's part of a C++ module.
     pub fn module_source(&self) -> ItemSource {
-        let device_code = matches!(self.backend, Backend::Cuda(_)).then(|| self.cuda_device_source());
+        let device_code = matches!(self.backend, Backend::Cuda(_))
+            .then(|| self.cuda_device_source() + &self.cuda_host_source().unwrap_or_default());
         render::render_function(&self.name, self.program(), self.sparsity.as_ref(), self.batch_entry, device_code)
     }
 

@@ -274,7 +274,66 @@ pub fn render_device_function(program: &Program) -> String {
 
 fn device_environment() -> &'static minijinja::Environment<'static> {
     static ENV: OnceLock<minijinja::Environment<'static>> = OnceLock::new();
-    ENV.get_or_init(|| template_environment(&[("cuda_device.j2", include_str!("templates/cuda_device.j2"))]))
+    ENV.get_or_init(|| {
+        template_environment(&[
+            ("cuda_device.j2", include_str!("templates/cuda_device.j2")),
+            ("cuda_host.j2", include_str!("templates/cuda_host.j2")),
+        ])
+    })
+}
+
+/// An argument of a function's host call on a GPU: its type and bytes in all, and per item.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostArgument {
+    /// The element type.
+    pub dtype: DType,
+    /// Bytes of the whole argument the host passes.
+    pub bytes: usize,
+    /// Bytes of one item of it (0: one value shared by every item).
+    pub stride: usize,
+}
+
+/// A module's host code for running `source` (the function `name`'s CUDA translation unit
+/// for `items` items of `inputs` and `outputs`, its constants region `constants`) on a GPU:
+/// `gpu::init_ws` compiles it with NVRTC with `options` and allocates, `gpu::call` copies
+/// in, runs and copies out.
+pub fn render_host_code(
+    name: &str,
+    source: &CudaSource,
+    items: usize,
+    (inputs, outputs): (&[HostArgument], &[HostArgument]),
+    constants: &[u8],
+    options: &[String],
+) -> String {
+    let arguments: Vec<minijinja::Value> = inputs
+        .iter()
+        .chain(outputs)
+        .map(|a| context! { bytes => a.bytes, stride => a.stride, element => a.dtype.size() })
+        .collect();
+    let names = |prefix: &str, n: usize| (0..n).map(|k| format!("{prefix}{k}")).collect::<Vec<_>>();
+    let params: Vec<String> = inputs
+        .iter()
+        .zip(names("in", inputs.len()))
+        .map(|(a, n)| format!("const {}* {n}", CUDA.type_name(a.dtype)))
+        .chain(
+            outputs.iter().zip(names("out", outputs.len())).map(|(a, n)| format!("{}* {n}", CUDA.type_name(a.dtype))),
+        )
+        .collect();
+    let or_null = |list: Vec<String>| if list.is_empty() { "nullptr".to_string() } else { list.join(", ") };
+    let entries: Vec<minijinja::Value> =
+        source.entries.iter().map(|(n, work)| context! { name => n, work => work.unwrap_or(0) }).collect();
+    let constant_data: Vec<String> = constants.iter().map(u8::to_string).collect();
+    let ctx = context! {
+        name, source => source.text, entries, items, arguments,
+        scratch_stride => source.scratch_stride, scratch_bytes => source.scratch_bytes,
+        constant_bytes => source.constant_bytes,
+        constant_symbol => source.constant_memory.then_some(CONSTANT_SYMBOL),
+        constant_data => if constant_data.is_empty() { "0".to_string() } else { constant_data.join(", ") },
+        params => params.join(", "), inputs => or_null(names("in", inputs.len())),
+        outputs => or_null(names("out", outputs.len())), input_count => inputs.len(),
+        output_count => outputs.len(), options,
+    };
+    device_environment().get_template("cuda_host.j2").and_then(|t| t.render(ctx)).expect("anvil's own templates render")
 }
 
 /// A constant's bytes as integers of its element's width (exact, whatever the value: NaN,

@@ -468,6 +468,42 @@ extern "C" void run(long long n, const double* x, const double* u, double* dx, d
             assert!((g - w).abs() <= 1e-12 * (1.0 + w.abs()), "sample {i}: {g} vs {w}");
         }
     }
+    // The host side (NVRTC in init_ws, copies and launches in call) compiles warning-free
+    // against CUDA's headers (running it needs a GPU: scripts/gpu_check.sh).
+    let vmapped = vmap(&f, 64, &[Some(0), None]).unwrap().renamed("pend_batch").unwrap();
+    anvil::generate_module("dyn_host", &[&f, &vmapped], &dir).unwrap();
+    let host = r#"#include <cuda.h>
+#include <nvrtc.h>
+#define ANVIL_CUDA_HOST
+#include "dyn_host.hpp"
+int run_on_gpu() {
+  pend::gpu::WS_t ws = pend::gpu::init_ws();
+  double x[2] = {0.1, 0.2}, u[1] = {0.3}, dx[2];
+  int error = pend::gpu::call(x, u, dx, ws);
+  pend::gpu::free_ws(ws);
+  pend_batch::gpu::WS_t batch = pend_batch::gpu::init_ws(0);
+  double xs[128] = {}, out[128];
+  error |= pend_batch::gpu::call(xs, u, out, batch);
+  pend_batch::gpu::free_ws(batch);
+  return error;
+}
+"#;
+    std::fs::write(dir.join("host.cpp"), host).unwrap();
+    let lib_dirs = std::env::var_os("ANVIL_CUDA_LIB_DIRS").expect("NVRTC's directory (scripts/test.sh sets it)");
+    let include = std::env::split_paths(&lib_dirs).next().unwrap_or_default().join("../include");
+    let status = std::process::Command::new("g++")
+        .args(["-std=c++17", "-Wall", "-Wextra", "-Werror", "-c", "-o"])
+        .arg(dir.join("host.o"))
+        .arg("-isystem")
+        .arg(&include)
+        .arg(dir.join("host.cpp"))
+        .status()
+        .unwrap();
+    assert!(
+        status.success(),
+        "the module's GPU host code compiles warning-free (CUDA headers in {})",
+        include.display()
+    );
     // NVRTC compiles the device code as a CUDA compiler sees it, without a word.
     let kernel = format!(
         "namespace pend {{\n{}\n}}\nextern \"C\" __global__ void k(const double* x, const double* u, double* dx) {{ pend::call_device(x, u, dx); }}\n",
@@ -476,4 +512,54 @@ extern "C" void run(long long n, const double* x, const double* u, double* dx, d
     let cubin =
         nvrtc().unwrap().compile_cubin("device_module", &kernel, "sm_90", &nvrtc_options(true, kernel.len())).unwrap();
     assert_eq!(cubin.log.trim(), "");
+}
+
+#[test]
+fn on_the_gpu_a_module_s_host_code_runs_its_kernels() {
+    let Some(gpu) = gpu() else { return };
+    let f = NumericalFunction::new("roll", |[x, u]| (&x * 0.5 + u.sum()).sin() * &x, [Arg::new(3), Arg::new(2)])
+        .unwrap()
+        .with_backend(gpu);
+    let batch = vmap(&f, 1000, &[Some(0), None]).unwrap().renamed("roll_batch").unwrap();
+    let dir = tempdir().join("gpu_module");
+    anvil::generate_module("gpu_mod", &[&f, &batch], &dir).unwrap();
+    let main = r#"#include <cuda.h>
+#include <nvrtc.h>
+#include <cstdio>
+#define ANVIL_CUDA_HOST
+#include "gpu_mod.hpp"
+int main() {
+  static double xs[3000], out[3000];
+  double u[2] = {0.25, -0.5};
+  for (int i = 0; i < 3000; ++i) xs[i] = 0.001 * i - 1.0;
+  roll_batch::gpu::WS_t ws = roll_batch::gpu::init_ws();
+  const int error = roll_batch::gpu::call(xs, u, out, ws);
+  roll_batch::gpu::free_ws(ws);
+  if (error != 0) { std::printf("error %d\n", error); return 1; }
+  for (int i = 0; i < 3000; ++i) std::printf("%.17g\n", out[i]);
+  return 0;
+}
+"#;
+    std::fs::write(dir.join("main.cpp"), main).unwrap();
+    let cuda = std::env::var("CUDA_HOME").unwrap_or_else(|_| "/usr/local/cuda".into());
+    let status = std::process::Command::new("g++")
+        .args(["-std=c++17", "-O1", "-Wall", "-Wextra", "-Werror", "-o"])
+        .arg(dir.join("main"))
+        .arg(dir.join("main.cpp"))
+        .arg(format!("-I{cuda}/include"))
+        .arg(format!("-L{cuda}/lib64"))
+        .args(["-lnvrtc", "-lcuda"])
+        .status()
+        .expect("g++ (the GPU machine's, beside nvcc)");
+    assert!(status.success());
+    let run =
+        std::process::Command::new(dir.join("main")).env("LD_LIBRARY_PATH", format!("{cuda}/lib64")).output().unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stdout));
+    let got: Vec<f64> = String::from_utf8_lossy(&run.stdout).lines().map(|l| l.parse().unwrap()).collect();
+    let xs = ArrayD::from_shape_fn(IxDyn(&[1000, 3]), |p| 0.001 * (p[0] * 3 + p[1]) as f64 - 1.0);
+    let u = ArrayD::from_shape_vec(IxDyn(&[2]), vec![0.25, -0.5]).unwrap();
+    let want = batch.eval(&[xs.view(), u.view()]).unwrap().remove(0);
+    for (g, w) in got.iter().zip(want.iter()) {
+        assert!((g - w).abs() <= 1e-12 * (1.0 + w.abs()), "{g} vs {w}");
+    }
 }
