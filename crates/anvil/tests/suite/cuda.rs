@@ -488,22 +488,38 @@ int run_on_gpu() {
   return error;
 }
 "#;
-    std::fs::write(dir.join("host.cpp"), host).unwrap();
+    std::fs::write(dir.join("host.cu"), host).unwrap();
+    // nvcc (from pip's CUDA wheels beside NVRTC; scripts/setup.sh installs them) compiles the
+    // host side, and a kernel of yours calling the device code, with every warning an error.
     let lib_dirs = std::env::var_os("ANVIL_CUDA_LIB_DIRS").expect("NVRTC's directory (scripts/test.sh sets it)");
-    let include = std::env::split_paths(&lib_dirs).next().unwrap_or_default().join("../include");
-    let status = std::process::Command::new("g++")
-        .args(["-std=c++17", "-Wall", "-Wextra", "-Werror", "-c", "-o"])
-        .arg(dir.join("host.o"))
-        .arg("-isystem")
-        .arg(&include)
-        .arg(dir.join("host.cpp"))
-        .status()
-        .unwrap();
+    let cuda = std::env::split_paths(&lib_dirs).next().unwrap_or_default().join("..");
+    let nvcc = cuda.join("bin/nvcc");
     assert!(
-        status.success(),
-        "the module's GPU host code compiles warning-free (CUDA headers in {})",
-        include.display()
+        nvcc.exists(),
+        "nvcc not found at {} (pip install nvidia-cuda-nvcc==13.0.88 nvidia-nvvm==13.0.88 nvidia-cuda-crt==13.0.88)",
+        nvcc.display()
     );
+    let kernel_of_yours = r#"#include "dyn.hpp"
+__global__ void mppi_step(const double* x, const double* u, double* dx, double* jac, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    pend::call_device(x + 2 * i, u + i, dx + 2 * i);
+    pend_jac::call_device(x + 2 * i, u + i, jac + 4 * i);
+  }
+}
+"#;
+    std::fs::write(dir.join("kernel.cu"), kernel_of_yours).unwrap();
+    for file in ["host.cu", "kernel.cu"] {
+        let output = std::process::Command::new(&nvcc)
+            .args(["-std=c++17", "-arch=sm_80", "-Werror", "all-warnings", "-Xcompiler", "-Wall,-Wextra", "-c", "-o"])
+            .arg(dir.join(format!("{file}.o")))
+            .arg(format!("-I{}", dir.display()))
+            .arg(format!("-I{}", cuda.join("include").display()))
+            .arg(dir.join(file))
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "nvcc on {file}: {}", String::from_utf8_lossy(&output.stderr));
+    }
     // NVRTC compiles the device code as a CUDA compiler sees it, without a word.
     let kernel = format!(
         "namespace pend {{\n{}\n}}\nextern \"C\" __global__ void k(const double* x, const double* u, double* dx) {{ pend::call_device(x, u, dx); }}\n",
