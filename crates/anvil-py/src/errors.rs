@@ -19,7 +19,8 @@ pub fn to_py(e: anvil::Error) -> PyErr {
         | E::Transform { .. }
         | E::LeakedTensor { .. }
         | E::Deserialize { .. }
-        | E::Problem { .. } => PyValueError::new_err(e.to_string()),
+        | E::Problem { .. }
+        | E::Device { .. } => PyValueError::new_err(e.to_string()),
         E::Constant { kind: anvil::ConstantError::DivisionByZero, .. } => PyZeroDivisionError::new_err(e.to_string()),
         E::Constant { kind: anvil::ConstantError::Overflow, .. } => PyOverflowError::new_err(e.to_string()),
         E::Constant { .. } => PyValueError::new_err(e.to_string()),

@@ -205,6 +205,17 @@ pub enum Error {
         /// What is wrong and how to fix it.
         message: String,
     },
+    /// A function asked to run where it cannot as called: on a device it was not made for, or
+    /// on device arrays laid out otherwise than it needs.
+    #[error("function `{function}` on {device}: {message}")]
+    Device {
+        /// The function.
+        function: String,
+        /// Its device (`CPU`, `CUDA`).
+        device: String,
+        /// What does not fit, and what to do instead.
+        message: String,
+    },
     /// NVIDIA's runtime compiler (NVRTC) or CUDA driver is not installed where anvil looks,
     /// or lacks an entry point anvil needs.
     #[error("CUDA is unavailable: {what} not found (looked in {looked}); {fix}")]

@@ -86,12 +86,10 @@ impl NumericalFunction {
     /// unavailable ([`Error::CudaUnavailable`] says what is missing).
     pub fn compile_cuda(&self) -> Result<Arc<CudaFunction>> {
         let Backend::Cuda(options) = self.backend() else {
-            return Err(Error::InvalidName {
-                name: self.name().into(),
-                reason: format!(
-                    "the function runs on the {} backend: give it the CUDA one (`with_backend`) to run it on a GPU",
-                    self.backend().name()
-                ),
+            return Err(Error::Device {
+                function: self.name().into(),
+                device: self.backend().name(),
+                message: "give it the CUDA backend (`with_backend`) to run it on a GPU".into(),
             });
         };
         let mut slot = self.cuda.lock().unwrap_or_else(|e| e.into_inner());
@@ -194,9 +192,10 @@ impl NumericalFunction {
             None => (1, &[][..], 0),
         };
         if in_axes.iter().any(|a| a.is_some_and(|a| a != 0)) || out_axis != 0 {
-            return Err(Error::InvalidName {
-                name: self.name().into(),
-                reason: format!(
+            return Err(Error::Device {
+                function: self.name().into(),
+                device: self.backend().name(),
+                message: format!(
                     "a call on device arrays needs the batch axis first (in_axes {in_axes:?}, out_axis {out_axis}): \
                      vmap with in_axes 0 or None and out_axis 0, or call it on host arrays"
                 ),

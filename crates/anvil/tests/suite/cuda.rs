@@ -244,6 +244,10 @@ fn device_calls_read_and_write_in_place() {
     // A wrong count of arguments, and a batch axis that is not first, are errors.
     // SAFETY: refused before any memory is touched.
     assert!(matches!(unsafe { v.call_device(&addresses[..2]) }, Err(Error::ArgumentCount { .. })));
+    // A function of the CPU backend has no CUDA code to load.
+    let cpu = NumericalFunction::new("cpu_only", |[x]| x.exp(), [Arg::new(3)]).unwrap();
+    let err = cpu.compile_cuda().unwrap_err();
+    assert!(matches!(err, Error::Device { .. }) && err.to_string().contains("with_backend"), "{err}");
     let moved = vmap(&f, 4, &[Some(1), None]).unwrap();
     // SAFETY: as above.
     let err = unsafe { moved.call_device(&addresses) }.unwrap_err().to_string();
