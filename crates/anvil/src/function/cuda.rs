@@ -182,6 +182,19 @@ impl NumericalFunction {
     /// 0): the items are then read and written in place, and nothing is allocated on the
     /// host once the first call has sized the scratch memory.
     ///
+    /// ```no_run
+    /// use anvil::{jit::cuda::Context, vmap, Arg, Backend, NumericalFunction};
+    /// # fn main() -> anvil::Result<()> {
+    /// let f = NumericalFunction::new("f", |[x]| x.sin() * 2.0, [Arg::new(4)])?.with_backend(Backend::parse("CUDA")?);
+    /// let batch = vmap(&f, 1000, &[])?;
+    /// let gpu = Context::open(0)?;
+    /// let (x, y) = (gpu.alloc(1000 * 4 * 8)?, gpu.alloc(1000 * 4 * 8)?);
+    /// x.copy_from_host(&vec![0u8; 1000 * 4 * 8])?;
+    /// // SAFETY: x and y hold 1000 items of 4 doubles on the function's GPU.
+    /// unsafe { batch.call_device(&[x.ptr(), y.ptr()])? };
+    /// # Ok(()) }
+    /// ```
+    ///
     /// # Safety
     /// Each address must be device memory of the function's GPU (host memory, under the
     /// emulation) holding its argument; the outputs must not alias anything else.
