@@ -11,7 +11,7 @@
 //! all threads read.
 
 use super::dialect::CUDA;
-use super::kernel::{grid_work, render_grid_kernel};
+use super::kernel::render_kernel;
 use super::module::{kernels, template_environment};
 use crate::dtype::DType;
 use crate::lower::nest::{schedule, Form};
@@ -205,18 +205,17 @@ pub fn render_cuda(name: &str, program: &Program) -> CudaSource {
 }
 
 /// The CUDA translation unit of function `name`'s `program` run once, each kernel its own
-/// `__global__` entry whose threads share its work (see
-/// [`render_grid_kernel`](super::kernel::render_grid_kernel)), the intermediates in one
-/// global workspace.
+/// `__global__` entry whose threads share its work (scheduled as
+/// [`Form::Grid`](crate::lower::nest::grid)), the intermediates in one global workspace.
 pub fn render_cuda_grid(name: &str, program: &Program) -> CudaSource {
     let dtypes: Vec<DType> = program.buffers.iter().map(|b| b.dtype).collect();
     let fast = |op, dtype| CUDA.has_fast_unary(op, dtype);
     let mut body = String::new();
     let mut entries = Vec::new();
     for (k, kernel) in program.kernels.iter().enumerate() {
-        let nest = schedule(kernel, Form::Loops, fast);
-        body += &render_grid_kernel(&nest, &format!("kernel{k}"), &dtypes, &CUDA);
-        entries.push((format!("anvil_kernel{k}"), Some(grid_work(&nest))));
+        let nest = schedule(kernel, Form::Grid, fast);
+        body += &render_kernel(&nest, &format!("kernel{k}"), &dtypes, &CUDA);
+        entries.push((format!("anvil_kernel{k}"), Some(nest.threads)));
     }
     let mut source = assemble(name, program, Scratch::Workspace, body.trim_end().to_string(), entries);
     source.scratch_bytes = program.workspace_size;

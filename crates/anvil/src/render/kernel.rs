@@ -19,12 +19,18 @@ use crate::lower::nest::{Extent, Form, Hint, Math, Nest, Operand, Stmt, Value};
 use crate::lower::BufferId;
 use std::fmt::Write;
 
-/// Renders a nest scheduled as [`Form::Loops`] as a C++ function named `name` taking
-/// `(outputs..., inputs...)` pointers in the order of [`Nest::outputs`] and
-/// [`Nest::inputs`]; `dtypes` gives each buffer's element type.
+/// Renders a nest scheduled as [`Form::Loops`] (or [`Form::Grid`], a function a grid of
+/// threads runs together) as a function named `name` taking `(outputs..., inputs...)`
+/// pointers in the order of [`Nest::outputs`] and [`Nest::inputs`]; `dtypes` gives each
+/// buffer's element type.
 pub fn render_kernel(nest: &Nest, name: &str, dtypes: &[DType], dialect: &Dialect) -> String {
     let signature = pointers_signature(nest, dtypes, dialect);
-    with_exact_rerun(nest, name, &signature, dialect, |printer| printer.block(&nest.body, 1))
+    with_exact_rerun(nest, name, &signature, dialect, |printer| {
+        if nest.form == Form::Grid {
+            printer.line(1, dialect.statements.grid_preamble);
+        }
+        printer.block(&nest.body, 1)
+    })
 }
 
 /// The signature of a kernel taking `(outputs..., inputs...)` pointers.
@@ -38,120 +44,6 @@ fn pointers_signature(nest: &Nest, dtypes: &[DType], dialect: &Dialect) -> Signa
     }
     let args: Vec<String> = nest.outputs.iter().chain(&nest.inputs).map(|&b| format!("b{b}")).collect();
     Signature { attribute: function_attribute(nest, dialect).to_string(), params, args }
-}
-
-/// Renders a nest scheduled as [`Form::Loops`] as a function of the dialect that a grid of
-/// threads runs together (see [`grid_role`]): its independent loops spread over the threads,
-/// what writes shared memory otherwise run by the first thread alone. `render_kernel`'s
-/// parameters.
-pub fn render_grid_kernel(nest: &Nest, name: &str, dtypes: &[DType], dialect: &Dialect) -> String {
-    let signature = pointers_signature(nest, dtypes, dialect);
-    with_exact_rerun(nest, name, &signature, dialect, |printer| {
-        printer.line(1, dialect.statements.grid_preamble);
-        for statement in &nest.body {
-            printer.grid_statement(statement, 1);
-        }
-    })
-}
-
-/// Loops spread over a grid's threads unless they run fewer iterations than this and hold
-/// one loop that can be spread instead (a few rows of long columns).
-const SPREAD_MIN: usize = 1024;
-
-/// What a statement at the top level of a kernel run by a grid of threads is to them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum GridRole {
-    /// A loop whose iterations write disjoint elements and fold into no accumulator outside
-    /// them: its iterations spread over the threads (the count).
-    Spread(usize),
-    /// A short loop of that kind holding one such loop: every thread runs it, and spreads
-    /// the inner loop's iterations (the count).
-    SpreadInner(usize),
-    /// A thread's own values (temporaries, accumulators): every thread computes them.
-    EveryThread,
-    /// A loop folding into a thread's own accumulators: every thread runs it whole.
-    Redundant,
-    /// A statement writing shared memory: the first thread alone runs it.
-    FirstThread,
-}
-
-/// The [`GridRole`] of a top-level statement.
-pub fn grid_role(statement: &Stmt) -> GridRole {
-    match statement {
-        Stmt::Let { .. } | Stmt::CheckFar(_) | Stmt::Accumulator { .. } | Stmt::LocalArray { .. } => {
-            GridRole::EveryThread
-        }
-        Stmt::Accumulate { .. } => GridRole::EveryThread,
-        &Stmt::Loop { var, extent: Extent::Range(lo, hi), ref body, .. } if independent(var, body) => {
-            let count = (hi - lo).max(0) as usize;
-            match body.as_slice() {
-                [inner @ Stmt::Loop { .. }] if count < SPREAD_MIN => match grid_role(inner) {
-                    GridRole::Spread(n) | GridRole::SpreadInner(n) => GridRole::SpreadInner(n),
-                    _ => GridRole::Spread(count),
-                },
-                _ => GridRole::Spread(count),
-            }
-        }
-        Stmt::Loop { body, .. } if only_thread_state(body) => GridRole::Redundant,
-        _ => GridRole::FirstThread,
-    }
-}
-
-/// How many threads a kernel's grid is worth: one if any thread must run a loop whole (so
-/// that it is run once), else the most iterations a loop spreads.
-pub fn grid_work(nest: &Nest) -> usize {
-    let roles: Vec<GridRole> = nest.body.iter().map(grid_role).collect();
-    if roles.contains(&GridRole::Redundant) {
-        return 1;
-    }
-    roles
-        .iter()
-        .map(|r| match r {
-            GridRole::Spread(n) | GridRole::SpreadInner(n) => *n,
-            _ => 1,
-        })
-        .max()
-        .unwrap_or(1)
-}
-
-/// Whether the iterations of a loop over `var` with this body may run on different threads:
-/// each stores at indices of `var` (so iterations store apart), adds into no element, and
-/// folds into no accumulator of the loop's outside.
-fn independent(var: usize, body: &[Stmt]) -> bool {
-    let mut declared = Vec::new();
-    body.iter().all(|s| iteration_local(var, s, &mut declared))
-}
-
-fn iteration_local(var: usize, statement: &Stmt, declared: &mut Vec<usize>) -> bool {
-    match statement {
-        Stmt::Stores(stores) => stores.iter().all(|(_, index, _)| {
-            let mut vars = Vec::new();
-            index.vars(&mut vars);
-            vars.contains(&var)
-        }),
-        Stmt::ScatterAdd { .. } | Stmt::Zero { .. } => false,
-        &Stmt::Accumulator { id, .. } | &Stmt::LocalArray { id, .. } => {
-            declared.push(id);
-            true
-        }
-        Stmt::Accumulate { acc, .. } => match *acc {
-            Operand::Temp(e) | Operand::Element { array: e, .. } => declared.contains(&e),
-            Operand::Literal(..) => false,
-        },
-        Stmt::Loop { body, .. } | Stmt::Fixed { body, .. } | Stmt::Tiles { body, .. } => {
-            body.iter().all(|s| iteration_local(var, s, declared))
-        }
-        _ => true,
-    }
-}
-
-/// Whether a loop with this body only computes a thread's own values (no stores, calls).
-fn only_thread_state(body: &[Stmt]) -> bool {
-    body.iter().all(|s| match s {
-        Stmt::Stores(_) | Stmt::ScatterAdd { .. } | Stmt::Zero { .. } | Stmt::Call(_) => false,
-        Stmt::Loop { body, .. } | Stmt::Fixed { body, .. } | Stmt::Tiles { body, .. } => only_thread_state(body),
-        _ => true,
-    })
 }
 
 /// Renders a nest scheduled as [`Form::Items`] as a loop over `count` items, named `name`
@@ -328,33 +220,6 @@ impl Printer<'_> {
         format!("{}_part{p}", self.name)
     }
 
-    /// A top-level statement of a kernel run by a grid of threads, as its [`GridRole`] says.
-    fn grid_statement(&mut self, statement: &Stmt, depth: usize) {
-        let [open, close] = self.dialect.statements.block;
-        match (grid_role(statement), statement) {
-            (GridRole::Spread(_), &Stmt::Loop { var, extent: Extent::Range(lo, hi), ref body, .. }) => {
-                let head = self.dialect.grid_loop_head(&self.dialect.var(var), &lo.to_string(), &hi.to_string());
-                self.line(depth, &format!("{head} {open}"));
-                self.block(body, depth + 1);
-                self.line(depth, close);
-            }
-            (GridRole::SpreadInner(_), &Stmt::Loop { var, extent: Extent::Range(lo, hi), ref body, .. }) => {
-                let head = self.dialect.loop_head(&self.dialect.var(var), &lo.to_string(), &hi.to_string());
-                self.line(depth, &format!("{head} {open}"));
-                for inner in body {
-                    self.grid_statement(inner, depth + 1);
-                }
-                self.line(depth, close);
-            }
-            (GridRole::FirstThread, _) => {
-                self.line(depth, &format!("{} {open}", self.dialect.statements.first_thread));
-                self.statement(statement, depth + 1);
-                self.line(depth, close);
-            }
-            _ => self.statement(statement, depth),
-        }
-    }
-
     fn block(&mut self, statements: &[Stmt], depth: usize) {
         for statement in statements {
             self.statement(statement, depth);
@@ -392,7 +257,7 @@ impl Printer<'_> {
             }
             &Stmt::Loop { var, extent, hint, ref body } => {
                 match hint {
-                    Hint::None => {}
+                    Hint::None | Hint::Grid => {}
                     Hint::Items => self.line(depth, self.dialect.annotations.items_loop),
                     Hint::Reduction(op, acc) => {
                         let annotation = match op {
@@ -404,12 +269,23 @@ impl Printer<'_> {
                 }
                 if let Extent::Range(lo, hi) = extent {
                     let unrolled = (hi - lo).max(0) as usize * statements(body);
-                    if self.dialect.unroll_budget > 0 && unrolled <= self.dialect.unroll_budget {
+                    if hint != Hint::Grid && self.dialect.unroll_budget > 0 && unrolled <= self.dialect.unroll_budget {
                         self.line(depth, self.dialect.annotations.unrolled_loop);
                     }
                 }
                 let (first, end) = self.loop_bounds(extent);
-                self.line(depth, &format!("{} {open}", self.dialect.loop_head(&self.dialect.var(var), &first, &end)));
+                let var = self.dialect.var(var);
+                let head = if hint == Hint::Grid {
+                    self.dialect.grid_loop_head(&var, &first, &end)
+                } else {
+                    self.dialect.loop_head(&var, &first, &end)
+                };
+                self.line(depth, &format!("{head} {open}"));
+                self.block(body, depth + 1);
+                self.line(depth, close);
+            }
+            Stmt::FirstThread(body) => {
+                self.line(depth, &format!("{} {open}", self.dialect.statements.first_thread));
                 self.block(body, depth + 1);
                 self.line(depth, close);
             }
@@ -545,7 +421,9 @@ fn statements(body: &[Stmt]) -> usize {
     body.iter()
         .map(|s| match s {
             Stmt::Loop { extent: Extent::Range(lo, hi), body, .. } => (hi - lo).max(0) as usize * statements(body),
-            Stmt::Loop { body, .. } | Stmt::Fixed { body, .. } | Stmt::Tiles { body, .. } => statements(body),
+            Stmt::Loop { body, .. } | Stmt::Fixed { body, .. } | Stmt::Tiles { body, .. } | Stmt::FirstThread(body) => {
+                statements(body)
+            }
             _ => 1,
         })
         .sum()

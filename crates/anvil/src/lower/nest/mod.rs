@@ -44,6 +44,7 @@
 //! The IR is here; [`schedule()`] (in `schedule.rs`) builds it, [`verify()`] (in `verify.rs`)
 //! checks it.
 
+pub mod grid;
 mod schedule;
 mod verify;
 
@@ -75,6 +76,8 @@ pub struct Nest {
     /// Whether the kernel narrows `f64` to `f32` (the target may compile such code with
     /// other options).
     pub narrows: bool,
+    /// How many threads of a grid the nest is worth ([`Form::Grid`]; 1 otherwise).
+    pub threads: usize,
 }
 
 /// The shape of a kernel's function.
@@ -85,6 +88,8 @@ pub enum Form {
     /// Straight-line code run for each of a batch of items in a loop the renderer wraps
     /// around it (see [`super::batch`]): all of its math is in a vectorised loop.
     Items,
+    /// The kernel's loop nest run by a grid of threads together (see [`grid`]).
+    Grid,
 }
 
 /// One statement of a nest.
@@ -196,6 +201,8 @@ pub enum Stmt {
     },
     /// A call of [`Nest::parts`]`[part]`.
     Call(usize),
+    /// Statements only the first thread of a grid runs ([`Form::Grid`]).
+    FirstThread(Vec<Stmt>),
 }
 
 /// The values a loop variable takes in a loop.
@@ -216,6 +223,8 @@ pub enum Hint {
     Items,
     /// As a reduction of the given accumulator by `op`.
     Reduction(ReduceOp, ExprId),
+    /// Spread over the threads of a grid ([`Form::Grid`]): each runs some iterations.
+    Grid,
 }
 
 /// How a math operation is computed.

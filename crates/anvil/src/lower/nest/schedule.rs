@@ -13,7 +13,7 @@ use std::collections::{BTreeSet, HashMap};
 /// # Panics
 /// With [`Form::Items`], if the kernel is not [`batchable`] (a bug in the caller).
 pub fn schedule(kernel: &Kernel, form: Form, fast: impl Fn(UnaryOp, DType) -> bool) -> Nest {
-    assert!(form == Form::Loops || batchable(kernel), "only straight-line kernels are scheduled for items");
+    assert!(form != Form::Items || batchable(kernel), "only straight-line kernels are scheduled for items");
     let mut s = Scheduler::new(kernel, form, &fast);
     let out_vars: Vec<usize> = (0..kernel.shape.len()).filter(|&d| kernel.shape[d] != 1).collect();
     match &kernel.scatter {
@@ -33,14 +33,19 @@ pub fn schedule(kernel: &Kernel, form: Form, fast: impl Fn(UnaryOp, DType) -> bo
         }
     }
     let narrows = kernel.exprs.iter().any(|e| matches!(e, Expr::Cast(_, DType::F64, DType::F32)));
+    let (body, threads) = match form {
+        Form::Grid => super::grid::spread(std::mem::take(&mut s.out)),
+        _ => (std::mem::take(&mut s.out), 1),
+    };
     let nest = Nest {
         form,
         outputs: kernel.outputs.clone(),
         inputs: kernel.inputs(),
-        body: std::mem::take(&mut s.out),
+        body,
         parts: std::mem::take(&mut s.parts),
         uses_fast_math: s.uses_fast_math,
         narrows,
+        threads,
     };
     crate::lower::debug_verify("scheduling", || verify(&nest, kernel));
     nest

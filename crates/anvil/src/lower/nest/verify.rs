@@ -154,6 +154,7 @@ impl Checker<'_> {
                 self.with_var(var, range, body)
             }
             &Stmt::Fixed { var, value, ref body } => self.with_var(var, (value, value), body),
+            Stmt::FirstThread(body) => self.block(body),
             &Stmt::Tiles { var, extent, tile, ref body } => {
                 if tile == 0 || extent != self.kernel.extents[var] {
                     return Err(format!("tiles of i{var} do not cover its extent"));
