@@ -583,3 +583,30 @@ int main() {
         assert!((g - w).abs() <= 1e-12 * (1.0 + w.abs()), "{g} vs {w}");
     }
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 12, failure_persistence: None, ..Default::default() })]
+
+    /// Random graphs (the property tests' generator) on the emulated GPU, as one function
+    /// (a grid per kernel, as loops too) and vmapped (a thread per item), agree with the
+    /// interpreter, and NVRTC compiles each without a word.
+    #[test]
+    fn random_graphs_on_the_emulated_gpu_agree_with_the_interpreter(
+        shapes in proptest::collection::vec(crate::property::shape(), 1..3),
+        steps in proptest::collection::vec(proptest::prelude::any::<crate::property::Step>(), 1..12),
+        seed in proptest::prelude::any::<u64>(),
+    ) {
+        use crate::property::{build, host_inputs};
+        let inputs = host_inputs(&shapes, seed);
+        check_emulated(&build(&shapes, &steps).with_backend(emulated()), &inputs);
+        let loops = build(&shapes, &steps).with_lowering(anvil::LowerOptions::loops_only()).with_backend(emulated());
+        check_emulated(&loops, &inputs);
+        let v = vmap(&build(&shapes, &steps).with_backend(emulated()), 33, &[]).unwrap();
+        let mut r = common::rng(seed);
+        let batched: Vec<HostArray> = shapes
+            .iter()
+            .map(|s| common::random(&mut r, &std::iter::once(33).chain(s.iter().copied()).collect::<Vec<_>>(), DType::F64, -2.0, 2.0))
+            .collect();
+        check_emulated(&v, &batched);
+    }
+}

@@ -10,7 +10,7 @@ use common::{check_jit, random, rng};
 use proptest::prelude::*;
 
 /// One step of a random program: an op code and two operand choices.
-type Step = (u8, u8, u8);
+pub(crate) type Step = (u8, u8, u8);
 
 /// Applies step `(op, a, b)` to the pool of tensors built so far.
 fn apply(pool: &[Tensor], (op, a, b): Step) -> Tensor {
@@ -110,7 +110,7 @@ fn apply(pool: &[Tensor], (op, a, b): Step) -> Tensor {
     }
 }
 
-fn build(shapes: &[Vec<usize>], steps: &[Step]) -> NumericalFunction {
+pub(crate) fn build(shapes: &[Vec<usize>], steps: &[Step]) -> NumericalFunction {
     let args: Vec<Arg> = shapes.iter().map(|s| Arg::new(s.clone())).collect();
     let inputs: Vec<Tensor> =
         args.iter().enumerate().map(|(i, a)| Tensor::input(i, a.shape.clone(), DType::F64)).collect();
@@ -125,7 +125,7 @@ fn build(shapes: &[Vec<usize>], steps: &[Step]) -> NumericalFunction {
     NumericalFunction::from_tensors("random_graph", args, &outputs).unwrap()
 }
 
-fn shape() -> impl Strategy<Value = Vec<usize>> {
+pub(crate) fn shape() -> impl Strategy<Value = Vec<usize>> {
     prop::collection::vec(1usize..5, 0..4)
 }
 
@@ -193,7 +193,7 @@ proptest! {
 }
 
 /// Random inputs in [-2, 2] of the given shapes.
-fn host_inputs(shapes: &[Vec<usize>], seed: u64) -> Vec<HostArray> {
+pub(crate) fn host_inputs(shapes: &[Vec<usize>], seed: u64) -> Vec<HostArray> {
     let mut r = rng(seed);
     shapes.iter().map(|s| random(&mut r, s, DType::F64, -2.0, 2.0)).collect()
 }
