@@ -67,6 +67,34 @@ def test_a_function_that_is_no_vmap_runs_kernel_by_kernel(emulated: None) -> Non
     assert "anvil_kernel0" in f._native.cuda_source
 
 
+class DLPackOnly:
+    """An array that speaks DLPack alone (the emulation's device memory is host memory)."""
+
+    def __init__(self, a: np.ndarray) -> None:
+        self.a = a
+
+    def __dlpack__(self, stream: Any = None) -> Any:
+        return self.a.__dlpack__()
+
+    def __dlpack_device__(self) -> Any:
+        return self.a.__dlpack_device__()
+
+
+def test_dlpack_arrays_are_read_in_place(emulated: None) -> None:
+    f = av.NumericalFunction("pend_dl", pendulum, (av.Arg(2), av.Arg(1)), device="CUDA")
+    v = vmap(f, 129, in_axes=(0, None))
+    xs = np.random.default_rng(6).uniform(-2, 2, (129, 2))
+    u = np.array([0.5])
+    out = v(DLPackOnly(xs), DLPackOnly(u))
+    np.testing.assert_allclose(out, v.eval(xs, u), rtol=1e-14)
+    with pytest.raises(ValueError, match=r"expected shape \(129, 2\)"):
+        v(DLPackOnly(xs[:5]), DLPackOnly(u))
+    with pytest.raises(TypeError, match="float64 device array, got float32"):
+        v(DLPackOnly(xs.astype(np.float32)), DLPackOnly(u))
+    with pytest.raises(ValueError, match="not C-contiguous"):
+        v(DLPackOnly(np.asfortranarray(xs)), DLPackOnly(u))
+
+
 def test_bad_devices_and_arrays_say_what_is_wrong(emulated: None) -> None:
     with pytest.raises(ValueError, match="METAL is not implemented"):
         av.NumericalFunction("f", lambda x: x, (av.Arg(2),), device="METAL")

@@ -1,12 +1,14 @@
-"""Device arrays for functions on ``device="CUDA"``: arrays that expose
-``__cuda_array_interface__`` (CuPy, PyTorch, Numba, JAX) go in without a copy, and the outputs
-come back as arrays of the same library (CuPy's for JAX and Numba) without a copy either.
+"""Device arrays for functions on ``device="CUDA"``: arrays that speak DLPack (``__dlpack__``:
+CuPy, PyTorch, JAX) or expose ``__cuda_array_interface__`` (those and Numba) go in without a
+copy, and the outputs come back as arrays of the same library (CuPy's for JAX and Numba)
+without a copy either.
 
 Also finds NVRTC where pip installs it (``pip install nvidia-cuda-nvrtc``), for the native
 library, which loads it on first use."""
 
 from __future__ import annotations
 
+import ctypes
 import importlib.util
 import os
 from typing import Any, Sequence
@@ -38,29 +40,111 @@ def find_nvrtc() -> None:
         os.environ["ANVIL_CUDA_LIB_DIRS"] = os.pathsep.join(dirs)
 
 
+# DLPack's device types of GPU memory (kDLCUDA, kDLCUDAManaged), and of host memory (kDLCPU),
+# which the CPU's emulation of a GPU (ANVIL_CUDA_EMULATE=1) addresses.
+_DLPACK_GPU = (2, 13)
+_DLPACK_CPU = 1
+# DLPack's type codes: kDLInt, kDLUInt, kDLFloat, kDLBool.
+_DLPACK_KINDS = {0: "i", 1: "u", 2: "f", 6: "b"}
+
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    """The head of DLPack's DLManagedTensor (a `dltensor` capsule's pointer)."""
+
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device", _DLDevice),
+        ("ndim", ctypes.c_int32),
+        ("dtype", _DLDataType),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+    ]
+
+
+def _dlpack_device_types() -> tuple[int, ...]:
+    return _DLPACK_GPU + ((_DLPACK_CPU,) if os.environ.get("ANVIL_CUDA_EMULATE") == "1" else ())
+
+
+def _speaks_dlpack(a: Any) -> bool:
+    if isinstance(a, np.ndarray) or not hasattr(a, "__dlpack__") or not hasattr(a, "__dlpack_device__"):
+        return False
+    try:
+        return int(a.__dlpack_device__()[0]) in _dlpack_device_types()
+    except Exception:
+        return False
+
+
 def is_device_array(a: Any) -> bool:
-    return hasattr(a, "__cuda_array_interface__") and not isinstance(a, np.ndarray)
+    return _speaks_dlpack(a) or (hasattr(a, "__cuda_array_interface__") and not isinstance(a, np.ndarray))
 
 
-def _address(name: str, i: int, a: Any, shape: Sequence[int], dtype: np.dtype[Any]) -> tuple[int, bool]:
-    """The device address of argument ``i`` and whether the call must synchronise first."""
-    cai = a.__cuda_array_interface__
-    what = f"{name}(): argument {i}"
-    if tuple(cai["shape"]) != tuple(shape):
-        raise ValueError(f"{what}: expected shape {tuple(shape)}, got a device array of shape {tuple(cai['shape'])}")
-    if np.dtype(cai["typestr"]) != dtype:
-        raise TypeError(f"{what}: expected a {dtype} device array, got {np.dtype(cai['typestr'])} (convert it with .astype)")
-    strides = cai.get("strides")
-    if strides is not None:
-        contiguous = np.empty(0, dtype).itemsize * np.cumprod((1,) + tuple(shape[:0:-1]))[::-1]
-        if len(shape) and tuple(strides) != tuple(int(s) for s in contiguous):
+def _check_layout(what: str, shape: Sequence[int], got_shape: Sequence[int], dtype: np.dtype[Any], got: np.dtype[Any], strides: Any) -> None:
+    """Raises unless the array has `shape`, `dtype` and C-contiguous `strides` (in bytes; None: contiguous)."""
+    if tuple(got_shape) != tuple(shape):
+        raise ValueError(f"{what}: expected shape {tuple(shape)}, got a device array of shape {tuple(got_shape)}")
+    if got != dtype:
+        raise TypeError(f"{what}: expected a {dtype} device array, got {got} (convert it with .astype)")
+    if strides is not None and len(shape):
+        contiguous = dtype.itemsize * np.cumprod((1,) + tuple(shape[:0:-1]))[::-1]
+        if tuple(int(s) for s, n in zip(strides, shape) if n > 1) != tuple(int(c) for c, n in zip(contiguous, shape) if n > 1):
             raise ValueError(f"{what}: the device array is not C-contiguous (make it so: .copy() or ascontiguousarray)")
-    return int(cai["data"][0]), cai.get("stream") not in _ORDERED_STREAMS
+
+
+def _dlpack_address(what: str, a: Any, shape: Sequence[int], dtype: np.dtype[Any], gpu: int) -> tuple[int, bool, Any]:
+    """The address of a DLPack array, whether the call must synchronise first (the producer
+    could not order its work before anvil's stream), and the capsule to keep alive."""
+    wait = False
+    try:
+        capsule = a.__dlpack__(stream=1)  # anvil's launches run on the legacy default stream
+    except (TypeError, ValueError, BufferError):
+        capsule, wait = a.__dlpack__(), True
+    get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+    get_pointer.restype = ctypes.c_void_p
+    get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    tensor = _DLTensor.from_address(get_pointer(capsule, b"dltensor"))
+    if tensor.device.device_type not in _dlpack_device_types() or tensor.dtype.lanes != 1:
+        raise TypeError(f"{what}: a DLPack array of device type {tensor.device.device_type} is no CUDA array")
+    if tensor.device.device_type in _DLPACK_GPU and tensor.device.device_id != gpu:
+        raise ValueError(f"{what}: the array is on GPU {tensor.device.device_id}, the function on GPU {gpu} (device='CUDA:{gpu}')")
+    kind = _DLPACK_KINDS.get(tensor.dtype.code)
+    got = np.dtype("?") if kind == "b" else np.dtype(f"{kind or 'V'}{tensor.dtype.bits // 8}")
+    got_shape = [tensor.shape[k] for k in range(tensor.ndim)]
+    strides = None if not tensor.strides else [tensor.strides[k] * got.itemsize for k in range(tensor.ndim)]
+    _check_layout(what, shape, got_shape, dtype, got, strides)
+    return int(tensor.data or 0) + int(tensor.byte_offset), wait, capsule
+
+
+def _address(name: str, i: int, a: Any, shape: Sequence[int], dtype: np.dtype[Any], gpu: int) -> tuple[int, bool, Any]:
+    """The device address of argument ``i``, whether the call must synchronise first, and what
+    to keep alive meanwhile."""
+    what = f"{name}(): argument {i}"
+    if _speaks_dlpack(a):
+        return _dlpack_address(what, a, shape, dtype, gpu)
+    cai = a.__cuda_array_interface__
+    _check_layout(what, shape, cai["shape"], dtype, np.dtype(cai["typestr"]), cai.get("strides"))
+    return int(cai["data"][0]), cai.get("stream") not in _ORDERED_STREAMS, None
+
+
+def _output_address(out: Any) -> int:
+    if isinstance(out, np.ndarray):  # the emulation's outputs are host memory
+        return int(out.ctypes.data)
+    return int(out.__cuda_array_interface__["data"][0])
 
 
 def _empty(like: Any, shape: Sequence[int], dtype: np.dtype[Any]) -> Any:
     """A new device array of the library of ``like`` (CuPy's where that library cannot make one)."""
     module = type(like).__module__.split(".")[0]
+    if _speaks_dlpack(like) and int(like.__dlpack_device__()[0]) == _DLPACK_CPU:
+        return np.empty(tuple(shape), dtype=dtype)  # the emulation's device memory is the host's
     if module == "torch":
         import torch
 
@@ -81,20 +165,23 @@ def call(native: Any, args: Sequence[Any], numpy_dtypes: dict[Any, Any]) -> Any:
     specs = native.inputs
     if len(args) != len(specs):
         raise TypeError(f"{native.name}() takes {len(specs)} arguments but {len(args)} were given")
-    addresses, synchronize, producer = [], False, None
+    addresses, synchronize, producer, keep = [], False, None, []
+    gpu = int(native.device.partition(":")[2] or 0)
     for i, (a, (shape, dtype)) in enumerate(zip(args, specs)):
         if not is_device_array(a):
             raise TypeError(
                 f"{native.name}(): argument {i} is a host array ({type(a).__name__}) while others are on the GPU: "
                 "pass all arguments as device arrays, or all as host arrays"
             )
-        address, wait = _address(native.name, i, a, shape, np.dtype(numpy_dtypes[dtype]))
+        address, wait, alive = _address(native.name, i, a, shape, np.dtype(numpy_dtypes[dtype]), gpu)
         addresses.append(address)
+        keep.append(alive)
         synchronize = synchronize or wait
         producer = producer if producer is not None else a
     outputs = [_empty(producer, shape, np.dtype(numpy_dtypes[dtype])) for shape, dtype in native.outputs]
-    addresses += [int(o.__cuda_array_interface__["data"][0]) for o in outputs]
+    addresses += [_output_address(o) for o in outputs]
     native.call_device(addresses, synchronize)
+    del keep  # the inputs' DLPack capsules lived through the call
     if type(producer).__module__.split(".")[0] in ("jax", "jaxlib"):
         import jax
 
