@@ -98,7 +98,7 @@ impl NumericalFunction {
         }
         let program = self.item_function().program();
         let source = self.cuda_source();
-        let entries: Vec<&str> = source.entries.iter().map(|(name, _)| name.as_str()).collect();
+        let entries: Vec<&str> = source.entries.iter().map(|e| e.name.as_str()).collect();
         let engine = if options.emulate {
             load_emulated(self.name(), &source.text, &options.compiler)?
         } else {
@@ -114,7 +114,7 @@ impl NumericalFunction {
             engine,
             item.inputs().iter().enumerate().map(|(i, a)| item_arg(a, shared(i))).collect(),
             item.outputs().iter().map(|a| item_arg(a, self.mapped().is_none())).collect(),
-            source.entries.iter().map(|(_, work)| *work).collect(),
+            source.entries.iter().map(|e| (e.threads, e.exact)).collect(),
             (source.scratch_stride, source.scratch_bytes),
             &constants_region(program, source.constant_bytes),
             source.constant_memory.then_some(CONSTANT_SYMBOL),

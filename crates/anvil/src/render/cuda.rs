@@ -14,7 +14,8 @@ use super::dialect::CUDA;
 use super::kernel::render_kernel;
 use super::module::{kernels, template_environment};
 use crate::dtype::DType;
-use crate::lower::nest::{schedule, Form};
+use crate::lower::nest::grid::split_reductions;
+use crate::lower::nest::{schedule, verify, Form};
 use crate::lower::workspace::scratch_layout;
 use crate::lower::{BufferKind, Expr, Program};
 use minijinja::context;
@@ -64,9 +65,20 @@ pub struct CudaSource {
     pub constant_memory: bool,
     /// Bytes of one global scratch region all threads share (the grid form's workspace).
     pub scratch_bytes: usize,
-    /// The `__global__` entry points, launched in order on the same arguments: each name,
-    /// and how many threads it is worth (`None`: one per item of the call).
-    pub entries: Vec<(String, Option<usize>)>,
+    /// The `__global__` entry points, launched in order on the same arguments.
+    pub entries: Vec<CudaEntry>,
+}
+
+/// An entry point of a CUDA translation unit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CudaEntry {
+    /// Its name.
+    pub name: String,
+    /// How many threads it is worth (`None`: one per item of the call).
+    pub threads: Option<usize>,
+    /// Whether it needs all of them at once (a split reduction's partials), not fewer in a
+    /// grid-stride loop.
+    pub exact: bool,
 }
 
 /// Bytes of the captured constants' region: the workspace layout puts them first.
@@ -201,7 +213,12 @@ fn fields(program: &Program) -> Vec<String> {
 pub fn render_cuda(name: &str, program: &Program) -> CudaSource {
     let scratch = Scratch::of(program);
     let body = kernels(program, false, &CUDA);
-    assemble(name, program, scratch, body, vec![(CUDA_ENTRY.to_string(), None)])
+    let constant_memory = constant_placement(program).1;
+    let calls = (0..program.kernels.len())
+        .map(|k| CUDA.call(&format!("kernel{k}"), &kernel_pointers(program, &scratch, constant_memory, k)))
+        .collect();
+    let entry = CudaEntry { name: CUDA_ENTRY.to_string(), threads: None, exact: false };
+    assemble(name, program, scratch, body, vec![entry], calls)
 }
 
 /// The CUDA translation unit of function `name`'s `program` run once, each kernel its own
@@ -210,16 +227,45 @@ pub fn render_cuda(name: &str, program: &Program) -> CudaSource {
 pub fn render_cuda_grid(name: &str, program: &Program) -> CudaSource {
     let dtypes: Vec<DType> = program.buffers.iter().map(|b| b.dtype).collect();
     let fast = |op, dtype| CUDA.has_fast_unary(op, dtype);
-    let mut body = String::new();
-    let mut entries = Vec::new();
+    let constant_memory = constant_placement(program).1;
+    // A split reduction's partials follow the workspace.
+    let partials_at = program.workspace_size.div_ceil(SCRATCH_ALIGN) * SCRATCH_ALIGN;
+    let (mut body, mut entries, mut calls, mut partial_bytes) = (String::new(), Vec::new(), Vec::new(), 0);
     for (k, kernel) in program.kernels.iter().enumerate() {
-        let nest = schedule(kernel, Form::Grid, fast);
-        body += &render_kernel(&nest, &format!("kernel{k}"), &dtypes, &CUDA);
-        entries.push((format!("anvil_kernel{k}"), Some(nest.threads)));
+        let launches = split_reductions(schedule(kernel, Form::Grid, fast));
+        for (l, nest) in launches.iter().enumerate() {
+            crate::lower::debug_verify("splitting reductions", || verify(nest, kernel));
+            let function = if launches.len() == 1 { format!("kernel{k}") } else { format!("kernel{k}_{l}") };
+            body += &render_kernel(nest, &function, &dtypes, &CUDA);
+            let mut args = kernel_pointers(program, &Scratch::Workspace, constant_memory, k);
+            if nest.partial_bytes > 0 {
+                args.push(format!("a.scratch + {partials_at}"));
+            }
+            calls.push(CUDA.call(&function, &args));
+            entries.push(CudaEntry {
+                name: format!("anvil_{function}"),
+                threads: Some(nest.threads),
+                exact: nest.exact_threads,
+            });
+            partial_bytes = partial_bytes.max(nest.partial_bytes);
+        }
     }
-    let mut source = assemble(name, program, Scratch::Workspace, body.trim_end().to_string(), entries);
-    source.scratch_bytes = program.workspace_size;
+    let mut source = assemble(name, program, Scratch::Workspace, body.trim_end().to_string(), entries, calls);
+    source.scratch_bytes = if partial_bytes > 0 { partials_at + partial_bytes } else { program.workspace_size };
     source
+}
+
+/// The pointers kernel `k` of `program` is called with (outputs, then inputs).
+fn kernel_pointers(program: &Program, scratch: &Scratch, constant_memory: bool, k: usize) -> Vec<String> {
+    let kernel = &program.kernels[k];
+    let buffers = kernel.outputs.iter().copied().chain(kernel.inputs());
+    buffers.map(|b| pointer(program, scratch, constant_memory, b)).collect()
+}
+
+/// The bytes of `program`'s constants region, and whether it is `__constant__` memory.
+fn constant_placement(program: &Program) -> (usize, bool) {
+    let bytes = constant_bytes(program);
+    (bytes, bytes > 0 && bytes <= CONSTANT_MEMORY_LIMIT && constants_read_uniformly(program))
 }
 
 /// The code of `program` as a `__device__` function `call_device` of one item for a module's
@@ -319,8 +365,11 @@ pub fn render_host_code(
         )
         .collect();
     let or_null = |list: Vec<String>| if list.is_empty() { "nullptr".to_string() } else { list.join(", ") };
-    let entries: Vec<minijinja::Value> =
-        source.entries.iter().map(|(n, work)| context! { name => n, work => work.unwrap_or(0) }).collect();
+    let entries: Vec<minijinja::Value> = source
+        .entries
+        .iter()
+        .map(|e| context! { name => e.name, work => e.threads.unwrap_or(0), exact => e.exact })
+        .collect();
     let constant_data: Vec<String> = constants.iter().map(u8::to_string).collect();
     let ctx = context! {
         name, source => source.text, entries, items, arguments,
@@ -374,32 +423,21 @@ fn device_pointer(program: &Program, scratch: &Scratch, b: usize) -> String {
 }
 
 /// The translation unit of `body` (the kernels' device functions) with `entries`: the batch
-/// form's one, calling every kernel per item, or one per kernel.
+/// form's one, making every call of `calls` per item, or one per call.
 fn assemble(
     name: &str,
     program: &Program,
     scratch: Scratch,
     body: String,
-    entries: Vec<(String, Option<usize>)>,
+    entries: Vec<CudaEntry>,
+    calls: Vec<String>,
 ) -> CudaSource {
     static ENV: OnceLock<minijinja::Environment<'static>> = OnceLock::new();
     let env = ENV.get_or_init(|| template_environment(&[("cuda.j2", include_str!("templates/cuda.j2"))]));
     let scratch_stride = scratch.global_stride();
-    let constant_bytes = constant_bytes(program);
-    let constant_memory =
-        constant_bytes > 0 && constant_bytes <= CONSTANT_MEMORY_LIMIT && constants_read_uniformly(program);
-    let calls: Vec<String> = program
-        .kernels
-        .iter()
-        .enumerate()
-        .map(|(k, kernel)| {
-            let buffers = kernel.outputs.iter().copied().chain(kernel.inputs());
-            let args: Vec<String> = buffers.map(|b| pointer(program, &scratch, constant_memory, b)).collect();
-            CUDA.call(&format!("kernel{k}"), &args)
-        })
-        .collect();
-    let batch = entries.len() == 1 && entries[0].1.is_none();
-    let names: Vec<&str> = entries.iter().map(|(n, _)| n.as_str()).collect();
+    let (constant_bytes, constant_memory) = constant_placement(program);
+    let batch = entries.len() == 1 && entries[0].threads.is_none();
+    let names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
     let ctx = context! {
         name, prelude => CUDA.prelude, body, fields => fields(program), batch, entries => names,
         scratch => scratch.declarations(program), calls,

@@ -262,12 +262,19 @@ pub struct Statements {
     pub grid_preamble: &'static str,
     /// A loop spread over the grid's threads: variable, first value, end (exclusive).
     pub grid_loop_head: &'static str,
-    /// Before a statement only the grid's first thread runs.
-    pub first_thread: &'static str,
+    /// A loop dealt to the grid's first threads, one iteration in every `{3}` to each:
+    /// variable, first value, end (exclusive), the number of threads.
+    pub lanes_loop_head: &'static str,
+    /// Before statements only the grid's first `{0}` threads run.
+    pub on_threads: &'static str,
+    /// The parameter of a split reduction's partials (bytes).
+    pub partials_param: &'static str,
+    /// The partials of one split reduction, as an array of `{0}` starting `{1}` bytes in.
+    pub partials: &'static str,
 }
 
 /// `template` with each `{k}` (one digit) replaced by `args[k]`, in one pass.
-fn fill(template: &str, args: &[&str]) -> String {
+pub(crate) fn fill(template: &str, args: &[&str]) -> String {
     let mut out = String::with_capacity(template.len() + args.iter().map(|a| a.len()).sum::<usize>());
     let mut rest = template;
     while let Some(start) = rest.find('{') {
@@ -334,7 +341,10 @@ pub const CPP: Dialect = Dialect {
         index_arithmetic: ["{0}*{1}", "({0})/{1}", "({0})%{1}", "{0} + {1}", "{0} - {1}", "-{0}"],
         grid_preamble: "",
         grid_loop_head: "",
-        first_thread: "",
+        lanes_loop_head: "",
+        on_threads: "",
+        partials_param: "",
+        partials: "",
     },
     prelude: CPP_PRELUDE,
     annotations: Annotations {
@@ -376,6 +386,11 @@ impl Dialect {
     /// A parameter of the given type.
     pub fn parameter(&self, type_name: &str, name: &str) -> String {
         fill(self.statements.parameter, &[type_name, name])
+    }
+
+    /// A loop dealt to a grid's first `lanes` threads (see [`Statements::lanes_loop_head`]).
+    pub fn lanes_loop_head(&self, var: &str, first: &str, end: &str, lanes: usize) -> String {
+        fill(self.statements.lanes_loop_head, &[var, first, end, &lanes.to_string()])
     }
 
     /// A loop spread over a grid's threads (see [`Statements::grid_loop_head`]).
@@ -735,7 +750,10 @@ pub const CUDA: Dialect = Dialect {
                         static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;\n  \
                         [[maybe_unused]] const long long anvil_threads = static_cast<long long>(gridDim.x) * blockDim.x;",
         grid_loop_head: "for (long long {0} = {1} + anvil_thread; {0} < {2}; {0} += anvil_threads)",
-        first_thread: "if (anvil_thread == 0)",
+        lanes_loop_head: "for (long long {0} = {1} + anvil_thread; {0} < {2}; {0} += {3})",
+        on_threads: "if (anvil_thread < {0})",
+        partials_param: "char* __restrict__ partials",
+        partials: "reinterpret_cast<{0}*>(partials + {1})",
         ..CPP.statements
     },
     prelude: CUDA_PRELUDE,

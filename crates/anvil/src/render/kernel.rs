@@ -11,7 +11,7 @@
 //! the second only when the first raised the flag. Rerunning is sound: a kernel's outputs
 //! never alias its inputs (its pointers are `restrict`).
 
-use super::dialect::Dialect;
+use super::dialect::{fill, Dialect};
 use crate::dtype::DType;
 use crate::graph::{reduce_identity, BinaryOp, Literal};
 use crate::lower::index::IndexSpelling;
@@ -42,7 +42,11 @@ fn pointers_signature(nest: &Nest, dtypes: &[DType], dialect: &Dialect) -> Signa
     for &b in &nest.inputs {
         params.push(format!("{} {}", dialect.maybe_unused, dialect.pointer_param(dtypes[b], false, &format!("b{b}"))));
     }
-    let args: Vec<String> = nest.outputs.iter().chain(&nest.inputs).map(|&b| format!("b{b}")).collect();
+    let mut args: Vec<String> = nest.outputs.iter().chain(&nest.inputs).map(|&b| format!("b{b}")).collect();
+    if nest.partial_bytes > 0 {
+        params.push(dialect.statements.partials_param.to_string());
+        args.push("partials".into());
+    }
     Signature { attribute: function_attribute(nest, dialect).to_string(), params, args }
 }
 
@@ -257,7 +261,7 @@ impl Printer<'_> {
             }
             &Stmt::Loop { var, extent, hint, ref body } => {
                 match hint {
-                    Hint::None | Hint::Grid => {}
+                    Hint::None | Hint::Grid | Hint::Lanes(_) => {}
                     Hint::Items => self.line(depth, self.dialect.annotations.items_loop),
                     Hint::Reduction(op, acc) => {
                         let annotation = match op {
@@ -269,25 +273,42 @@ impl Printer<'_> {
                 }
                 if let Extent::Range(lo, hi) = extent {
                     let unrolled = (hi - lo).max(0) as usize * statements(body);
-                    if hint != Hint::Grid && self.dialect.unroll_budget > 0 && unrolled <= self.dialect.unroll_budget {
+                    let spread = matches!(hint, Hint::Grid | Hint::Lanes(_));
+                    if !spread && self.dialect.unroll_budget > 0 && unrolled <= self.dialect.unroll_budget {
                         self.line(depth, self.dialect.annotations.unrolled_loop);
                     }
                 }
                 let (first, end) = self.loop_bounds(extent);
                 let var = self.dialect.var(var);
-                let head = if hint == Hint::Grid {
-                    self.dialect.grid_loop_head(&var, &first, &end)
-                } else {
-                    self.dialect.loop_head(&var, &first, &end)
+                let head = match hint {
+                    Hint::Grid => self.dialect.grid_loop_head(&var, &first, &end),
+                    Hint::Lanes(lanes) => self.dialect.lanes_loop_head(&var, &first, &end, lanes),
+                    _ => self.dialect.loop_head(&var, &first, &end),
                 };
                 self.line(depth, &format!("{head} {open}"));
                 self.block(body, depth + 1);
                 self.line(depth, close);
             }
-            Stmt::FirstThread(body) => {
-                self.line(depth, &format!("{} {open}", self.dialect.statements.first_thread));
+            Stmt::OnThreads(count, body) => {
+                let guard = fill(self.dialect.statements.on_threads, &[&count.to_string()]);
+                self.line(depth, &format!("{guard} {open}"));
                 self.block(body, depth + 1);
                 self.line(depth, close);
+            }
+            &Stmt::StorePartial { acc, dtype, slot } => {
+                let partials = self.partials(dtype, slot);
+                self.line(
+                    depth,
+                    &self.dialect.assign(&self.dialect.element(&partials, "anvil_thread"), &format!("t{acc}")),
+                );
+            }
+            &Stmt::CombinePartials { acc, op, dtype, slot, lanes } => {
+                let (t, partials) = (format!("t{acc}"), self.partials(dtype, slot));
+                let init = self.dialect.literal(reduce_identity(op, dtype), dtype);
+                self.line(depth, &self.dialect.variable(self.dialect.type_name(dtype), &t, &init));
+                let head = self.dialect.loop_head("p", "0", &lanes.to_string());
+                let fold = self.dialect.combine(op, dtype, &t, &self.dialect.element(&partials, "p"));
+                self.line(depth, &format!("{head} {open} {} {close}", self.dialect.assign(&t, &fold)));
             }
             Stmt::Fixed { var, value, body } => {
                 // One iteration: a block (cheaper for the C++ compiler than a one-trip loop).
@@ -363,6 +384,12 @@ impl Printer<'_> {
         }
     }
 
+    /// The partials of split reduction `slot`, as an array of `dtype`.
+    fn partials(&self, dtype: DType, slot: usize) -> String {
+        let offset = slot * crate::lower::nest::grid::LANES * 8;
+        fill(self.dialect.statements.partials, &[self.dialect.type_name(dtype), &offset.to_string()])
+    }
+
     /// The element of a local array at the current point of loop `var`.
     fn array_index(&self, var: usize) -> String {
         match &self.tile {
@@ -421,9 +448,10 @@ fn statements(body: &[Stmt]) -> usize {
     body.iter()
         .map(|s| match s {
             Stmt::Loop { extent: Extent::Range(lo, hi), body, .. } => (hi - lo).max(0) as usize * statements(body),
-            Stmt::Loop { body, .. } | Stmt::Fixed { body, .. } | Stmt::Tiles { body, .. } | Stmt::FirstThread(body) => {
-                statements(body)
-            }
+            Stmt::Loop { body, .. }
+            | Stmt::Fixed { body, .. }
+            | Stmt::Tiles { body, .. }
+            | Stmt::OnThreads(_, body) => statements(body),
             _ => 1,
         })
         .sum()

@@ -88,6 +88,8 @@ fn a_function_that_is_no_vmap_spreads_each_kernel_over_a_grid() {
     let cases: Vec<(&str, usize, Body)> = vec![
         ("elementwise", 100_000, Box::new(|x| (x.square() * 0.5 + x.sin()).exp())),
         ("full_sum", 100_000, Box::new(|x| (x.square() * 0.5 + x.sin()).sum())),
+        ("sums_and_max", 50_000, Box::new(|x| x.square().sum() / (x.abs().sum() + 1.0) + x.max() * 2.0)),
+        ("long_product", 30_000, Box::new(|x| (x * 1e-4).cos().prod())),
         (
             "rows_and_columns",
             60_000,
@@ -105,9 +107,12 @@ fn a_function_that_is_no_vmap_spreads_each_kernel_over_a_grid() {
             .unwrap()
             .with_backend(emulated());
         let source = f.cuda_source();
-        assert!(source.entries.iter().all(|(_, work)| work.is_some()), "{name}: the grid form");
+        assert!(source.entries.iter().all(|e| e.threads.is_some()), "{name}: the grid form");
+        if name == "full_sum" {
+            assert!(source.entries.iter().any(|e| e.exact), "{name}: the sum is split over many threads");
+        }
         if matches!(name, "elementwise" | "few_long_rows") {
-            let most = source.entries.iter().filter_map(|(_, w)| *w).max().unwrap();
+            let most = source.entries.iter().filter_map(|e| e.threads).max().unwrap();
             assert!(most >= 20_000, "{name}: the elements spread over threads ({most})");
         }
         check_emulated(&f, &inputs_with_bad_values(&f, &mut r));

@@ -179,8 +179,9 @@ pub struct CudaFunction {
     engine: Engine,
     inputs: Vec<ItemArg>,
     outputs: Vec<ItemArg>,
-    /// Each entry point's threads' worth (`None`: one per item).
-    work: Vec<Option<usize>>,
+    /// Each entry point's threads' worth (`None`: one per item), and whether it needs them
+    /// all at once.
+    work: Vec<(Option<usize>, bool)>,
     scratch_stride: usize,
     scratch_bytes: usize,
     constants: Memory,
@@ -199,7 +200,7 @@ impl CudaFunction {
         engine: Engine,
         inputs: Vec<ItemArg>,
         outputs: Vec<ItemArg>,
-        work: Vec<Option<usize>>,
+        work: Vec<(Option<usize>, bool)>,
         (scratch_stride, scratch_bytes): (usize, usize),
         constants: &[u8],
         constant_symbol: Option<&str>,
@@ -294,9 +295,10 @@ impl CudaFunction {
         }
         let grid = |entry: usize| {
             let block = self.engine.block(entry);
-            let work = self.work[entry].unwrap_or(count).max(1);
-            let blocks = (work.div_ceil(block as usize) as u64).min(self.engine.max_grid(block) as u64) as u32;
-            (blocks, block)
+            let (threads, exact) = self.work[entry];
+            let blocks = threads.unwrap_or(count).max(1).div_ceil(block as usize) as u64;
+            let most = if exact { u64::from(u32::MAX) } else { u64::from(self.engine.max_grid(block)) };
+            (blocks.min(most) as u32, block)
         };
         let threads = (0..self.work.len())
             .map(|entry| {

@@ -8,12 +8,14 @@
 //! - a thread's own values (temporaries, accumulators, loops folding into them) are computed
 //!   by every thread;
 //! - what writes shared memory otherwise (scalar stores, scatter-adds, zeroing, calls) runs on
-//!   the first thread alone ([`Stmt::FirstThread`]).
+//!   the first thread alone ([`Stmt::OnThreads`]).
 //!
 //! A kernel where every thread would run a loop whole is worth one thread, so that it runs
-//! once; else as many as its most spread iterations ([`spread`]'s count).
+//! once; else as many as its most spread iterations. One long reduction to few values is split
+//! over many threads instead ([`split_reductions`]).
 
-use super::{Extent, Hint, Operand, Stmt};
+use super::{Extent, Hint, Nest, Operand, Stmt, Value};
+use crate::lower::kernel::ExprId;
 
 /// Loops spread over a grid's threads unless they run fewer iterations than this and hold
 /// one loop that can be spread instead.
@@ -60,7 +62,7 @@ fn placed(statement: Stmt) -> Stmt {
         (Role::SpreadInner(_), Stmt::Loop { var, extent, hint, body }) => {
             Stmt::Loop { var, extent, hint, body: body.into_iter().map(placed).collect() }
         }
-        (Role::FirstThread, statement) => Stmt::FirstThread(vec![statement]),
+        (Role::FirstThread, statement) => Stmt::OnThreads(1, vec![statement]),
         (_, statement) => statement,
     }
 }
@@ -100,7 +102,7 @@ fn iteration_local(var: usize, statement: &Stmt, declared: &mut Vec<usize>) -> b
             index.vars(&mut vars);
             vars.contains(&var)
         }),
-        Stmt::ScatterAdd { .. } | Stmt::Zero { .. } | Stmt::FirstThread(_) => false,
+        Stmt::ScatterAdd { .. } | Stmt::Zero { .. } | Stmt::OnThreads(..) | Stmt::StorePartial { .. } => false,
         &Stmt::Accumulator { id, .. } | &Stmt::LocalArray { id, .. } => {
             declared.push(id);
             true
@@ -119,8 +121,136 @@ fn iteration_local(var: usize, statement: &Stmt, declared: &mut Vec<usize>) -> b
 /// Whether a loop with this body only computes a thread's own values (no stores, calls).
 fn only_thread_state(body: &[Stmt]) -> bool {
     body.iter().all(|s| match s {
-        Stmt::Stores(_) | Stmt::ScatterAdd { .. } | Stmt::Zero { .. } | Stmt::Call(_) | Stmt::FirstThread(_) => false,
+        Stmt::Stores(_)
+        | Stmt::ScatterAdd { .. }
+        | Stmt::Zero { .. }
+        | Stmt::Call(_)
+        | Stmt::OnThreads(..)
+        | Stmt::StorePartial { .. } => false,
         Stmt::Loop { body, .. } | Stmt::Fixed { body, .. } | Stmt::Tiles { body, .. } => only_thread_state(body),
         _ => true,
+    })
+}
+
+/// How many threads share a split reduction: each folds every `LANES`-th element.
+pub const LANES: usize = 4096;
+
+/// The fewest elements of a reduction loop worth splitting over [`LANES`] threads.
+const SPLIT_MIN: usize = 4 * LANES;
+
+/// `nest` (of [`Form::Grid`](super::Form::Grid)) as the launches it takes: a kernel whose
+/// every thread would run one long reduction loop whole (a sum of many elements into few
+/// values) as two, [`LANES`] threads folding every `LANES`-th element each into partials, then
+/// one thread combining them in order and going on; any other, as itself.
+pub fn split_reductions(nest: Nest) -> Vec<Nest> {
+    let Some(split) = Split::of(&nest.body) else { return vec![nest] };
+    let partial_bytes = 8 * LANES * split.accumulators.len();
+    let (pre, rest) = nest.body.split_at(split.at);
+    let (whole, post) = (&rest[0], &rest[1..]);
+    let Stmt::Loop { var, extent, body, .. } = whole else { unreachable!("Split::of found a loop") };
+    let mut partial = pre.to_vec();
+    partial.push(Stmt::Loop { var: *var, extent: *extent, hint: Hint::Lanes(LANES), body: body.clone() });
+    for (slot, &(acc, dtype, _)) in split.accumulators.iter().enumerate() {
+        partial.push(Stmt::StorePartial { acc, dtype, slot });
+    }
+    let mut combine: Vec<Stmt> = split
+        .accumulators
+        .iter()
+        .enumerate()
+        .map(|(slot, &(acc, dtype, op))| Stmt::CombinePartials { acc, op, dtype, slot, lanes: LANES })
+        .collect();
+    combine.extend(post.iter().cloned());
+    let launch = |body: Vec<Stmt>, threads: usize, exact_threads: bool| Nest {
+        body,
+        threads,
+        exact_threads,
+        partial_bytes,
+        parts: nest.parts.clone(),
+        outputs: nest.outputs.clone(),
+        inputs: nest.inputs.clone(),
+        ..nest
+    };
+    vec![launch(vec![Stmt::OnThreads(LANES, partial)], LANES, true), launch(combine, 1, false)]
+}
+
+/// Where a nest's one long reduction loop is, and the accumulators it folds.
+struct Split {
+    at: usize,
+    /// Each accumulator's id, type and op.
+    accumulators: Vec<(ExprId, crate::dtype::DType, crate::graph::ReduceOp)>,
+}
+
+impl Split {
+    /// The split of `body`: before its one loop run whole, only temporaries and that loop's
+    /// accumulators; after it, nothing reading those temporaries (the launch that goes on
+    /// does not compute them).
+    fn of(body: &[Stmt]) -> Option<Split> {
+        let wholes: Vec<usize> = (0..body.len()).filter(|&i| role(&body[i]) == Role::Whole).collect();
+        let &[at] = wholes.as_slice() else { return None };
+        let Stmt::Loop { extent: Extent::Range(lo, hi), .. } = body[at] else { return None };
+        if ((hi - lo).max(0) as usize) < SPLIT_MIN {
+            return None;
+        }
+        let mut accumulators = Vec::new();
+        let mut temps = Vec::new();
+        for statement in &body[..at] {
+            match *statement {
+                Stmt::Accumulator { id, op, dtype } => accumulators.push((id, dtype, op)),
+                Stmt::Let { id, .. } => temps.push(id),
+                _ => return None,
+            }
+        }
+        let mut read = Vec::new();
+        let post = &body[at + 1..];
+        reads(post, &mut read);
+        if accumulators.is_empty() || calls(post) || read.iter().any(|t| temps.contains(t)) {
+            return None;
+        }
+        Some(Split { at, accumulators })
+    }
+}
+
+/// The temporaries `body` reads.
+fn reads(body: &[Stmt], out: &mut Vec<ExprId>) {
+    let operand = |x: &Operand, out: &mut Vec<ExprId>| {
+        if let Operand::Temp(e) | Operand::Element { array: e, .. } = *x {
+            out.push(e);
+        }
+    };
+    for statement in body {
+        match statement {
+            Stmt::Let { value, .. } => match value {
+                Value::Gather { index, .. } => operand(index, out),
+                Value::Unary(_, x, ..) | Value::Cast(x, ..) => operand(x, out),
+                Value::Binary(_, a, b, _) => [a, b].into_iter().for_each(|x| operand(x, out)),
+                Value::Where(c, a, b) => [c, a, b].into_iter().for_each(|x| operand(x, out)),
+                Value::Load { .. } | Value::InBounds(_) => {}
+            },
+            Stmt::CheckFar(x) => operand(x, out),
+            Stmt::Stores(stores) => stores.iter().for_each(|(_, _, x)| operand(x, out)),
+            Stmt::ScatterAdd { index, value, .. } => [index, value].into_iter().for_each(|x| operand(x, out)),
+            Stmt::Accumulate { acc, value, .. } => [acc, value].into_iter().for_each(|x| operand(x, out)),
+            Stmt::StorePartial { acc, .. } => out.push(*acc),
+            Stmt::Loop { body, .. }
+            | Stmt::Fixed { body, .. }
+            | Stmt::Tiles { body, .. }
+            | Stmt::OnThreads(_, body) => reads(body, out),
+            Stmt::Call(_)
+            | Stmt::Accumulator { .. }
+            | Stmt::LocalArray { .. }
+            | Stmt::Zero { .. }
+            | Stmt::CombinePartials { .. } => {}
+        }
+    }
+}
+
+/// Whether `body` calls an outlined part (which may read any temporary it is passed).
+fn calls(body: &[Stmt]) -> bool {
+    body.iter().any(|s| match s {
+        Stmt::Call(_) => true,
+        Stmt::Loop { body, .. } | Stmt::Fixed { body, .. } | Stmt::Tiles { body, .. } | Stmt::OnThreads(_, body) => {
+            calls(body)
+        }
+        _ => false,
     })
 }

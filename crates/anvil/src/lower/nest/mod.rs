@@ -78,6 +78,11 @@ pub struct Nest {
     pub narrows: bool,
     /// How many threads of a grid the nest is worth ([`Form::Grid`]; 1 otherwise).
     pub threads: usize,
+    /// Whether it needs exactly that many threads (no fewer: a split reduction's partials).
+    pub exact_threads: bool,
+    /// Bytes of the partials region it writes or reads (0: none; see
+    /// [`grid::split_reductions`]).
+    pub partial_bytes: usize,
 }
 
 /// The shape of a kernel's function.
@@ -201,8 +206,32 @@ pub enum Stmt {
     },
     /// A call of [`Nest::parts`]`[part]`.
     Call(usize),
-    /// Statements only the first thread of a grid runs ([`Form::Grid`]).
-    FirstThread(Vec<Stmt>),
+    /// Statements only the first `count` threads of a grid run ([`Form::Grid`]).
+    OnThreads(usize, Vec<Stmt>),
+    /// `partials[slot][thread] = t<acc>`: this thread's part of reduction `acc`, for a later
+    /// launch to combine ([`grid::split_reductions`]).
+    StorePartial {
+        /// The reduction.
+        acc: ExprId,
+        /// Its type.
+        dtype: DType,
+        /// Which of the kernel's split reductions.
+        slot: usize,
+    },
+    /// `t<acc>` = the `lanes` partials of reduction `acc` (stored in `slot` by the launch
+    /// before) combined by `op` in order.
+    CombinePartials {
+        /// The reduction.
+        acc: ExprId,
+        /// Its combining op.
+        op: ReduceOp,
+        /// Its type.
+        dtype: DType,
+        /// Which of the kernel's split reductions.
+        slot: usize,
+        /// How many partials.
+        lanes: usize,
+    },
 }
 
 /// The values a loop variable takes in a loop.
@@ -225,6 +254,9 @@ pub enum Hint {
     Reduction(ReduceOp, ExprId),
     /// Spread over the threads of a grid ([`Form::Grid`]): each runs some iterations.
     Grid,
+    /// Dealt to the first `lanes` threads of a grid: thread `t` runs iterations `lo + t`,
+    /// `lo + t + lanes`, ... (a split reduction's partial loop).
+    Lanes(usize),
 }
 
 /// How a math operation is computed.

@@ -46,6 +46,8 @@ pub fn schedule(kernel: &Kernel, form: Form, fast: impl Fn(UnaryOp, DType) -> bo
         uses_fast_math: s.uses_fast_math,
         narrows,
         threads,
+        exact_threads: false,
+        partial_bytes: 0,
     };
     crate::lower::debug_verify("scheduling", || verify(&nest, kernel));
     nest

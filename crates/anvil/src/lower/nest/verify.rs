@@ -154,7 +154,9 @@ impl Checker<'_> {
                 self.with_var(var, range, body)
             }
             &Stmt::Fixed { var, value, ref body } => self.with_var(var, (value, value), body),
-            Stmt::FirstThread(body) => self.block(body),
+            Stmt::OnThreads(_, body) => self.block(body),
+            Stmt::StorePartial { acc, .. } => self.read(&Operand::Temp(*acc)),
+            Stmt::CombinePartials { acc, .. } => self.define(*acc),
             &Stmt::Tiles { var, extent, tile, ref body } => {
                 if tile == 0 || extent != self.kernel.extents[var] {
                     return Err(format!("tiles of i{var} do not cover its extent"));
