@@ -15,7 +15,8 @@
 //!
 //! The API: [`NumericalFunction`] (trace, call, evaluate, save), [`Tensor`] (the language
 //! a function is written in), [`ad`] (derivatives, sparse ones included) and [`vmap`],
-//! [`generate_module`] (AOT C++), [`jit`] (compiler options, the cache) and [`opti`] (SQP
+//! [`generate_module`] (AOT C++), [`Backend`] (where a function runs: the CPU, or an NVIDIA
+//! GPU through CUDA), [`jit`] (compiler options, the cache, [`jit::cuda`]) and [`opti`] (SQP
 //! solvers and multistage problems).
 //!
 //! Inside, one module per stage (not API; reachable as `anvil::internals` for anvil's own
