@@ -1,6 +1,10 @@
 //! The CUDA translation unit of a function: its kernels as device functions (printed
-//! through the [`CUDA`] dialect by the same printer as C++), run by one `__global__` entry
-//! in which each thread evaluates the whole program on batch items.
+//! through the [`CUDA`] dialect by the same printer as C++), in one of two forms. A vmapped
+//! function is run by one `__global__` entry in which each thread evaluates the whole
+//! program of one item on items of the batch ([`render_cuda`]); any other runs its kernels
+//! one after another, each an entry whose threads share its work ([`render_cuda_grid`]).
+//! A module gets the function of one item as a `__device__` function
+//! ([`render_device_function`]) and, for host code, NVRTC and launches ([`render_host_code`]).
 //!
 //! One thread per item is the form that serves batched evaluation best: loops stay loops
 //! (only small ones are unrolled, so that their arrays can live in registers), the batch
