@@ -93,6 +93,11 @@ def test_dlpack_arrays_are_read_in_place(emulated: None) -> None:
         v(DLPackOnly(xs.astype(np.float32)), DLPackOnly(u))
     with pytest.raises(ValueError, match="not C-contiguous"):
         v(DLPackOnly(np.asfortranarray(xs)), DLPackOnly(u))
+    # Device arrays are read in place: the batch axis must come first.
+    moved = vmap(f, 129, in_axes=(1, None))
+    with pytest.raises(ValueError, match="batch axis first"):
+        moved(DLPackOnly(np.ascontiguousarray(xs.T)), DLPackOnly(u))
+    np.testing.assert_allclose(moved(np.ascontiguousarray(xs.T), u), v.eval(xs, u), rtol=1e-14)
 
 
 def test_bad_devices_and_arrays_say_what_is_wrong(emulated: None) -> None:
