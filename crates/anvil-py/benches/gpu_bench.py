@@ -144,6 +144,15 @@ def main() -> None:
     compare(f"sum(0.5x^2 + sin x), n={n}, {batch} samples, f64", lambda: energy(cxs), lambda: jenergy(jxs).block_until_ready(), reps)
     check("energy", energy(cxs), jenergy(jxs), 1e-10)
 
+    # One long reduction to a value, not vmapped (split over 4,096 threads, then combined).
+    n = 1 << 24
+    total = av.NumericalFunction("total", lambda x: (x.square() * 0.5 + x.sin()).sum(), (av.Arg(n),), device="CUDA")
+    jtotal = jax.jit(lambda v: jnp.sum(0.5 * v**2 + jnp.sin(v)))
+    xs = RNG.uniform(-3, 3, n)
+    cxs, jxs = cupy.asarray(xs), jnp.asarray(xs)
+    compare(f"sum(0.5x^2 + sin x), n={n}, one call, f64", lambda: total(cxs), lambda: jtotal(jxs).block_until_ready(), reps)
+    check("total", total(cxs), jtotal(jxs), 1e-9)
+
     # Time to the first result.
     with tempfile.TemporaryDirectory() as cache:
         os.environ["ANVIL_CACHE_DIR"] = cache
