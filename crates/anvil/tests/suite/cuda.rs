@@ -615,3 +615,19 @@ proptest::proptest! {
         check_emulated(&v, &batched);
     }
 }
+
+#[test]
+fn host_arrays_of_the_wrong_shape_or_dtype_are_refused_before_the_gpu() {
+    let f = NumericalFunction::new("shapes", |[x]| x.exp(), [Arg::new(3)]).unwrap().with_backend(emulated());
+    let v = vmap(&f, 5, &[]).unwrap();
+    let wrong = [
+        HostArray::F64(ArrayD::zeros(IxDyn(&[4, 3]))),
+        HostArray::F32(ArrayD::zeros(IxDyn(&[5, 3]))),
+        HostArray::F64(ArrayD::zeros(IxDyn(&[15]))),
+    ];
+    for input in wrong {
+        let err = v.call_dyn(std::slice::from_ref(&input)).unwrap_err();
+        assert!(matches!(err, Error::InputMismatch { .. }), "{err}");
+    }
+    assert!(matches!(v.call_dyn(&[]), Err(Error::ArgumentCount { .. })));
+}
