@@ -1,16 +1,17 @@
 """Prints the directory of the NVRTC that pip installed (nvidia-cuda-nvrtc), for
-$ANVIL_CUDA_LIB_DIRS; fails, saying so, where there is none."""
+$ANVIL_CUDA_LIB_DIRS, as the anvil package finds it (anvil/_cuda.py, read from the source
+tree: the package need not be built yet); fails, saying so, where there is none."""
 
 import importlib.util
-import os
+import pathlib
 import sys
 
-spec = importlib.util.find_spec("nvidia")
-roots = list(spec.submodule_search_locations) if spec and spec.submodule_search_locations else []
-for root in roots:
-    for sub in ("cu13/lib", "cu12/lib", "cuda_nvrtc/lib"):
-        path = os.path.join(root, sub)
-        if os.path.isdir(path) and any(name.startswith("libnvrtc.so") for name in os.listdir(path)):
-            print(path)
-            sys.exit(0)
-sys.exit("NVRTC is not installed in this Python: pip install nvidia-cuda-nvrtc==13.0.88 (scripts/setup.sh does)")
+source = pathlib.Path(__file__).resolve().parents[1] / "crates/anvil-py/python/anvil/_cuda.py"
+spec = importlib.util.spec_from_file_location("anvil_cuda_search", source)
+assert spec is not None and spec.loader is not None
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+dirs = module.nvrtc_dirs()
+if not dirs:
+    sys.exit("NVRTC is not installed in this Python: pip install nvidia-cuda-nvrtc==13.0.88 (scripts/setup.sh does)")
+print(dirs[0])

@@ -20,23 +20,21 @@ import numpy as np
 _ORDERED_STREAMS = (None, 1, 2)
 
 
-def find_nvrtc() -> None:
-    """Points ``$ANVIL_CUDA_LIB_DIRS`` at the pip wheels' NVRTC, unless it is set."""
-    if os.environ.get("ANVIL_CUDA_LIB_DIRS"):
-        return
+def nvrtc_dirs() -> list[str]:
+    """The directories where pip's NVIDIA wheels put NVRTC (``nvidia-cuda-nvrtc``)."""
     try:
         spec = importlib.util.find_spec("nvidia")
     except (ImportError, ValueError):
-        return
-    if spec is None or not spec.submodule_search_locations:
-        return
-    dirs = []
-    for root in spec.submodule_search_locations:
-        for sub in ("cu13/lib", "cu12/lib", "cuda_nvrtc/lib"):
-            path = os.path.join(root, sub)
-            if os.path.isdir(path):
-                dirs.append(path)
-    if dirs:
+        return []
+    roots = spec.submodule_search_locations if spec is not None and spec.submodule_search_locations else []
+    dirs = [os.path.join(root, sub) for root in roots for sub in ("cu13/lib", "cu12/lib", "cuda_nvrtc/lib")]
+    return [d for d in dirs if os.path.isdir(d) and any(n.startswith("libnvrtc.so") for n in os.listdir(d))]
+
+
+def find_nvrtc() -> None:
+    """Points ``$ANVIL_CUDA_LIB_DIRS`` at the pip wheels' NVRTC, unless it is set."""
+    dirs = nvrtc_dirs()
+    if dirs and not os.environ.get("ANVIL_CUDA_LIB_DIRS"):
         os.environ["ANVIL_CUDA_LIB_DIRS"] = os.pathsep.join(dirs)
 
 

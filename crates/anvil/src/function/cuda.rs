@@ -15,7 +15,36 @@ use std::borrow::Cow;
 use std::ffi::c_void;
 use std::sync::Arc;
 
+/// How the CUDA code sees a function's batch: the items per call, where each input has the
+/// batch axis (`None`, or no entry: one value shared by all items), and where the outputs
+/// have it. A function that is no vmap is one item of shared inputs.
+struct BatchLayout<'a> {
+    items: usize,
+    in_axes: &'a [Option<usize>],
+    out_axis: usize,
+}
+
+impl BatchLayout<'_> {
+    /// Where input `i` has the batch axis.
+    fn in_axis(&self, i: usize) -> Option<usize> {
+        self.in_axes.get(i).copied().flatten()
+    }
+
+    /// Whether every batch axis comes first (device arrays can then be read in place).
+    fn batch_first(&self) -> bool {
+        self.out_axis == 0 && self.in_axes.iter().all(|a| a.is_none_or(|a| a == 0))
+    }
+}
+
 impl NumericalFunction {
+    /// How the CUDA code sees this function's batch (see [`BatchLayout`]).
+    fn batch_layout(&self) -> BatchLayout<'_> {
+        match self.mapped() {
+            Some(m) => BatchLayout { items: m.batch, in_axes: &m.in_axes, out_axis: m.out_axis },
+            None => BatchLayout { items: 1, in_axes: &[], out_axis: 0 },
+        }
+    }
+
     /// The function the CUDA backend runs per item: the function of one item of a vmapped
     /// function, or this one.
     fn item_function(&self) -> &NumericalFunction {
@@ -45,22 +74,21 @@ impl NumericalFunction {
     pub fn cuda_host_source(&self) -> Option<String> {
         let source = self.cuda_source();
         let item = self.item_function();
-        let (items, in_axes, out_axis) = match self.mapped() {
-            Some(m) => (m.batch, m.in_axes.clone(), m.out_axis),
-            None => (1, vec![None; self.inputs().len()], 0),
-        };
-        if out_axis != 0 || in_axes.iter().any(|a| a.is_some_and(|a| a != 0)) {
+        let layout = self.batch_layout();
+        if !layout.batch_first() {
             return None;
         }
+        let items = layout.items;
         let bytes = |a: &super::Arg| a.numel() * a.dtype.size();
         let batched = self.mapped().is_some();
         let inputs: Vec<HostArgument> = item
             .inputs()
             .iter()
-            .zip(&in_axes)
-            .map(|(a, axis)| {
-                let stride = if axis.is_some() { bytes(a) } else { 0 };
-                HostArgument { dtype: a.dtype, bytes: if axis.is_some() { bytes(a) * items } else { bytes(a) }, stride }
+            .enumerate()
+            .map(|(i, a)| {
+                let batched = layout.in_axis(i).is_some();
+                let stride = if batched { bytes(a) } else { 0 };
+                HostArgument { dtype: a.dtype, bytes: if batched { bytes(a) * items } else { bytes(a) }, stride }
             })
             .collect();
         let outputs: Vec<HostArgument> = item
@@ -107,8 +135,8 @@ impl NumericalFunction {
         let item_arg =
             |a: &super::Arg, shared| ItemArg { bytes: a.numel() * a.dtype.size(), element: a.dtype.size(), shared };
         let item = self.item_function();
-        let in_axes = self.mapped().map(|m| m.in_axes.as_slice());
-        let shared = |i: usize| in_axes.is_none_or(|axes| axes[i].is_none());
+        let layout = self.batch_layout();
+        let shared = |i: usize| layout.in_axis(i).is_none();
         let loaded = Arc::new(CudaFunction::new(
             self.name(),
             engine,
@@ -131,15 +159,13 @@ impl NumericalFunction {
     pub(super) unsafe fn run_cuda(&self, inputs: &[*mut c_void], outputs: &[*mut c_void]) -> Result<()> {
         let cuda = self.compile_cuda()?;
         let bytes = |a: &super::Arg| a.numel() * a.dtype.size();
-        let (count, in_axes, out_axis) = match self.mapped() {
-            Some(m) => (m.batch, m.in_axes.clone(), m.out_axis),
-            None => (1, vec![None; self.inputs().len()], 0),
-        };
+        let layout = self.batch_layout();
+        let (count, out_axis) = (layout.items, layout.out_axis);
         let mut staged: Vec<(Cow<[u8]>, bool)> = Vec::with_capacity(inputs.len());
-        for ((&pointer, arg), axis) in inputs.iter().zip(self.inputs()).zip(&in_axes) {
+        for (i, (&pointer, arg)) in inputs.iter().zip(self.inputs()).enumerate() {
             // SAFETY: the caller vouches for the pointer and the size.
             let data = unsafe { std::slice::from_raw_parts(pointer as *const u8, bytes(arg)) };
-            staged.push(match *axis {
+            staged.push(match layout.in_axis(i) {
                 None => (Cow::Borrowed(data), true),
                 Some(0) => (Cow::Borrowed(data), false),
                 // The batch axis in the middle: gather each item's elements together.
@@ -200,11 +226,9 @@ impl NumericalFunction {
     /// emulation) holding its argument; the outputs must not alias anything else.
     pub unsafe fn call_device(&self, arguments: &[u64]) -> Result<()> {
         let cuda = self.compile_cuda()?;
-        let (count, in_axes, out_axis) = match self.mapped() {
-            Some(m) => (m.batch, m.in_axes.as_slice(), m.out_axis),
-            None => (1, &[][..], 0),
-        };
-        if in_axes.iter().any(|a| a.is_some_and(|a| a != 0)) || out_axis != 0 {
+        let layout = self.batch_layout();
+        let (count, in_axes, out_axis) = (layout.items, layout.in_axes, layout.out_axis);
+        if !layout.batch_first() {
             return Err(Error::Device {
                 function: self.name().into(),
                 device: self.backend().name(),

@@ -110,8 +110,7 @@ fn pointer(program: &Program, scratch: &Scratch, constant_memory: bool, b: usize
     match &buffer.kind {
         BufferKind::Input(i) if batched => format!("a.in{i} + item * a.in{i}_stride"),
         BufferKind::Output(k) if batched => format!("a.out{k} + item * a.out{k}_stride"),
-        BufferKind::Input(i) => format!("a.in{i}"),
-        BufferKind::Output(k) => format!("a.out{k}"),
+        BufferKind::Input(_) | BufferKind::Output(_) => format!("a.{}", argument_name(&buffer.kind)),
         BufferKind::Constant(_) => {
             let offset = program.offsets[b].expect("constants that kernels read have offsets");
             let base = if constant_memory { CONSTANT_SYMBOL } else { "a.constants" };
@@ -191,6 +190,15 @@ impl Scratch {
     }
 }
 
+/// The name of a function argument in CUDA code: `in<i>`, `out<k>`.
+fn argument_name(kind: &BufferKind) -> String {
+    match kind {
+        BufferKind::Input(i) => format!("in{i}"),
+        BufferKind::Output(k) => format!("out{k}"),
+        _ => unreachable!("only arguments have argument names"),
+    }
+}
+
 /// The fields of `anvil_args` after the first three: a pointer and a stride per argument.
 fn fields(program: &Program) -> Vec<String> {
     let field = |dtype: DType, mutable: bool, name: String| {
@@ -199,17 +207,7 @@ fn fields(program: &Program) -> Vec<String> {
     };
     let inputs = program.inputs().map(|(_, b)| (b, false));
     let outputs = program.outputs().map(|(_, b)| (b, true));
-    inputs
-        .chain(outputs)
-        .flat_map(|(b, mutable)| {
-            let name = match b.kind {
-                BufferKind::Input(i) => format!("in{i}"),
-                BufferKind::Output(k) => format!("out{k}"),
-                _ => unreachable!("only arguments"),
-            };
-            field(b.dtype, mutable, name)
-        })
-        .collect()
+    inputs.chain(outputs).flat_map(|(b, mutable)| field(b.dtype, mutable, argument_name(&b.kind))).collect()
 }
 
 /// The CUDA translation unit of a batched function `name`: `program` is its function of
@@ -302,13 +300,8 @@ pub fn render_device_function(program: &Program) -> String {
         .map(|(_, b)| (b, false))
         .chain(program.outputs().map(|(_, b)| (b, true)))
         .map(|(b, mutable)| {
-            let name = match b.kind {
-                BufferKind::Input(i) => format!("in{i}"),
-                BufferKind::Output(k) => format!("out{k}"),
-                _ => unreachable!("only arguments"),
-            };
             // A derivative may not read every input.
-            format!("{} {}", CUDA.maybe_unused, CUDA.pointer_param(b.dtype, mutable, &name))
+            format!("{} {}", CUDA.maybe_unused, CUDA.pointer_param(b.dtype, mutable, &argument_name(&b.kind)))
         })
         .collect();
     let ctx = context! {
@@ -413,8 +406,7 @@ fn device_pointer(program: &Program, scratch: &Scratch, b: usize) -> String {
     let buffer = &program.buffers[b];
     let cpp = CUDA.type_name(buffer.dtype);
     match &buffer.kind {
-        BufferKind::Input(i) => format!("in{i}"),
-        BufferKind::Output(k) => format!("out{k}"),
+        BufferKind::Input(_) | BufferKind::Output(_) => argument_name(&buffer.kind),
         BufferKind::Constant(_) => format!("reinterpret_cast<const {cpp}*>(constant{b})"),
         BufferKind::Intermediate => match scratch {
             Scratch::Shared { offsets, .. } => {
