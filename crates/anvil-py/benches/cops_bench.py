@@ -1,7 +1,8 @@
 """COPS 3.0 optimal-control problems (tests/cops_problems.py) at the report's discretisations,
 from the report's initial guess and a plainer one: anvil's sparse interior-point solver, the
 same solver on the problems written as MultistageProblems (tests/cops_multistage.py: its KKT
-systems factorised by stages), its sparse SQP solver, and the SQP solver by stages (its
+systems factorised by stages), its sparse SQP solver (PIQP's QPs, and the interior-point
+QPs of qp_backend="ipm"), and the SQP solver by stages (its
 Riccati QP, with the default stage-by-stage convexification and with the whole Hessian's
 inertia corrected) next to Ipopt (through CasADi, MUMPS), measured in the same run.
 
@@ -60,6 +61,11 @@ def run(args: argparse.Namespace) -> list[tuple[str, ...]]:
                 "anvil IPM": (SparseIPMFunction(f"{spec.name}_ipm", problem), whole, whole),
                 "anvil IPM stages": (SparseIPMFunction(f"{spec.name}_ipm_stages", staged), by_stages, back),
                 "anvil SQP": (SparseSQPFunction(f"{spec.name}_sqp", problem, SQPSettings(max_iter=500)), whole, whole),
+                "anvil SQP ipm-qp": (
+                    SparseSQPFunction(f"{spec.name}_sqp_ipm", problem, SQPSettings(max_iter=500), qp_backend="ipm"),
+                    whole,
+                    whole,
+                ),
                 # By stages (the Riccati QP): convexified stage by stage (the default), and with
                 # the whole Hessian's inertia corrected (convexify_by_stage=False).
                 "anvil SQP stages": (
@@ -75,6 +81,8 @@ def run(args: argparse.Namespace) -> list[tuple[str, ...]]:
                     back,
                 ),
             }
+            if args.solvers:
+                solvers = {k: v for k, v in solvers.items() if k in args.solvers.split(",")}
             for s, _, _ in solvers.values():
                 s.compile()
             for k, x0 in enumerate(guesses):
@@ -115,6 +123,7 @@ def main() -> None:
     parser.add_argument("--N", type=int, nargs="+", default=[100, 200, 400], help="intervals (default 100 200 400)")
     parser.add_argument("--problems", default="catmix,steering,chain,rocket,glider,arm")
     parser.add_argument("--repeat", type=int, default=5, help="solves per solver and guess (median time)")
+    parser.add_argument("--solvers", default="", help="comma-separated labels of the anvil solvers to run (default all)")
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args()
     header = ("problem", "guess", "solver", "status", "objective", "published", "iterations", "ms", "violation")

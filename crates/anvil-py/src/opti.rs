@@ -117,25 +117,31 @@ impl MethodSettings {
 pub struct PySolver {
     pub solver: Arc<Method>,
     settings: Mutex<MethodSettings>,
-    /// The `qp_backend` name a multistage solver was built with (`None` for the others).
+    /// The `qp_backend` name an SQP solver was built with (`None` for the others).
     qp_backend: Option<&'static str>,
 }
 
-/// The QP backends of a multistage solver by their Python `qp_backend` name; the first is
-/// the default (`qp_backend=None`). A new backend is one more line.
+/// The QP backends of an SQP solver by their Python `qp_backend` name, for each kind of
+/// problem; the first is the default (`qp_backend=None`). A new backend is one more line.
 const MULTISTAGE_QP_BACKENDS: &[(&str, QpBackend)] =
-    &[("riccati", QpBackend::Riccati), ("piqp", QpBackend::PiqpSparse)];
+    &[("riccati", QpBackend::Riccati), ("piqp", QpBackend::PiqpSparse), ("ipm", QpBackend::IpmSparse)];
+const DENSE_QP_BACKENDS: &[(&str, QpBackend)] = &[("piqp", QpBackend::PiqpDense), ("ipm", QpBackend::IpmDense)];
+const SPARSE_QP_BACKENDS: &[(&str, QpBackend)] = &[("piqp", QpBackend::PiqpSparse), ("ipm", QpBackend::IpmSparse)];
 
-/// The QP backend a multistage solver's `qp_backend` names (`None`: the default), with its
-/// name; an unknown name is a `ValueError` listing the choices.
-fn multistage_qp_backend(name: Option<&str>) -> PyResult<(&'static str, QpBackend)> {
-    let name = name.unwrap_or(MULTISTAGE_QP_BACKENDS[0].0);
-    MULTISTAGE_QP_BACKENDS.iter().find(|(n, _)| *n == name).copied().ok_or_else(|| {
-        let choices: Vec<String> = MULTISTAGE_QP_BACKENDS.iter().map(|(n, _)| format!("{n:?}")).collect();
+/// The QP backend `qp_backend` names among `backends` (`None`: the default, the first), with
+/// its name; an unknown name is a `ValueError` listing the choices for `what`.
+fn qp_backend_named(
+    backends: &[(&'static str, QpBackend)],
+    what: &str,
+    name: Option<&str>,
+) -> PyResult<(&'static str, QpBackend)> {
+    let name = name.unwrap_or(backends[0].0);
+    backends.iter().find(|(n, _)| *n == name).copied().ok_or_else(|| {
+        let choices: Vec<String> = backends.iter().map(|(n, _)| format!("{n:?}")).collect();
         PyValueError::new_err(format!(
-            "unknown qp_backend {name:?} for a MultistageProblem; choose one of {} (None: {:?})",
+            "unknown qp_backend {name:?} for {what}; choose one of {} (None: {:?})",
             choices.join(", "),
-            MULTISTAGE_QP_BACKENDS[0].0
+            backends[0].0
         ))
     })
 }
@@ -320,15 +326,17 @@ pub fn ipm_solver(
     })
 }
 
-/// Builds a solver: `backend` is "dense" or "sparse"; functions are the problem's callbacks;
-/// bounds are floats or lists of floats (already defaulted by the Python side).
+/// Builds a solver: `backend` is "dense" or "sparse", `qp_backend` names the QP solver
+/// (`None`: the default); functions are the problem's callbacks; bounds are floats or lists
+/// of floats (already defaulted by the Python side).
 #[pyfunction]
-#[pyo3(signature = (name, backend, cost, eq, ineq, x_lb, x_ub, eq_rhs, ineq_lb, ineq_ub, settings))]
+#[pyo3(signature = (name, backend, qp_backend, cost, eq, ineq, x_lb, x_ub, eq_rhs, ineq_lb, ineq_ub, settings))]
 #[allow(clippy::too_many_arguments)]
 pub fn sqp_solver(
     py: Python<'_>,
     name: &str,
     backend: &str,
+    qp_backend: Option<&str>,
     cost: &PyFunction,
     eq: Option<PyRef<'_, PyFunction>>,
     ineq: Option<PyRef<'_, PyFunction>>,
@@ -339,9 +347,9 @@ pub fn sqp_solver(
     ineq_ub: &Bound<'_, PyAny>,
     settings: &Bound<'_, PyDict>,
 ) -> PyResult<PySolver> {
-    let backend = match backend {
-        "dense" => QpBackend::PiqpDense,
-        "sparse" => QpBackend::PiqpSparse,
+    let (backend_name, backend) = match backend {
+        "dense" => qp_backend_named(DENSE_QP_BACKENDS, "a DenseSQPFunction", qp_backend)?,
+        "sparse" => qp_backend_named(SPARSE_QP_BACKENDS, "a SparseSQPFunction", qp_backend)?,
         other => return Err(PyValueError::new_err(format!("unknown backend {other}"))),
     };
     let settings = settings_from(settings)?;
@@ -351,7 +359,7 @@ pub fn sqp_solver(
     Ok(PySolver {
         solver: Arc::new(Method::Sqp(solver)),
         settings: Mutex::new(MethodSettings::Sqp(settings)),
-        qp_backend: None,
+        qp_backend: Some(backend_name),
     })
 }
 
@@ -595,7 +603,7 @@ pub fn multistage_sqp_solver(
     qp_backend: Option<&str>,
     settings: &Bound<'_, PyDict>,
 ) -> PyResult<PySolver> {
-    let (backend_name, backend) = multistage_qp_backend(qp_backend)?;
+    let (backend_name, backend) = qp_backend_named(MULTISTAGE_QP_BACKENDS, "a MultistageProblem", qp_backend)?;
     let settings = settings_from(settings)?;
     let problem = &problem.0;
     let solver = py.detach(|| SqpFunction::multistage(name, problem, settings.clone(), backend)).py()?;

@@ -7,6 +7,7 @@ The oracle is Ipopt (through CasADi, a test dependency) solved to 1e-10 on the s
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
@@ -76,6 +77,58 @@ def test_agrees_with_ipopt_and_the_literature(spec, sparse):
     # iterations); the count still adds up over the solve.
     assert res.iterations >= 1 and res.qp_iterations >= 1
     assert 0.0 < res.solve_time < 10.0
+
+
+# The interior-point QP backend (qp_backend="ipm") on problems of every kind in the
+# collection: equalities, inequalities, bounds, degenerate multipliers, a large sparse one.
+IPM_QP_CASES = [
+    (spec, sparse)
+    for spec, sparse in CASES
+    if (spec.name, sparse)
+    in {
+        ("guide", False),
+        ("hs014", False),
+        ("hs035", False),
+        ("hs065", False),
+        ("hs071", False),
+        ("hs076", False),
+        ("hs100", False),
+        ("rosen_eq", False),
+        ("chain150", True),
+    }
+]
+
+
+@pytest.mark.parametrize(
+    "spec,sparse", IPM_QP_CASES, ids=[f"{s.name}-{'sparse' if sp else 'dense'}" for s, sp in IPM_QP_CASES]
+)
+def test_ipm_qp_backend_agrees_with_ipopt(spec, sparse):
+    cls = SparseSQPFunction if sparse else DenseSQPFunction
+    solver = cls(name=f"tq_{spec.name}_{'s' if sparse else 'd'}", problem=anvil_problem(spec, sparse), qp_backend="ipm")
+    assert solver.qp_backend == "ipm"
+    res = solver(np.array(spec.x0))
+    assert res.status == SQPStatus.SOLVED, res
+    want = ipopt(spec)
+    close(res.x, want["x"], 1e-6, "x")
+    close(res.objective, want["f"], 1e-6, "objective")
+    for r in (res.stat_res, res.eq_res, res.ineq_res, res.comp_res):
+        assert r <= 1e-8
+    if spec.unique_multipliers:
+        for key in ("lam_eq", "lam_ineq", "lam_box"):
+            close(getattr(res, key), want[key], 1e-6, key)
+    assert res.qp_iterations >= 1
+
+
+def test_qp_backend_names_are_checked():
+    problem = projection()
+    assert DenseSQPFunction(name="qpb_default", problem=problem).qp_backend == "piqp"
+    expected = 'unknown qp_backend "riccati" for a DenseSQPFunction; choose one of "piqp", "ipm"'
+    with pytest.raises(ValueError, match=re.escape(expected)):
+        DenseSQPFunction(name="qpb_bad", problem=problem, qp_backend="riccati")
+    with pytest.raises(ValueError, match=r"for a SparseSQPFunction"):
+        SparseSQPFunction(name="qpb_bad", problem=problem, qp_backend="osqp")
+    with pytest.raises(TypeError, match="qp_backend must be a str or None"):
+        DenseSQPFunction(name="qpb_bad", problem=problem, qp_backend=1)  # type: ignore[arg-type]
 
 
 # A problem with a parameter: the projection of p onto the line x0 + x1 = 1, x0 <= 0.2.
@@ -204,14 +257,16 @@ def test_second_order_correction_takes_full_steps_through_the_maratos_effect(cap
 # Statuses: each ends with its status and the last iterate, never a crash.
 
 
-def test_infeasible_constraints_are_reported():
+@pytest.mark.parametrize("qp_backend", ["piqp", "ipm"])
+def test_infeasible_constraints_are_reported(qp_backend):
     args = (av.Arg(2), av.Arg(0))
     f = av.NumericalFunction("inf_f", lambda x, p: (x**2).sum(), args)
     circle = av.NumericalFunction("inf_g", lambda x, p: (x[0] ** 2 + 1.0).reshape(1), args)
     lines = av.NumericalFunction("inf_l", lambda x, p: av.Tensor.stack(x.sum(), x.sum() - 1.0), args)
     for cls in (DenseSQPFunction, SparseSQPFunction):
         for g in (circle, lines):
-            res = cls(name=f"infeasible_{g.name}", problem=DenseProblem(cost_fn=f, eq_constraints_fn=g))([1.0, 2.0])
+            problem = DenseProblem(cost_fn=f, eq_constraints_fn=g)
+            res = cls(name=f"infeasible_{g.name}_{qp_backend}", problem=problem, qp_backend=qp_backend)([1.0, 2.0])
             assert res.status == SQPStatus.INFEASIBLE, (g.name, res)
             assert np.all(np.isfinite(res.x))
 

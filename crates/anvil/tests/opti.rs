@@ -7,7 +7,7 @@
 mod common;
 
 use anvil::opti::{
-    IpmFunction, IpmSettings, MuStrategy, Problem, SolutionMut, SqpFunction, SqpSettings, Status, WarmStart,
+    IpmFunction, IpmSettings, MuStrategy, Problem, QpBackend, SolutionMut, SqpFunction, SqpSettings, Status, WarmStart,
 };
 use anvil::{generate_module, Arg, Error, ModuleItem, NumericalFunction, Tensor};
 use common::solver_harness::{check_module_against_jit, Run};
@@ -110,6 +110,67 @@ fn hs071_dense_and_sparse_agree_with_the_literature_and_each_other() {
     let warm = WarmStart { lam_eq: Some(&a.lam_eq), lam_ineq: Some(&a.lam_ineq), lam_box: Some(&a.lam_box) };
     let d = dense.solve(&a.x, &[25.0], &warm).unwrap();
     assert_eq!((d.info.status, d.info.iterations), (Status::Solved, 0));
+}
+
+/// The interior-point QP backends reach PIQP's solutions: the same point and multipliers on
+/// the guide's problem and hs071, dense and sparse, and from a solution at once.
+#[test]
+fn ipm_qp_backends_agree_with_piqp() {
+    let hs_piqp = SqpFunction::dense("ipmqp_ref_hs071", &hs071(), SqpSettings::default()).unwrap();
+    let guide_piqp = SqpFunction::dense("ipmqp_ref_guide", &guide_problem(), SqpSettings::default()).unwrap();
+    let want = hs_piqp.solve(&HS071_X0, &[25.0], &WarmStart::default()).unwrap();
+    let want_guide = guide_piqp.solve(&[0.5, 0.5, 0.0, 0.0], &[], &WarmStart::default()).unwrap();
+    for (name, backend) in [("ipmqp_dense", QpBackend::IpmDense), ("ipmqp_sparse", QpBackend::IpmSparse)] {
+        let hs = SqpFunction::new(&format!("{name}_hs071"), &hs071(), SqpSettings::default(), backend).unwrap();
+        assert_eq!(hs.backend(), backend);
+        let got = hs.solve(&HS071_X0, &[25.0], &WarmStart::default()).unwrap();
+        assert_eq!(got.info.status, Status::Solved, "{name}: {:?}", got.info);
+        assert!(got.info.qp_iterations > 0);
+        assert_close("x", &got.x, &HS071_X, 1e-8);
+        assert_close("lam_eq", &got.lam_eq, &want.lam_eq, 1e-7);
+        assert_close("lam_ineq", &got.lam_ineq, &want.lam_ineq, 1e-7);
+        assert_close("lam_box", &got.lam_box, &want.lam_box, 1e-7);
+        let warm = WarmStart { lam_eq: Some(&got.lam_eq), lam_ineq: Some(&got.lam_ineq), lam_box: Some(&got.lam_box) };
+        let again = hs.solve(&got.x, &[25.0], &warm).unwrap();
+        assert_eq!((again.info.status, again.info.iterations), (Status::Solved, 0));
+        let guide =
+            SqpFunction::new(&format!("{name}_guide"), &guide_problem(), SqpSettings::default(), backend).unwrap();
+        let got = guide.solve(&[0.5, 0.5, 0.0, 0.0], &[], &WarmStart::default()).unwrap();
+        assert_eq!(got.info.status, Status::Solved, "{name}: {:?}", got.info);
+        assert_close("guide x", &got.x, &want_guide.x, 1e-8);
+        assert_close("guide lam_box", &got.lam_box, &want_guide.lam_box, 1e-7);
+        assert_close("guide lam_ineq", &got.lam_ineq, &want_guide.lam_ineq, 1e-7);
+    }
+    // The Riccati backend is for multistage problems: an error that names the others.
+    let e = SqpFunction::new("ipmqp_riccati", &hs071(), SqpSettings::default(), QpBackend::Riccati).unwrap_err();
+    assert!(problem_message(e).contains("IpmDense"));
+}
+
+/// An SQP step whose linearised constraints are inconsistent is taken from the elastic QP,
+/// which the interior-point backend solves too: the solve goes on to the optimum. Here
+/// x0 + x1^2 = 1 and x0 + 2 x1^2 = 2 linearise at x1 = 0 to dx0 = 1 - x0 and dx0 = 2 - x0;
+/// the feasible points are (0, 1) and (0, -1), the first the nearer to (0, 0.5).
+#[test]
+fn ipm_qp_backend_recovers_from_an_inconsistent_qp() {
+    let args = || [Arg::new(2), Arg::new(0)];
+    let f =
+        NumericalFunction::new("incons_f", |[x, _p]| el(&x, 0).square() + (el(&x, 1) - 0.5).square(), args()).unwrap();
+    let g = NumericalFunction::new(
+        "incons_g",
+        |[x, _p]| {
+            let (a, b) = (el(&x, 0), el(&x, 1));
+            Tensor::stack(&[&a + b.square() - 1.0, a + b.square() * 2.0 - 2.0], 0)
+        },
+        args(),
+    )
+    .unwrap();
+    let problem = Problem::new(&f).unwrap().eq_constraints(&g, 0.0).unwrap();
+    for (name, backend) in [("incons_ipm", QpBackend::IpmDense), ("incons_piqp", QpBackend::PiqpDense)] {
+        let solver = SqpFunction::new(name, &problem, SqpSettings::default(), backend).unwrap();
+        let solution = solver.solve(&[0.5, 0.0], &[], &WarmStart::default()).unwrap();
+        assert_eq!(solution.info.status, Status::Solved, "{name}: {:?}", solution.info);
+        assert_close(name, &solution.x, &[0.0, 1.0], 1e-8);
+    }
 }
 
 #[test]
@@ -484,10 +545,16 @@ fn ipm_bad_settings_arguments_and_names_are_errors() {
 #[test]
 fn ipm_module_needs_no_third_party_code() {
     let ipm = IpmFunction::dense("solo_ipm", &guide_problem(), IpmSettings::default()).unwrap();
+    // SQP solvers whose QPs the interior-point method solves need no runtime either.
+    let settings = SqpSettings::default();
+    let sqp = SqpFunction::new("solo_sqp", &hs071(), settings.clone(), QpBackend::IpmDense).unwrap();
+    let sqp_sparse = SqpFunction::new("solo_sqp_sparse", &hs071(), settings, QpBackend::IpmSparse).unwrap();
     let dir = std::env::temp_dir().join(format!("anvil_ipm_module_{}", std::process::id()));
-    generate_module("ipmmod", &[&ipm as &dyn ModuleItem], &dir).unwrap();
+    generate_module("ipmmod", &[&ipm as &dyn ModuleItem, &sqp, &sqp_sparse], &dir).unwrap();
     assert!(!dir.join("anvil_opti.cpp").exists(), "an interior-point module needs no solver runtime");
-    check_module_against_jit(&dir, "ipmmod", &[(&ipm, &[0.5, 0.5, 0.0, 0.0], &[])], 1e-9);
+    let runs: Vec<Run> =
+        vec![(&ipm, &[0.5, 0.5, 0.0, 0.0], &[]), (&sqp, &HS071_X0, &[25.0]), (&sqp_sparse, &HS071_X0, &[25.0])];
+    check_module_against_jit(&dir, "ipmmod", &runs, 1e-9);
     if std::env::var_os("ANVIL_KEEP").is_none() {
         std::fs::remove_dir_all(dir).unwrap();
     }

@@ -208,7 +208,7 @@ class _Solver:
     ]: ...
 
 def sqp_solver(
-    name: str, backend: str, cost: _Function, eq: _Function | None, ineq: _Function | None,
+    name: str, backend: str, qp_backend: str | None, cost: _Function, eq: _Function | None, ineq: _Function | None,
     x_lb: Any, x_ub: Any, eq_rhs: Any, ineq_lb: Any, ineq_ub: Any, settings: dict[str, Any],
 ) -> _Solver: ...
 def ipm_solver(

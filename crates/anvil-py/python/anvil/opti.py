@@ -155,7 +155,8 @@ class SQPSettings:
     qp_eps_abs: float = 1e-10
     qp_eps_rel: float = 1e-10
     qp_max_iter: int = 250
-    #: 0: silent; 1: one line per iteration (on the process's stdout).
+    #: 0: silent; 1: one line per iteration (on the process's stdout); 2: also the
+    #: iterations of each QP the ``qp_backend="ipm"`` solvers solve.
     verbose: int = 0
     #: When ``max_iter`` ends a solve after a step, also evaluate the derivatives at the
     #: returned point so that ``stat_res`` is its stationarity; False: only its objective
@@ -958,8 +959,8 @@ class _Solver(_Travels):
 
     @property
     def qp_backend(self) -> Optional[str]:
-        """The QP backend of a MultistageProblem's solver (``"riccati"`` or ``"piqp"``); None
-        for the others."""
+        """The QP backend of an SQP solver (``"piqp"``, ``"ipm"``, or for a MultistageProblem
+        ``"riccati"``); None for the interior-point solvers."""
         return self._native.qp_backend
 
     @property
@@ -1123,12 +1124,7 @@ class _SQPFunction(_Solver):
                     "use SparseSQPFunction"
                 )
             return _anvil.multistage_sqp_solver(name, problem._native, qp_backend, settings._as_dict())
-        if qp_backend is not None:
-            raise TypeError(
-                f"qp_backend is for a MultistageProblem; {cls} solves a {type(problem).__name__} with "
-                f"PIQP's {self._backend} backend (leave qp_backend None)"
-            )
-        return _anvil.sqp_solver(name, self._backend, *_problem_args(problem), settings._as_dict())
+        return _anvil.sqp_solver(name, self._backend, qp_backend, *_problem_args(problem), settings._as_dict())
 
 
 def _problem_args(problem: DenseProblem) -> tuple[Any, ...]:
@@ -1146,13 +1142,15 @@ def _problem_args(problem: DenseProblem) -> tuple[Any, ...]:
 
 
 class DenseSQPFunction(_SQPFunction):
-    """An SQP solver with dense derivatives and PIQP's dense backend, for small problems.
+    """An SQP solver with dense derivatives and dense QPs, for small problems.
 
     Args:
       name: a C++ identifier (the solver's namespace; its functions are ``<name>_*``).
       problem: a DenseProblem (or SparseProblem); a MultistageProblem takes SparseSQPFunction.
       settings: SQPSettings (default: ``SQPSettings()``).
-      qp_backend: None (only a MultistageProblem's solver chooses one).
+      qp_backend: the QP solver: ``"piqp"`` (the default, None: PIQP's dense backend) or
+        ``"ipm"`` (anvil's interior-point method, the one of DenseIPMFunction, on a dense
+        KKT matrix: no PIQP or Eigen, nor a runtime library to build first).
     """
 
     _backend = "dense"
@@ -1221,17 +1219,20 @@ class SparseIPMFunction(_IPMFunction):
 
 
 class SparseSQPFunction(_SQPFunction):
-    """An SQP solver with sparse derivatives and PIQP's sparse backend, for larger problems
+    """An SQP solver with sparse derivatives and sparse QPs, for larger problems
     and for MultistageProblems (stage-wise derivatives stamped into sparse matrices).
 
     Args:
       name: a C++ identifier (the solver's namespace; its functions are ``<name>_*``).
       problem: a SparseProblem (or DenseProblem), or a MultistageProblem.
       settings: SQPSettings (default: ``SQPSettings()``).
-      qp_backend: for a MultistageProblem, the QP solver: ``"riccati"`` (the default, None:
+      qp_backend: the QP solver. For a MultistageProblem: ``"riccati"`` (the default, None:
         anvil's own interior-point QP on dense stage blocks, factorised stage by stage with
-        the stage sizes compiled in) or ``"piqp"`` (PIQP's sparse backend on the stamped
-        global patterns); must be None for the other problems.
+        the stage sizes compiled in), ``"piqp"`` (PIQP's sparse backend on the stamped
+        global patterns) or ``"ipm"`` (anvil's interior-point NLP method on the stamped
+        patterns, a sparse KKT matrix). For the other problems: ``"piqp"`` (the default,
+        None: PIQP's sparse backend) or ``"ipm"`` (the method of SparseIPMFunction, its KKT
+        matrix sparse: no PIQP or Eigen).
     """
 
     _backend = "sparse"

@@ -24,6 +24,9 @@ fn templates() -> &'static Environment<'static> {
             ("sqp_solve.j2", include_str!("templates/sqp_solve.j2")),
             ("convexify.j2", include_str!("templates/convexify.j2")),
             ("qp_piqp.j2", include_str!("templates/qp_piqp.j2")),
+            ("qp_ipm.j2", include_str!("templates/qp_ipm.j2")),
+            ("qp_ipm_types.j2", include_str!("templates/qp_ipm_types.j2")),
+            ("kkt_types.j2", include_str!("templates/kkt_types.j2")),
             ("elastic.j2", include_str!("templates/elastic.j2")),
             ("solver_jit.j2", include_str!("templates/solver_jit.j2")),
             ("ms_source.j2", include_str!("templates/ms_source.j2")),
@@ -49,6 +52,7 @@ pub(crate) fn render(template: &str, ctx: Value) -> String {
 pub(crate) struct SolverLayout<'a> {
     pub name: &'a str,
     pub storage: Storage,
+    pub qp: GeneralQp<'a>,
     pub settings: &'a SqpSettings,
     pub derived: &'a Derived,
     pub nx: usize,
@@ -60,6 +64,14 @@ pub(crate) struct SolverLayout<'a> {
     /// Bounds of the QP's inequality rows (`derived.q_rows`).
     pub q_lb: Vec<f64>,
     pub q_ub: Vec<f64>,
+}
+
+/// Who solves a whole-problem SQP solver's QPs.
+pub(crate) enum GeneralQp<'a> {
+    /// PIQP, through the runtime library (`qp_piqp.j2`, `elastic.j2`).
+    Piqp,
+    /// anvil's interior-point method (`qp_ipm.j2`), its KKT matrix dense or sparse on `kkt`.
+    Ipm { kkt: Option<&'a SparseKkt> },
 }
 
 /// A double as a C++ literal that reads back exactly (`kInf` for infinity).
@@ -164,6 +176,16 @@ fn layout_context(l: &SolverLayout) -> Value {
     ];
     let statuses = statuses();
     let sparse = l.storage == Storage::Sparse;
+    let (ipm_qp, kkt) = match l.qp {
+        GeneralQp::Piqp => (false, None),
+        GeneralQp::Ipm { kkt } => (true, kkt.map(kkt_context)),
+    };
+    let method = match (ipm_qp, sparse) {
+        (false, true) => "with PIQP sparse QPs",
+        (false, false) => "with PIQP dense QPs",
+        (true, true) => "with interior-point QPs (sparse LDL')",
+        (true, false) => "with interior-point QPs (dense LDL')",
+    };
     let layout = Layout::new(l.nx, &d.jac_eq, &d.jac_q, &d.hess);
     let gathered = [
         gathered_context("Kkt", "KKT matrix of the convexity test (upper triangle)", &layout.kkt),
@@ -179,7 +201,7 @@ fn layout_context(l: &SolverLayout) -> Value {
     context! {
         sources, gathered,
         name => l.name,
-        sparse,
+        sparse, ipm_qp, kkt,
         nx => l.nx, neq => l.neq, nineq => l.nineq, np => l.np,
         nq => d.q_rows.len(),
         q_rows => join(&d.q_rows),
@@ -194,7 +216,7 @@ fn layout_context(l: &SolverLayout) -> Value {
         hessian_fn => global(d.hessian.name()),
         settings => l.settings.fields(),
         kind => "SQP solver",
-        method => format!("with {} QPs", if sparse { "PIQP sparse" } else { "PIQP dense" }),
+        method,
         max_merit_memory => MAX_MERIT_MEMORY,
         statuses,
     }

@@ -88,7 +88,12 @@ pub struct SqpSettings {
     pub qp_eps_rel: f64,
     /// The QP solver's iteration limit.
     pub qp_max_iter: usize,
-    /// 0: silent; 1 (or more): one line per iteration on stdout.
+    /// 0: silent; 1: one line per iteration on stdout; 2 (or more): also the iterations of
+    /// each QP solved by the interior-point backends ([`QpBackend::IpmDense`],
+    /// [`QpBackend::IpmSparse`]).
+    ///
+    /// [`QpBackend::IpmDense`]: super::QpBackend::IpmDense
+    /// [`QpBackend::IpmSparse`]: super::QpBackend::IpmSparse
     pub verbose: u32,
     /// When the iteration limit ends a solve after a step, evaluate the derivatives at the
     /// returned point too, so that [`Info::stat_res`] is its stationarity (`true`); or only
@@ -235,7 +240,11 @@ impl SqpSettings {
             F::double("qp_eps_abs", self.qp_eps_abs, ""),
             F::double("qp_eps_rel", self.qp_eps_rel, ""),
             F::int("qp_max_iter", self.qp_max_iter, ""),
-            F::int("verbose", self.verbose as usize, "0: silent; 1: one line per iteration on stdout."),
+            F::int(
+                "verbose",
+                self.verbose as usize,
+                "0: silent; 1: one line per iteration on stdout; 2: also the interior-point QP backend's iterations.",
+            ),
             F::bool(
                 "final_stationarity",
                 self.final_stationarity,

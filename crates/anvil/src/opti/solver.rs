@@ -1,8 +1,9 @@
 //! `SqpFunction`: a generated SQP solver, callable through the JIT and emittable as C++.
 
-use super::codegen::{self, SolverLayout, StageLayout};
+use super::codegen::{self, GeneralQp, SolverLayout, StageLayout};
 use super::deps;
 use super::derive::{Derived, Storage};
+use super::ipm::{analyse_kkt, IpmRuntime, SparseKkt};
 use super::multistage::MultistageProblem;
 use super::native::{check_lengths, check_solver_name, load_once, solve_to_new, Dims, JitSolver};
 use super::problem::Problem;
@@ -32,6 +33,33 @@ pub enum QpBackend {
     /// Riccati recursion over states and controls that keeps the dynamics exact. The
     /// default for [`MultistageProblem`]s.
     Riccati,
+    /// anvil's interior-point method (that of [`IpmFunction`](super::IpmFunction), a QP being
+    /// the NLP with a quadratic cost and linear constraints) on each QP, its KKT systems
+    /// factorised as dense matrices (Bunch–Kaufman LDLᵀ, which also tells the
+    /// convexification's inertia): dense derivatives. Needs neither PIQP nor Eigen; the elastic
+    /// form of an infeasible QP is solved by the same method.
+    IpmDense,
+    /// As [`IpmDense`](Self::IpmDense) with sparse derivatives and a sparse (multifrontal)
+    /// LDLᵀ whose ordering and symbolic analysis are computed when the solver is built: for
+    /// larger problems, and multistage problems stamped into global patterns.
+    IpmSparse,
+}
+
+impl QpBackend {
+    /// How the derivatives are stored for this backend's whole-problem QPs (`None` for the
+    /// Riccati backend's stage blocks).
+    fn storage(self) -> Option<Storage> {
+        match self {
+            QpBackend::PiqpDense | QpBackend::IpmDense => Some(Storage::Dense),
+            QpBackend::PiqpSparse | QpBackend::IpmSparse => Some(Storage::Sparse),
+            QpBackend::Riccati => None,
+        }
+    }
+
+    /// Whether the QPs are PIQP's (the runtime library, PIQP and Eigen needed).
+    fn is_piqp(self) -> bool {
+        matches!(self, QpBackend::PiqpDense | QpBackend::PiqpSparse)
+    }
 }
 
 /// An SQP solver for a [`Problem`], generated as allocation-free C++: the loop (function and
@@ -78,8 +106,9 @@ pub struct SqpFunction {
 
 /// The derived functions, and what the generated code needs to know about them.
 enum Derivation {
-    /// Whole-problem derivatives, dense or on sparse patterns (PIQP backends).
-    General(Box<Derived>),
+    /// Whole-problem derivatives, dense or on sparse patterns (PIQP and interior-point
+    /// backends); with [`QpBackend::IpmSparse`] the sparse KKT matrix's analysed structure.
+    General(Box<Derived>, Option<Box<SparseKkt>>),
     /// Dense stage blocks of a multistage problem (the Riccati backend).
     Stages(Box<StageSolver>),
 }
@@ -118,14 +147,14 @@ impl StageSolver {
 impl Derivation {
     fn functions(&self) -> [&NumericalFunction; 3] {
         match self {
-            Derivation::General(d) => [&d.values, &d.linearize, &d.hessian],
+            Derivation::General(d, _) => [&d.values, &d.linearize, &d.hessian],
             Derivation::Stages(s) => [&s.derived.values, &s.derived.linearize, &s.derived.hessian],
         }
     }
 
     fn q_rows(&self) -> &[usize] {
         match self {
-            Derivation::General(d) => &d.q_rows,
+            Derivation::General(d, _) => &d.q_rows,
             Derivation::Stages(s) => &s.derived.q_rows,
         }
     }
@@ -150,6 +179,27 @@ impl Bounds {
         let repeat = |v: &[f64]| v.iter().copied().cycle().take(problem.nvars()).collect::<Vec<f64>>();
         Bounds { x_lb: repeat(&problem.z_lb), x_ub: repeat(&problem.z_ub), q_lb, q_ub }
     }
+}
+
+/// Checks that a dense KKT matrix of `size` rows fits in memory.
+pub(crate) fn check_dense_kkt_size(name: &str, size: usize) -> Result<()> {
+    crate::array::check_alloc(
+        || format!("the dense KKT matrix of solver `{name}` ({size} rows; use a sparse solver for large problems)"),
+        size.saturating_mul(size),
+        8,
+    )
+}
+
+/// The sparse KKT matrix's structure of an [`QpBackend::IpmSparse`] solver (`None` for the
+/// other backends): every variable's diagonal entry is structurally non-zero (the
+/// convexification's shift and the barrier terms put values there).
+fn sparse_kkt(name: &str, backend: QpBackend, derived: &Derived) -> Result<Option<Box<SparseKkt>>> {
+    if backend != QpBackend::IpmSparse {
+        return Ok(None);
+    }
+    let curved = vec![true; derived.hess_diagonal.len()];
+    let kkt = analyse_kkt(name, derived, &curved)?;
+    Ok(Some(Box::new(kkt)))
 }
 
 /// A solver's name leaves room for its functions' suffixes; its settings are valid.
@@ -214,20 +264,20 @@ impl SqpFunction {
     /// named `<name>_values`, `<name>_linearize` and `<name>_hessian`).
     pub fn new(name: &str, problem: &Problem, settings: SqpSettings, backend: QpBackend) -> Result<Self> {
         check_solver(name, &settings)?;
-        let storage = match backend {
-            QpBackend::PiqpDense => Storage::Dense,
-            QpBackend::PiqpSparse => Storage::Sparse,
-            QpBackend::Riccati => {
-                return Err(Error::Problem {
-                    what: "solver",
-                    name: name.into(),
-                    message: "QpBackend::Riccati solves multistage problems (SqpFunction::multistage); \
-                              use PiqpDense or PiqpSparse for a Problem"
-                        .into(),
-                })
-            }
+        let Some(storage) = backend.storage() else {
+            return Err(Error::Problem {
+                what: "solver",
+                name: name.into(),
+                message: "QpBackend::Riccati solves multistage problems (SqpFunction::multistage); \
+                          use PiqpDense, PiqpSparse, IpmDense or IpmSparse for a Problem"
+                    .into(),
+            });
         };
+        if backend == QpBackend::IpmDense {
+            check_dense_kkt_size(name, problem.nx() + problem.neq() + problem.nineq())?;
+        }
         let derived = Derived::new(name, problem, settings.hessian_approximation, storage)?;
+        let kkt = sparse_kkt(name, backend, &derived)?;
         let (q_lb, q_ub) =
             derived.q_rows.iter().map(|&i| (problem.ineq_lb[i], problem.ineq_ub[i])).unzip::<_, _, Vec<_>, Vec<_>>();
         let dims =
@@ -237,7 +287,7 @@ impl SqpFunction {
             name,
             backend,
             settings,
-            Derivation::General(Box::new(derived)),
+            Derivation::General(Box::new(derived), kkt),
             dims,
             bounds,
             Vec::new(),
@@ -264,15 +314,20 @@ impl SqpFunction {
         check_multistage_size(name, problem, backend)?;
         let approximation = settings.hessian_approximation;
         let derivation = match backend {
-            QpBackend::PiqpSparse => Derivation::General(Box::new(stagewise::derive(name, problem, approximation)?)),
+            QpBackend::PiqpSparse | QpBackend::IpmSparse => {
+                let derived = stagewise::derive(name, problem, approximation)?;
+                let kkt = sparse_kkt(name, backend, &derived)?;
+                Derivation::General(Box::new(derived), kkt)
+            }
             QpBackend::Riccati => Derivation::Stages(Box::new(StageSolver::new(name, problem, approximation)?)),
-            QpBackend::PiqpDense => {
+            QpBackend::PiqpDense | QpBackend::IpmDense => {
                 return Err(Error::Problem {
                     what: "solver",
                     name: name.into(),
-                    message: "a multistage problem is solved with QpBackend::Riccati (the default) or \
-                              QpBackend::PiqpSparse, not PiqpDense"
-                        .into(),
+                    message: format!(
+                        "a multistage problem is solved with QpBackend::Riccati (the default), PiqpSparse or \
+                         IpmSparse, not {backend:?}"
+                    ),
                 })
             }
         };
@@ -397,12 +452,10 @@ impl SqpFunction {
     fn render_as(&self, name: &str, [nx, neq, nineq, np]: [usize; 4]) -> ItemSource {
         let settings = &self.settings;
         match &self.derived {
-            Derivation::General(derived) => codegen::render_solver(&SolverLayout {
+            Derivation::General(derived, kkt) => codegen::render_solver(&SolverLayout {
                 name,
-                storage: match self.backend {
-                    QpBackend::PiqpDense => Storage::Dense,
-                    _ => Storage::Sparse,
-                },
+                storage: self.backend.storage().unwrap_or(Storage::Sparse),
+                qp: if self.backend.is_piqp() { GeneralQp::Piqp } else { GeneralQp::Ipm { kkt: kkt.as_deref() } },
                 settings,
                 derived,
                 nx,
@@ -451,7 +504,7 @@ impl SqpFunction {
             let parts = match self.backend {
                 QpBackend::PiqpDense => Some(deps::RuntimeParts::All),
                 QpBackend::PiqpSparse => Some(deps::RuntimeParts::Sparse),
-                QpBackend::Riccati => None,
+                QpBackend::Riccati | QpBackend::IpmDense | QpBackend::IpmSparse => None,
             };
             let (link, fingerprint) = match parts {
                 Some(parts) => (vec![deps::runtime_library_of(parts, &self.compiler)?], deps::fingerprint()?),
@@ -510,7 +563,8 @@ impl ModuleItem for SqpFunction {
 
     fn dependencies(&self) -> Vec<&dyn ModuleItem> {
         match &self.derived {
-            Derivation::General(d) => vec![&Runtime, &d.values, &d.linearize, &d.hessian],
+            Derivation::General(d, _) if self.backend.is_piqp() => vec![&Runtime, &d.values, &d.linearize, &d.hessian],
+            Derivation::General(d, _) => vec![&IpmRuntime, &d.values, &d.linearize, &d.hessian],
             // The generated code calls the stage functions, not the whole-problem ones.
             Derivation::Stages(s) => s.derived.calls.iter().map(|c| &c.f as &dyn ModuleItem).collect(),
         }

@@ -95,13 +95,16 @@ fn assert_close(what: &str, got: &[f64], want: &[f64], tol: f64) {
 }
 
 #[test]
-fn cartpole_swing_up_reaches_the_known_optimum_with_both_qp_backends() {
+fn cartpole_swing_up_reaches_the_known_optimum_with_every_qp_backend() {
     let riccati = solve_cartpole("cartpole_riccati", QpBackend::Riccati, HessianApproximation::Exact);
     let piqp = solve_cartpole("cartpole_piqp", QpBackend::PiqpSparse, HessianApproximation::Exact);
+    let ipm = solve_cartpole("cartpole_ipm_qp", QpBackend::IpmSparse, HessianApproximation::Exact);
     // z_N's control is free of cost: any value is optimal; the rest is unique.
-    assert_close("x", &riccati.x[..250], &piqp.x[..250], 1e-6);
-    assert_close("lam_eq", &riccati.lam_eq, &piqp.lam_eq, 1e-5);
-    assert_close("lam_box", &riccati.lam_box, &piqp.lam_box, 1e-5);
+    for other in [&piqp, &ipm] {
+        assert_close("x", &riccati.x[..250], &other.x[..250], 1e-6);
+        assert_close("lam_eq", &riccati.lam_eq, &other.lam_eq, 1e-5);
+        assert_close("lam_box", &riccati.lam_box, &other.lam_box, 1e-5);
+    }
 }
 
 #[test]
@@ -242,8 +245,10 @@ fn bad_multistage_problems_get_errors_that_say_what_to_fix() {
     let solver = SqpFunction::multistage("ms_bad", &problem, SqpSettings::default(), QpBackend::PiqpSparse).unwrap();
     let e = solver.solve(&[0.0; 3], &[], &WarmStart::default()).unwrap_err();
     assert!(message(e).contains("`x0` has 3 entries, expected 12"));
-    let e = SqpFunction::multistage("ms_dense", &problem, SqpSettings::default(), QpBackend::PiqpDense).unwrap_err();
-    assert!(message(e).contains("PiqpSparse"));
+    for dense in [QpBackend::PiqpDense, QpBackend::IpmDense] {
+        let e = SqpFunction::multistage("ms_dense", &problem, SqpSettings::default(), dense).unwrap_err();
+        assert!(message(e).contains("PiqpSparse or IpmSparse"), "{dense:?}");
+    }
 }
 
 /// The MPC warm start: variables and each term's multipliers move one stage earlier, the

@@ -81,14 +81,20 @@ inline bool all_finite(const double* v, int n) {
 template <class P, bool Outer = true>
 class InteriorPoint;
 
-// The restoration problem of the (scaled) problem P at the point x_R where the restoration
-// phase starts, as a problem of its own (section 3.3, Ipopt's form):
-//   min  rho sum(p + n) + zeta/2 ||D_R (x - x_R)||^2
+// P with its rows relaxed by penalised slacks, as a problem of its own:
+//   min  w f(x) + rho sum(p + n) + zeta/2 ||D_R (x - x_R)||^2
 //   s.t. c(x) - p_c + n_c = 0,  d_L <= d(x) - p_d + n_d <= d_U,  x_L <= x <= x_U,  p, n >= 0
-// with zeta = sqrt(mu), D_R = diag(min(1, 1 / |x_R|)). Its variables are (x, p, n); its KKT
-// systems are P's with p and n eliminated (their blocks are diagonal), so P's factorisation
-// serves it. The restoration phase solves it with a second InteriorPoint (one without a
-// restoration phase of its own) until the outer method accepts the point.
+// Its variables are (x, p, n); its KKT systems are P's with p and n eliminated (their blocks
+// are diagonal), so P's factorisation serves it. Two problems are of this form:
+// - the restoration problem of the (scaled) problem P at the point x_R where the restoration
+//   phase starts (section 3.3, Ipopt's form): w = 0, rho = 1000, zeta = sqrt(mu),
+//   D_R = diag(min(1, 1 / |x_R|)). The restoration phase solves it with a second
+//   InteriorPoint (one without a restoration phase of its own) until the outer method accepts
+//   the point;
+// - the elastic form of a QP (Fletcher's Sl1QP, for an SQP step whose QP is infeasible):
+//   w = 1, zeta = 0, no outer method: solved to optimality by the InteriorPoint type that
+//   solves P's restoration problems (one without a restoration phase: the elastic form is
+//   always feasible).
 template <class P>
 struct RestorationNlp {
   static constexpr int NXO = P::kNx, NY = P::kNeq + P::kNq;
@@ -98,6 +104,10 @@ struct RestorationNlp {
   P* p = nullptr;
   InteriorPoint<P, true>* outer = nullptr;
   double obj_scale = 1.0, row_scale[ipm_storage(NY)];
+  // Whether P's own objective is kept (w = 1: the elastic form; else w = 0), and the slacks'
+  // weight.
+  bool keep_objective = false;
+  double rho = kRho;
   double zeta = 0.0, xr[NXO], dr[NXO];
   // The outer problem's (scaled, relaxed) bounds of d.
   double q_lower[ipm_storage(kNq)], q_upper[ipm_storage(kNq)];
@@ -113,16 +123,16 @@ struct RestorationNlp {
     double f_outer = 0.0;
     if (!p->values(x, &f_outer, c, d)) return false;
     relax(x, c, d);
-    *f = objective(x);
+    *f = objective(x) + (keep_objective ? f_outer : 0.0);
     return std::isfinite(*f);
   }
 
   bool linearize(const double* x, double* f, double* grad, double* c, double* d) {
     if (!p->linearize(x, &f_outer_, grad_outer_, c, d)) return false;
     relax(x, c, d);
-    *f = objective(x);
-    for (int j = 0; j < NXO; ++j) grad[j] = zeta * dr[j] * (x[j] - xr[j]);
-    for (int i = 0; i < 2 * NY; ++i) grad[NXO + i] = kRho;
+    *f = objective(x) + (keep_objective ? f_outer_ : 0.0);
+    for (int j = 0; j < NXO; ++j) grad[j] = zeta * dr[j] * (x[j] - xr[j]) + (keep_objective ? grad_outer_[j] : 0.0);
+    for (int i = 0; i < 2 * NY; ++i) grad[NXO + i] = rho;
     return std::isfinite(*f);
   }
 
@@ -138,8 +148,16 @@ struct RestorationNlp {
     }
   }
 
-  // The objective's curvature is the proximity term's, added in factorize().
-  bool hessian(const double* x, const double* yc, const double* yd) { return p->constraint_hessian(x, yc, yd); }
+  // The proximity term's curvature is added in factorize(); P's objective's is P's.
+  bool hessian(const double* x, const double* yc, const double* yd) {
+    return keep_objective ? p->hessian(x, yc, yd) : p->constraint_hessian(x, yc, yd);
+  }
+
+  // The slacks enter linearly: the rows' curvature is P's (for this problem's own
+  // restoration phase, which the elastic form has).
+  bool constraint_hessian(const double* x, const double* yc, const double* yd) {
+    return p->constraint_hessian(x, yc, yd);
+  }
 
   Inertia factorize(bool with_hessian, const double* diag_x, const double* diag_y) {
     for (int j = 0; j < NXO; ++j) diag_outer_x_[j] = diag_x[j] + zeta * dr[j];
@@ -177,8 +195,9 @@ struct RestorationNlp {
     return ratio;
   }
 
-  // Whether the outer method takes the point (x, with d's slacks s) back.
-  bool done(const double* x, const double* s) { return outer->restoration_accepts(*p, x, s); }
+  // Whether the outer method takes the point (x, with d's slacks s) back; never without one
+  // (the elastic form, solved to its own optimum).
+  bool done(const double* x, const double* s) { return outer != nullptr && outer->restoration_accepts(*p, x, s); }
 
  private:
   double f_outer_ = 0.0, grad_outer_[NXO];
@@ -187,7 +206,7 @@ struct RestorationNlp {
 
   double objective(const double* x) const {
     double f = 0.0;
-    for (int i = 0; i < 2 * NY; ++i) f += kRho * x[NXO + i];
+    for (int i = 0; i < 2 * NY; ++i) f += rho * x[NXO + i];
     for (int j = 0; j < NXO; ++j) f += 0.5 * zeta * dr[j] * (x[j] - xr[j]) * (x[j] - xr[j]);
     return f;
   }

@@ -22,7 +22,9 @@ use super::problem::Problem;
 use super::settings::{self as settings_table, Info};
 use super::shared::{self, SharedLayout};
 use super::solution::{Solution, SolutionMut, WarmStart};
-use super::solver::{check_multistage_size, gauss_newton_without_curvature, Bounds, QpBackend, StageSolver};
+use super::solver::{
+    check_dense_kkt_size, check_multistage_size, gauss_newton_without_curvature, Bounds, QpBackend, StageSolver,
+};
 use crate::error::{Error, Result};
 use crate::function::{module_text, Arg, CodegenIntConstant, Includes, ModuleItem, NumericalFunction};
 use crate::jit::{CompilerOptions, Unit};
@@ -100,6 +102,20 @@ fn check_stage_kkt_size(name: &str, problem: &MultistageProblem) -> Result<()> {
     )
 }
 
+/// The sparse KKT matrix's structure of a solver `name` with sparse derivatives `derived`,
+/// where the variables marked `curved` have a structurally non-zero diagonal.
+pub(crate) fn analyse_kkt(name: &str, derived: &Derived, curved: &[bool]) -> Result<SparseKkt> {
+    let pattern = |m: &Matrix| match m {
+        Matrix::Sparse(p) => Ok(p.clone()),
+        Matrix::Dense { .. } => Err(Error::Problem {
+            what: "solver",
+            name: name.into(),
+            message: "a sparse solver's derivatives are sparse".into(),
+        }),
+    };
+    SparseKkt::new(&pattern(&derived.hess)?, &pattern(&derived.jac_eq)?, &pattern(&derived.jac_q)?, curved)
+}
+
 /// A solver's name leaves room for its functions' suffixes; its settings are valid.
 fn check_solver(name: &str, settings: &IpmSettings) -> Result<()> {
     check_solver_name(name)?;
@@ -111,16 +127,7 @@ impl IpmFunction {
     /// dense derivatives: for problems of up to a few hundred variables and constraints.
     pub fn dense(name: &str, problem: &Problem, settings: IpmSettings) -> Result<Self> {
         check_solver(name, &settings)?;
-        let kkt = problem.nx() + problem.neq() + problem.nineq();
-        crate::array::check_alloc(
-            || {
-                format!(
-                    "the dense KKT matrix of solver `{name}` ({kkt} rows; use IpmFunction::sparse for large problems)"
-                )
-            },
-            kkt.saturating_mul(kkt),
-            8,
-        )?;
+        check_dense_kkt_size(name, problem.nx() + problem.neq() + problem.nineq())?;
         let derived = Derived::new(name, problem, settings.hessian_approximation, Storage::Dense)?;
         Ok(IpmFunction::whole(name, problem, settings, derived, None))
     }
@@ -152,20 +159,11 @@ impl IpmFunction {
     pub fn sparse(name: &str, problem: &Problem, settings: IpmSettings) -> Result<Self> {
         check_solver(name, &settings)?;
         let derived = Derived::new(name, problem, settings.hessian_approximation, Storage::Sparse)?;
-        let pattern = |m: &Matrix| match m {
-            Matrix::Sparse(p) => Ok(p.clone()),
-            Matrix::Dense { .. } => Err(Error::Problem {
-                what: "solver",
-                name: name.into(),
-                message: "a sparse solver's derivatives are sparse".into(),
-            }),
-        };
         // A variable's diagonal is structurally non-zero with curvature or a barrier term.
         let curved: Vec<bool> = (problem.x_lb.iter().zip(&problem.x_ub).zip(&derived.hess_diagonal))
             .map(|((lb, ub), &diagonal)| diagonal || lb.is_finite() || ub.is_finite())
             .collect();
-        let kkt =
-            SparseKkt::new(&pattern(&derived.hess)?, &pattern(&derived.jac_eq)?, &pattern(&derived.jac_q)?, &curved)?;
+        let kkt = analyse_kkt(name, &derived, &curved)?;
         Ok(IpmFunction::whole(name, problem, settings, derived, Some(Box::new(kkt))))
     }
 
