@@ -608,4 +608,8 @@ fn ipm_dense_kkt_too_large_is_an_error() {
     let e = IpmFunction::dense("huge_ipm", &problem, IpmSettings::default()).unwrap_err();
     let message = e.to_string();
     assert!(message.contains("dense KKT matrix") && message.contains("IpmFunction::sparse"), "{message}");
+    // The SQP's dense interior-point QPs factorise the same matrix.
+    let e = SqpFunction::new("huge_sqp", &problem, SqpSettings::default(), QpBackend::IpmDense).unwrap_err();
+    let message = e.to_string();
+    assert!(message.contains("dense KKT matrix") && message.contains("QpBackend::IpmSparse"), "{message}");
 }

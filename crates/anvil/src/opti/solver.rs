@@ -181,10 +181,10 @@ impl Bounds {
     }
 }
 
-/// Checks that a dense KKT matrix of `size` rows fits in memory.
-pub(crate) fn check_dense_kkt_size(name: &str, size: usize) -> Result<()> {
+/// Checks that a dense KKT matrix of `size` rows fits in memory; the error suggests `instead`.
+pub(crate) fn check_dense_kkt_size(name: &str, size: usize, instead: &str) -> Result<()> {
     crate::array::check_alloc(
-        || format!("the dense KKT matrix of solver `{name}` ({size} rows; use a sparse solver for large problems)"),
+        || format!("the dense KKT matrix of solver `{name}` ({size} rows; use {instead} for large problems)"),
         size.saturating_mul(size),
         8,
     )
@@ -274,7 +274,7 @@ impl SqpFunction {
             });
         };
         if backend == QpBackend::IpmDense {
-            check_dense_kkt_size(name, problem.nx() + problem.neq() + problem.nineq())?;
+            check_dense_kkt_size(name, problem.nx() + problem.neq() + problem.nineq(), "QpBackend::IpmSparse")?;
         }
         let derived = Derived::new(name, problem, settings.hessian_approximation, storage)?;
         let kkt = sparse_kkt(name, backend, &derived)?;

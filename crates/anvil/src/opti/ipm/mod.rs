@@ -127,7 +127,7 @@ impl IpmFunction {
     /// dense derivatives: for problems of up to a few hundred variables and constraints.
     pub fn dense(name: &str, problem: &Problem, settings: IpmSettings) -> Result<Self> {
         check_solver(name, &settings)?;
-        check_dense_kkt_size(name, problem.nx() + problem.neq() + problem.nineq())?;
+        check_dense_kkt_size(name, problem.nx() + problem.neq() + problem.nineq(), "IpmFunction::sparse")?;
         let derived = Derived::new(name, problem, settings.hessian_approximation, Storage::Dense)?;
         Ok(IpmFunction::whole(name, problem, settings, derived, None))
     }
