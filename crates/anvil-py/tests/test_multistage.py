@@ -540,8 +540,8 @@ def test_bad_multistage_problems_are_clear_errors(cartpole):
         DenseSQPFunction(name="bm", problem=problem)
     plain = av.NumericalFunction("bm_plain", lambda x, p: (x**2).sum(), (av.Arg(2), av.Arg(0)))
     for cls, kind in ((SparseSQPFunction, SparseProblem), (DenseSQPFunction, DenseProblem)):
-        with pytest.raises(TypeError, match=f"qp_backend is for a MultistageProblem; {cls.__name__} solves a {kind.__name__}"):
-            cls(name="bm", problem=kind(cost_fn=plain), qp_backend="piqp")
+        with pytest.raises(ValueError, match=f"unknown qp_backend \"riccati\" for a {cls.__name__}; choose one of \"piqp\", \"ipm\""):
+            cls(name="bm", problem=kind(cost_fn=plain), qp_backend="riccati")
     with pytest.raises(ValueError, match=r"x0 must have shape \(255,\) \(51 stages of \(x, u\), 4 \+ 1 entries each\), got \(250,\)"):
         cartpole(np.zeros(250))
     with pytest.raises(ValueError, match=r"p must have shape \(4,\) \(x_init \(4\), then 51 stage parameters of 0 entries\), got \(5,\)"):
