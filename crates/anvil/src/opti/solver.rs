@@ -191,13 +191,22 @@ pub(crate) fn check_dense_kkt_size(name: &str, size: usize, instead: &str) -> Re
 }
 
 /// The sparse KKT matrix's structure of an [`QpBackend::IpmSparse`] solver (`None` for the
-/// other backends): every variable's diagonal entry is structurally non-zero (the
-/// convexification's shift and the barrier terms put values there).
-fn sparse_kkt(name: &str, backend: QpBackend, derived: &Derived) -> Result<Option<Box<SparseKkt>>> {
+/// other backends). As for the interior-point solvers, a variable's diagonal counts as
+/// non-zero with curvature or a bound (a barrier term); the convexification's shift is too
+/// small to pivot on (ordered as non-zero, such diagonals cost the pinene QPs delayed pivots).
+fn sparse_kkt(
+    name: &str,
+    backend: QpBackend,
+    derived: &Derived,
+    x_lb: &[f64],
+    x_ub: &[f64],
+) -> Result<Option<Box<SparseKkt>>> {
     if backend != QpBackend::IpmSparse {
         return Ok(None);
     }
-    let curved = vec![true; derived.hess_diagonal.len()];
+    let curved: Vec<bool> = (derived.hess_diagonal.iter().zip(x_lb.iter().cycle().zip(x_ub.iter().cycle())))
+        .map(|(&diagonal, (lb, ub))| diagonal || lb.is_finite() || ub.is_finite())
+        .collect();
     let kkt = analyse_kkt(name, derived, &curved)?;
     Ok(Some(Box::new(kkt)))
 }
@@ -277,7 +286,7 @@ impl SqpFunction {
             check_dense_kkt_size(name, problem.nx() + problem.neq() + problem.nineq(), "QpBackend::IpmSparse")?;
         }
         let derived = Derived::new(name, problem, settings.hessian_approximation, storage)?;
-        let kkt = sparse_kkt(name, backend, &derived)?;
+        let kkt = sparse_kkt(name, backend, &derived, &problem.x_lb, &problem.x_ub)?;
         let (q_lb, q_ub) =
             derived.q_rows.iter().map(|&i| (problem.ineq_lb[i], problem.ineq_ub[i])).unzip::<_, _, Vec<_>, Vec<_>>();
         let dims =
@@ -316,7 +325,7 @@ impl SqpFunction {
         let derivation = match backend {
             QpBackend::PiqpSparse | QpBackend::IpmSparse => {
                 let derived = stagewise::derive(name, problem, approximation)?;
-                let kkt = sparse_kkt(name, backend, &derived)?;
+                let kkt = sparse_kkt(name, backend, &derived, &problem.z_lb, &problem.z_ub)?;
                 Derivation::General(Box::new(derived), kkt)
             }
             QpBackend::Riccati => Derivation::Stages(Box::new(StageSolver::new(name, problem, approximation)?)),
