@@ -148,10 +148,11 @@ class SQPSettings:
     max_line_search_steps: int = 30
     #: Merit values the non-monotone line search compares with (1: monotone).
     merit_memory: int = 4
-    #: The QPs' absolute and relative tolerances. PIQP solves every QP to them; the
-    #: multistage Riccati backend only near the solution, and farther away to 1e-4 times the
-    #: KKT error (at most 1e-3): an inexact step costs fewer QP iterations and few if any
-    #: extra SQP iterations.
+    #: The QPs' absolute and relative tolerances. PIQP and the ``"ipm"`` backend solve
+    #: every QP to them (the latter, where roundoff stalls it, to a millionth of the QP's
+    #: data); the multistage Riccati backend only near the solution, and farther away to
+    #: 1e-4 times the KKT error (at most 1e-3): an inexact step costs fewer QP iterations
+    #: and few if any extra SQP iterations.
     qp_eps_abs: float = 1e-10
     qp_eps_rel: float = 1e-10
     qp_max_iter: int = 250

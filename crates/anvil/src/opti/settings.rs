@@ -78,7 +78,9 @@ pub struct SqpSettings {
     /// Merit values remembered by the non-monotone line search (1: monotone). A step is
     /// accepted against the largest of them, which lets full steps through near the solution.
     pub merit_memory: usize,
-    /// The QPs' absolute tolerance. PIQP solves every QP to it. The multistage solvers'
+    /// The QPs' absolute tolerance. PIQP and the interior-point QP backends solve every QP to
+    /// it (the latter, where roundoff stalls them, to a millionth of the QP's data). The
+    /// multistage solvers'
     /// Riccati backend reaches it near the solution; farther away it solves each QP only to
     /// 1e-4 times the current KKT error (at most 1e-3, never tighter than this): an inexact
     /// step there costs fewer QP iterations and few if any extra SQP iterations. A step that
