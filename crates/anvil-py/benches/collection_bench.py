@@ -11,11 +11,15 @@ side with Ipopt (through CasADi, MUMPS) in the same run:
 
     python crates/anvil-py/benches/collection_bench.py              # both collections
     python crates/anvil-py/benches/collection_bench.py --only cops --rows all
+    python crates/anvil-py/benches/collection_bench.py --solver sqp-ipm   # the SQP, IPM QPs
 
 Per run: anvil's status, objective and iterations against Ipopt's, and the constraint
 violation at the returned points (computed independently with CasADi's functions). A run
 "agrees" when anvil ends SOLVED at Ipopt's objective (1e-6 relative) or a better one, with
-at most Ipopt's violation (or 1e-7). The summary adds the iterations and times over the runs
+at most Ipopt's violation (or 1e-7). Ipopt meets its constraints to about 1e-8 only, which
+can buy it an objective lower by up to its largest multiplier times its violation (HS 95:
+1e-4 relative below the literature's optimum, which anvil, feasible to 1e-16, reaches):
+that much is allowed too. The summary adds the iterations and times over the runs
 where both solvers succeeded; times are the median of `--repeat` solves (anvil's native
 solve time, Ipopt's own t_wall_total).
 """
@@ -51,16 +55,28 @@ def cases(only: str) -> list[tuple[str, Any, list[Any], bool]]:
     return out
 
 
-def build(case: tuple[str, Any, list[Any], bool]) -> Any:
+SOLVERS = ("ipm", "sqp-piqp", "sqp-ipm")
+
+
+def build(case: tuple[str, Any, list[Any], bool], solver: str, line_search: str = "merit") -> Any:
+    """The chosen anvil solver for one problem: the interior-point method, or the SQP (exact
+    Hessian) with its QPs solved by PIQP or by the interior-point method, and its line search
+    on the filter or the l1 merit function."""
     from opti_problems import anvil_problem
 
-    from anvil.opti import DenseIPMFunction, SparseIPMFunction
+    from anvil.opti import DenseIPMFunction, DenseSQPFunction, SparseIPMFunction, SparseSQPFunction, SQPSettings
 
     _, spec, _, sparse = case
-    cls = SparseIPMFunction if sparse else DenseIPMFunction
-    solver = cls(f"bench_{spec.name}_{'s' if sparse else 'd'}", anvil_problem(spec, sparse))
-    solver.compile()
-    return solver
+    name = f"bench_{spec.name}_{'s' if sparse else 'd'}_{solver.replace('-', '_')}_{line_search}"
+    problem = anvil_problem(spec, sparse)
+    if solver == "ipm":
+        built = (SparseIPMFunction if sparse else DenseIPMFunction)(name, problem)
+    else:
+        cls = SparseSQPFunction if sparse else DenseSQPFunction
+        settings = SQPSettings(max_iter=500, filter=line_search == "filter")
+        built = cls(name, problem, settings, qp_backend=solver.removeprefix("sqp-"))
+    built.compile()
+    return built
 
 
 def main() -> None:
@@ -74,10 +90,14 @@ def main() -> None:
     parser.add_argument("--only", choices=["all", "hs", "cops"], default="all")
     parser.add_argument("--repeat", type=int, default=3, help="solves per solver and guess (median time)")
     parser.add_argument("--rows", choices=["differ", "all"], default="differ", help="which runs to print")
+    parser.add_argument(
+        "--solver", choices=SOLVERS, default="ipm", help="the interior-point method, or the SQP with PIQP's or the IPM's QPs"
+    )
+    parser.add_argument("--line-search", choices=["merit", "filter"], default="merit", help="the SQP's line search")
     args = parser.parse_args()
     chosen = cases(args.only)
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        solvers = list(pool.map(build, chosen))
+        solvers = list(pool.map(lambda case: build(case, args.solver, args.line_search), chosen))
     totals: dict[str, dict[str, float]] = {}
     for (collection, spec, guesses, _), solver in zip(chosen, solvers):
         nlp, bounds, _ = casadi_nlp(spec)
@@ -95,7 +115,9 @@ def main() -> None:
             f, x = float(sol["f"]), np.asarray(sol["x"]).ravel()
             v, v_ipopt = casadi_violation(nlp, bounds, np.asarray(res.x)), casadi_violation(nlp, bounds, x)
             solved = res.status == SQPStatus.SOLVED and v <= max(1e-7, 1.01 * v_ipopt)
-            agree = solved and res.objective <= f + 1e-6 * max(1.0, abs(f))
+            multipliers = np.concatenate([np.asarray(sol["lam_g"]).ravel(), np.asarray(sol["lam_x"]).ravel()])
+            bought = v_ipopt * np.max(np.abs(multipliers), initial=0.0)
+            agree = solved and res.objective <= f + 1e-6 * max(1.0, abs(f)) + bought
             t["runs"] += 1
             t["agree"] += agree
             t["anvil_fail"] += res.status != SQPStatus.SOLVED

@@ -19,6 +19,7 @@ independently with CasADi's functions.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import statistics
 import sys
@@ -56,26 +57,27 @@ def run(args: argparse.Namespace) -> list[tuple[str, ...]]:
             def back(z: Any, size: int = spec.n) -> Any:
                 return cops_multistage.from_stages(z, n, size)
 
+            sqp = SQPSettings(max_iter=500, filter=args.line_search == "filter")
             # label: (solver, the guess in its variables, its result in the Spec's).
             solvers = {
                 "anvil IPM": (SparseIPMFunction(f"{spec.name}_ipm", problem), whole, whole),
                 "anvil IPM stages": (SparseIPMFunction(f"{spec.name}_ipm_stages", staged), by_stages, back),
-                "anvil SQP": (SparseSQPFunction(f"{spec.name}_sqp", problem, SQPSettings(max_iter=500)), whole, whole),
+                "anvil SQP": (SparseSQPFunction(f"{spec.name}_sqp", problem, sqp), whole, whole),
                 "anvil SQP ipm-qp": (
-                    SparseSQPFunction(f"{spec.name}_sqp_ipm", problem, SQPSettings(max_iter=500), qp_backend="ipm"),
+                    SparseSQPFunction(f"{spec.name}_sqp_ipm", problem, sqp, qp_backend="ipm"),
                     whole,
                     whole,
                 ),
                 # By stages (the Riccati QP): convexified stage by stage (the default), and with
                 # the whole Hessian's inertia corrected (convexify_by_stage=False).
                 "anvil SQP stages": (
-                    SparseSQPFunction(f"{spec.name}_sqp_stages", staged, SQPSettings(max_iter=500)),
+                    SparseSQPFunction(f"{spec.name}_sqp_stages", staged, sqp),
                     by_stages,
                     back,
                 ),
                 "anvil SQP stages, whole": (
                     SparseSQPFunction(
-                        f"{spec.name}_sqp_whole", staged, SQPSettings(max_iter=500, convexify_by_stage=False)
+                        f"{spec.name}_sqp_whole", staged, dataclasses.replace(sqp, convexify_by_stage=False)
                     ),
                     by_stages,
                     back,
@@ -124,6 +126,7 @@ def main() -> None:
     parser.add_argument("--problems", default="catmix,steering,chain,rocket,glider,arm")
     parser.add_argument("--repeat", type=int, default=5, help="solves per solver and guess (median time)")
     parser.add_argument("--solvers", default="", help="comma-separated labels of the anvil solvers to run (default all)")
+    parser.add_argument("--line-search", choices=["merit", "filter"], default="merit", help="the SQP solvers' line search")
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args()
     header = ("problem", "guess", "solver", "status", "objective", "published", "iterations", "ms", "violation")

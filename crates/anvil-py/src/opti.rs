@@ -221,6 +221,7 @@ fn settings_from(d: &Bound<'_, PyDict>) -> PyResult<SqpSettings> {
             "hessian_regularization" => s.hessian_regularization = f.number()?,
             "convexify_by_stage" => s.convexify_by_stage = f.flag()?,
             "line_search" => s.line_search = f.flag()?,
+            "filter" => s.filter = f.flag()?,
             "second_order_correction" => s.second_order_correction = f.flag()?,
             "armijo" => s.armijo = f.number()?,
             "backtrack" => s.backtrack = f.number()?,

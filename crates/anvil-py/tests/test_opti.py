@@ -221,11 +221,12 @@ def test_verbose_prints_one_line_per_iteration(capfd):
     assert capfd.readouterr().out == ""
 
 
-def test_second_order_correction_takes_full_steps_through_the_maratos_effect(capfd):
+@pytest.mark.parametrize("filter_search", [False, True], ids=["merit", "filter"])
+def test_second_order_correction_takes_full_steps_through_the_maratos_effect(capfd, filter_search):
     # Powell's example (Nocedal & Wright, example 15.4): min 2(x'x - 1) - x0 on the unit
     # circle, from a point on it. The full SQP steps converge, but each raises both the cost
-    # and the violation, so the monotone l1 merit function backtracks; the second-order
-    # correction bends the step onto the circle and keeps it whole.
+    # and the violation, so the monotone l1 merit function and the filter both backtrack; the
+    # second-order correction bends the step onto the circle and keeps it whole.
     from opti_problems import Spec
 
     theta = 0.5
@@ -237,21 +238,106 @@ def test_second_order_correction_takes_full_steps_through_the_maratos_effect(cap
         eq=lambda x, m: m.vec([x[0] ** 2 + x[1] ** 2 - 1]),
     )
 
-    def steps(soc: bool) -> tuple[SQPResult, list[float]]:
-        settings = SQPSettings(second_order_correction=soc, merit_memory=1, verbose=1)
-        res = DenseSQPFunction(f"maratos_{int(soc)}", anvil_problem(spec, False), settings)(spec.x0)
+    def steps(soc: bool) -> tuple[SQPResult, list[float], list[str]]:
+        settings = SQPSettings(second_order_correction=soc, filter=filter_search, merit_memory=1, verbose=1)
+        name = f"maratos_{int(soc)}_{int(filter_search)}"
+        res = DenseSQPFunction(name, anvil_problem(spec, False), settings)(spec.x0)
         rows = [ln.split() for ln in capfd.readouterr().out.splitlines() if ln.strip()]
-        return res, [float(r[7]) for r in rows[2:]]
+        return res, [float(r[7]) for r in rows[2:]], [r[9] for r in rows[2:]]
 
-    res, with_soc = steps(True)
-    res0, without = steps(False)
+    res, with_soc, kinds = steps(True)
+    res0, without, _ = steps(False)
     for r in (res, res0):
         assert r.status == SQPStatus.SOLVED
         np.testing.assert_allclose(r.x, [1.0, 0.0], atol=1e-7)
     assert with_soc == [1.0] * res.iterations, with_soc
+    # Upper case: the step was a correction (F by the filter, M by the merit function).
+    assert ("F" if filter_search else "M") in kinds, kinds
     assert min(without) < 1.0 and res.iterations < res0.iterations, (without, res.iterations)
     with pytest.raises(TypeError, match="SQPSettings.second_order_correction must be a bool, got 1"):
         DenseSQPFunction("maratos_bad", anvil_problem(spec, False), SQPSettings(second_order_correction=1))
+
+
+def _ipopt_from(spec, x0):
+    nlp, bounds, _ = casadi_nlp(spec)
+    opts = {"ipopt.print_level": 0, "print_time": False, "ipopt.sb": "yes"}
+    solver = cs.nlpsol("ipopt_from_" + spec.name, "ipopt", nlp, opts)
+    r = solver(x0=x0, **bounds)
+    return {"success": solver.stats()["success"], "iterations": solver.stats()["iter_count"], "f": float(r["f"])}
+
+
+def _agrees(res, want, what):
+    assert want["success"] and res.status == SQPStatus.SOLVED, (what, res.status, res.iterations)
+    assert abs(res.objective - want["f"]) <= 1e-6 * max(1.0, abs(want["f"])), (what, res.objective, want["f"])
+
+
+def test_the_filter_takes_the_steps_the_merit_function_cuts():
+    # COPS gas oil (parameter estimation, 3 parameters, collocated ODE) from the plainer
+    # guess: each step trades a little of the collocation equations' violation for much of
+    # the least-squares cost. The l1 merit function's penalty (above the multipliers) prices
+    # that violation too high: steps of 1e-3 for the whole budget. The filter takes them.
+    import cops_nlp
+
+    spec, starts = cops_nlp.PROBLEMS["gasoil"](25)
+    want = _ipopt_from(spec, starts[1])
+    runs = {}
+    for filter_search in (True, False):
+        settings = SQPSettings(max_iter=100, filter=filter_search)
+        solver = SparseSQPFunction(f"gasoil_ls_{int(filter_search)}", anvil_problem(spec, True), settings)
+        runs[filter_search] = solver(starts[1])
+    _agrees(runs[True], want, "filter")
+    assert runs[True].iterations <= 2 * want["iterations"], (runs[True].iterations, want["iterations"])
+    assert runs[False].status == SQPStatus.MAX_ITER, runs[False].status
+
+
+def test_second_order_corrections_follow_strongly_curved_equations():
+    # COPS flow in a channel from the plainer guess: a square nonlinear system (the cost is
+    # constant) whose Newton step of length 100 raises the violation from 1 to 6e3. Repeated
+    # corrections (the chord steps d - J^-1 c(x + d)) bring it to 6e-3, so the step is taken
+    # whole, as Ipopt's three corrections do: two iterations. One correction is not enough,
+    # and backtracking alone takes steps of 1e-4.
+    import cops_nlp
+
+    spec, starts = cops_nlp.PROBLEMS["channel"](50)
+    want = _ipopt_from(spec, starts[1])
+    runs = {}
+    for soc in (True, False):
+        settings = SQPSettings(max_iter=30, second_order_correction=soc)
+        runs[soc] = SparseSQPFunction(f"channel_soc_{int(soc)}", anvil_problem(spec, True), settings)(starts[1])
+    _agrees(runs[True], want, "with corrections")
+    assert runs[True].iterations <= want["iterations"] + 1, (runs[True].iterations, want["iterations"])
+    assert runs[False].status == SQPStatus.MAX_ITER, runs[False].status
+
+
+@pytest.mark.parametrize("filter_search", [False, True], ids=["merit", "filter"])
+def test_a_failed_qp_is_followed_by_a_restoration_step(capfd, filter_search):
+    # HS 103 from a perturbed start: after a dozen steps the multipliers reach 1e15 and the
+    # QP fails however the Hessian is convexified. A restoration step (the QP without the
+    # cost, its Hessian the cost's alone; 'r' in the log) reduces the violation instead, the
+    # multipliers start afresh, and the solve goes on to the optimum. It ended QP_FAILED.
+    import hock_schittkowski
+    from opti_problems import perturbed_starts
+
+    spec = next(s for s in hock_schittkowski.PROBLEMS if s.name == "hs103")
+    x0 = perturbed_starts(spec)[1]
+    settings = SQPSettings(max_iter=200, filter=filter_search, verbose=1)
+    res = DenseSQPFunction(f"hs103_restore_{int(filter_search)}", anvil_problem(spec, False), settings)(x0)
+    kinds = [ln.split()[-1] for ln in capfd.readouterr().out.splitlines()[2:] if ln.strip()]
+    _agrees(res, _ipopt_from(spec, x0), "hs103")
+    assert "r" in kinds, kinds
+
+
+def test_stationarity_is_measured_against_the_multipliers_scale():
+    # HS 99: a cost of -8e8 with gradients of 1e8. The rounding error in grad f + J'lam is
+    # 1e-7, above the tolerance 1e-8 however often the SQP steps; Ipopt's test divides it by
+    # the multipliers' mean magnitude over 100 (its s_d), and so does the SQP's now. It ran
+    # to max_iter at the optimum.
+    import hock_schittkowski
+
+    spec = next(s for s in hock_schittkowski.PROBLEMS if s.name == "hs099")
+    res = DenseSQPFunction("hs099_scaled", anvil_problem(spec, False), SQPSettings(max_iter=100))(spec.x0)
+    _agrees(res, _ipopt_from(spec, spec.x0), "hs099")
+    assert res.stat_res > 1e-8 and res.iterations < 20, (res.stat_res, res.iterations)
 
 
 # Statuses: each ends with its status and the last iterate, never a crash.
@@ -285,7 +371,7 @@ def test_max_iter_and_line_search_failure():
     res = solver(spec.x0)
     assert res.status == SQPStatus.MAX_ITER and res.iterations == 2
     assert np.all(np.isfinite(res.x))
-    solver.settings = SQPSettings(max_line_search_steps=1, merit_memory=1)
+    solver.settings = SQPSettings(max_line_search_steps=1, merit_memory=1, filter=False)
     res = solver(spec.x0)
     assert res.status == SQPStatus.LINESEARCH_FAILED, res
     assert np.all(np.isfinite(res.x))

@@ -112,6 +112,21 @@ fn hs071_dense_and_sparse_agree_with_the_literature_and_each_other() {
     assert_eq!((d.info.status, d.info.iterations), (Status::Solved, 0));
 }
 
+/// Both line searches (the filter and the l1 merit function), with and without second-order
+/// corrections, reach hs071's optimum; the test is a runtime setting.
+#[test]
+fn every_line_search_reaches_hs071s_optimum() {
+    let mut solver = SqpFunction::dense("hs071_line_searches", &hs071(), SqpSettings::default()).unwrap();
+    for filter in [false, true] {
+        for second_order_correction in [false, true] {
+            solver.set_settings(SqpSettings { filter, second_order_correction, ..SqpSettings::default() }).unwrap();
+            let sol = solver.solve(&HS071_X0, &[25.0], &WarmStart::default()).unwrap();
+            assert_eq!(sol.info.status, Status::Solved, "filter {filter}, corrections {second_order_correction}");
+            assert_close("x", &sol.x, &HS071_X, 1e-8);
+        }
+    }
+}
+
 /// The interior-point QP backends reach PIQP's solutions: the same point and multipliers on
 /// the guide's problem and hs071, dense and sparse, and from a solution at once.
 #[test]

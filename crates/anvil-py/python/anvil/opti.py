@@ -115,7 +115,9 @@ class SQPSettings:
 
     Residuals compared with the tolerances are unscaled infinity norms: stationarity
     ``||grad f + J_eq'lam_eq + J_ineq'lam_ineq + lam_box||``, equality and inequality (and
-    bound) violation, and complementarity.
+    bound) violation, and complementarity; stationarity and complementarity are divided by
+    the multipliers' mean magnitude over 100 first, where that exceeds 1 (Ipopt's s_d and
+    s_c: large multipliers carry rounding errors of their size).
     """
 
     #: Most SQP iterations (QP solves).
@@ -134,13 +136,21 @@ class SQPSettings:
     #: (COPS particle steering: 6 iterations instead of 75), but on the cart-pole swing-up from
     #: rest another local optimum. The PIQP backends ignore it.
     convexify_by_stage: bool = True
-    #: Backtracking on the l1 merit function; False takes full steps.
+    #: A backtracking line search; False takes full steps.
     line_search: bool = True
-    #: Where the full step fails the merit test and raises the infeasibility, one QP more
-    #: with the constraints' values at the trial point (Fletcher's second-order correction,
-    #: against the Maratos effect); its step is taken if it passes the test. Off by default:
-    #: each correction the merit test rejects costs a whole QP.
-    second_order_correction: bool = False
+    #: The line search's test: sufficient decrease of the l1 merit function
+    #: ``f + rho ||c||_1`` against the largest of the last ``merit_memory`` values (False);
+    #: or (True) a filter on (constraint violation, objective) pairs (Waechter & Biegler's
+    #: filter SQP), where a step is taken if it reduces either enough: it takes the long
+    #: steps a large penalty rho blocks (COPS gas oil), but can wander where the merit
+    #: function would not (the cart-pole from a moved initial state). Where the filter finds
+    #: no step, the merit function's search is tried from the same point.
+    filter: bool = False
+    #: Where the full step fails the line search's test and raises the infeasibility, the QP
+    #: again with the trial point's constraint values less their linear part (second-order
+    #: corrections, against the Maratos effect), up to four times while the violation keeps
+    #: falling; the first corrected step that passes is taken. Each costs a QP.
+    second_order_correction: bool = True
     #: Sufficient-decrease constant of the line search.
     armijo: float = 1e-4
     #: Step reduction per backtracking step.

@@ -22,6 +22,7 @@ fn templates() -> &'static Environment<'static> {
             ("sqp_common.j2", include_str!("templates/sqp_common.j2")),
             ("solver_inputs.j2", include_str!("templates/solver_inputs.j2")),
             ("sqp_solve.j2", include_str!("templates/sqp_solve.j2")),
+            ("sqp_filter.j2", include_str!("templates/sqp_filter.j2")),
             ("convexify.j2", include_str!("templates/convexify.j2")),
             ("qp_piqp.j2", include_str!("templates/qp_piqp.j2")),
             ("qp_ipm.j2", include_str!("templates/qp_ipm.j2")),

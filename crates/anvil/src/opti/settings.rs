@@ -31,7 +31,10 @@ impl HessianApproximation {
 /// The residuals compared with the tolerances are unscaled ∞-norms: stationarity
 /// `‖∇f + J_eqᵀλ_eq + J_ineqᵀλ_ineq + λ_box‖∞`, equality violation `‖g_eq − eq_rhs‖∞`,
 /// inequality violation (of the constraint and variable bounds), and complementarity
-/// (each multiplier times the distance to the bound its sign says is active).
+/// (each multiplier times the distance to the bound its sign says is active). Stationarity
+/// and complementarity are divided first by the multipliers' mean magnitude over 100 where
+/// that exceeds 1 (Ipopt's `s_d` and `s_c`): large multipliers carry rounding errors of
+/// their size into `∇f + Jᵀλ`. [`Info`] reports them unscaled.
 ///
 /// ```
 /// use anvil::opti::SqpSettings;
@@ -62,12 +65,21 @@ pub struct SqpSettings {
     /// problem is not (COPS particle steering: 6 iterations instead of 75), but on the
     /// cart-pole swing-up from rest another local optimum. The PIQP backends ignore it.
     pub convexify_by_stage: bool,
-    /// Backtracking line search on the ℓ1 merit function (`false`: full steps).
+    /// A backtracking line search (`false`: full steps).
     pub line_search: bool,
-    /// Where the full step fails the merit test and raises the infeasibility, one QP more
-    /// with the constraint values at the trial point (Fletcher's second-order correction,
-    /// against the Maratos effect); its step is taken if it passes the test. Off by
-    /// default: each correction the merit test rejects costs a whole QP.
+    /// The line search's test: sufficient decrease of the ℓ1 merit function f + ρ‖c‖₁
+    /// against the largest of the last `merit_memory` values (`false`, the default); or
+    /// (`true`) a filter on (constraint violation, objective) pairs (Wächter & Biegler's
+    /// filter SQP), where a step is taken if it reduces either enough, which takes the long
+    /// steps a large penalty ρ blocks (COPS gas oil) but also wanders where the merit
+    /// function would not (the cart-pole from a moved initial state, COPS robot arm). Where
+    /// the filter finds no step, the merit function's search is tried from the same point.
+    pub filter: bool,
+    /// Where the full step fails the line search's test and raises the infeasibility, the
+    /// QP again with the constraint values at the trial point less their linear part
+    /// (second-order corrections, against the Maratos effect), up to four times while the
+    /// violation keeps falling; the first corrected step that passes the test is taken.
+    /// Each correction costs a QP.
     pub second_order_correction: bool,
     /// Sufficient-decrease (Armijo) constant of the line search, in (0, 1).
     pub armijo: f64,
@@ -80,11 +92,11 @@ pub struct SqpSettings {
     pub merit_memory: usize,
     /// The QPs' absolute tolerance. PIQP and the interior-point QP backends solve every QP to
     /// it (the latter, where roundoff stalls them, to a millionth of the QP's data). The
-    /// multistage solvers'
-    /// Riccati backend reaches it near the solution; farther away it solves each QP only to
-    /// 1e-4 times the current KKT error (at most 1e-3, never tighter than this): an inexact
-    /// step there costs fewer QP iterations and few if any extra SQP iterations. A step that
-    /// is no descent direction is recomputed to this tolerance before anything else changes.
+    /// multistage solvers' Riccati backend reaches it near the solution; farther away it
+    /// solves each QP only to 1e-4 times the current KKT error (at most 1e-3, never tighter
+    /// than this): an inexact step there costs fewer QP iterations and few if any extra SQP
+    /// iterations. A step that is no descent direction is recomputed to this tolerance before
+    /// anything else changes.
     pub qp_eps_abs: f64,
     /// The QPs' relative tolerance (loosened far from the solution as `qp_eps_abs`).
     pub qp_eps_rel: f64,
@@ -116,7 +128,8 @@ impl Default for SqpSettings {
             hessian_regularization: 1e-8,
             convexify_by_stage: true,
             line_search: true,
-            second_order_correction: false,
+            filter: false,
+            second_order_correction: true,
             armijo: 1e-4,
             backtrack: 0.5,
             max_line_search_steps: 30,
@@ -225,11 +238,16 @@ impl SqpSettings {
                 self.convexify_by_stage,
                 "Riccati QP: each stage block of the Hessian positive definite (false: the whole Hessian shifted where the QP finds it indefinite).",
             ),
-            F::bool("line_search", self.line_search, "Backtracking on the l1 merit function (false: full steps)."),
+            F::bool("line_search", self.line_search, "A backtracking line search (false: full steps)."),
+            F::bool(
+                "filter",
+                self.filter,
+                "The line search's test: the filter (true) or the l1 merit function (false).",
+            ),
             F::bool(
                 "second_order_correction",
                 self.second_order_correction,
-                "A second QP where the full step fails the merit test and raises the infeasibility.",
+                "QPs with the trial point's constraint values where the full step fails the line search's test and raises the infeasibility.",
             ),
             F::double("armijo", self.armijo, ""),
             F::double("backtrack", self.backtrack, ""),
@@ -310,7 +328,7 @@ impl serde::Serialize for SettingField {
 /// The most settings a solver has (the JIT's settings array is this long).
 pub(crate) const MAX_SETTINGS: usize = 32;
 
-const SQP_SETTINGS: usize = 18;
+const SQP_SETTINGS: usize = 19;
 const _: () = assert!(SQP_SETTINGS <= MAX_SETTINGS);
 
 /// The error of a setting out of its range: names the setting and what it must be.
