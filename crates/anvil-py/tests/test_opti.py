@@ -271,20 +271,26 @@ def _agrees(res, want, what):
     assert abs(res.objective - want["f"]) <= 1e-6 * max(1.0, abs(want["f"])), (what, res.objective, want["f"])
 
 
+def _cops_with_and_without(name, size, setting, max_iter):
+    """The COPS NLP `name` from its plainer guess: Ipopt's result, and the sparse SQP's with
+    the boolean `setting` on (key True) and off (key False)."""
+    import cops_nlp
+
+    spec, starts = cops_nlp.PROBLEMS[name](size)
+    runs = {}
+    for on in (True, False):
+        settings = SQPSettings(max_iter=max_iter, **{setting: on})
+        solver = SparseSQPFunction(f"{name}_{setting}_{int(on)}", anvil_problem(spec, True), settings)
+        runs[on] = solver(starts[1])
+    return _ipopt_from(spec, starts[1]), runs
+
+
 def test_the_filter_takes_the_steps_the_merit_function_cuts():
     # COPS gas oil (parameter estimation, 3 parameters, collocated ODE) from the plainer
     # guess: each step trades a little of the collocation equations' violation for much of
     # the least-squares cost. The l1 merit function's penalty (above the multipliers) prices
     # that violation too high: steps of 1e-3 for the whole budget. The filter takes them.
-    import cops_nlp
-
-    spec, starts = cops_nlp.PROBLEMS["gasoil"](25)
-    want = _ipopt_from(spec, starts[1])
-    runs = {}
-    for filter_search in (True, False):
-        settings = SQPSettings(max_iter=100, filter=filter_search)
-        solver = SparseSQPFunction(f"gasoil_ls_{int(filter_search)}", anvil_problem(spec, True), settings)
-        runs[filter_search] = solver(starts[1])
+    want, runs = _cops_with_and_without("gasoil", 25, "filter", max_iter=100)
     _agrees(runs[True], want, "filter")
     assert runs[True].iterations <= 2 * want["iterations"], (runs[True].iterations, want["iterations"])
     assert runs[False].status == SQPStatus.MAX_ITER, runs[False].status
@@ -296,14 +302,7 @@ def test_second_order_corrections_follow_strongly_curved_equations():
     # corrections (the chord steps d - J^-1 c(x + d)) bring it to 6e-3, so the step is taken
     # whole, as Ipopt's three corrections do: two iterations. One correction is not enough,
     # and backtracking alone takes steps of 1e-4.
-    import cops_nlp
-
-    spec, starts = cops_nlp.PROBLEMS["channel"](50)
-    want = _ipopt_from(spec, starts[1])
-    runs = {}
-    for soc in (True, False):
-        settings = SQPSettings(max_iter=30, second_order_correction=soc)
-        runs[soc] = SparseSQPFunction(f"channel_soc_{int(soc)}", anvil_problem(spec, True), settings)(starts[1])
+    want, runs = _cops_with_and_without("channel", 50, "second_order_correction", max_iter=30)
     _agrees(runs[True], want, "with corrections")
     assert runs[True].iterations <= want["iterations"] + 1, (runs[True].iterations, want["iterations"])
     assert runs[False].status == SQPStatus.MAX_ITER, runs[False].status
