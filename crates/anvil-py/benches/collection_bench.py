@@ -14,7 +14,9 @@ side with Ipopt (through CasADi, MUMPS) in the same run:
     python crates/anvil-py/benches/collection_bench.py --solver sqp-ipm   # the SQP, IPM QPs
 
 Per run: anvil's status, objective and iterations against Ipopt's, and the constraint
-violation at the returned points (computed independently with CasADi's functions). A run
+violation at the returned points (computed independently with CasADi's functions), and for
+every run anvil reports SOLVED its stationarity with its own multipliers, computed the same
+way (relative to the gradient; above 1e-6 it is counted as not a KKT point). A run
 "agrees" when anvil ends SOLVED at Ipopt's objective (1e-6 relative) or a better one, with
 at most Ipopt's violation (or 1e-7). Ipopt meets its constraints to about 1e-8 only, which
 can buy it an objective lower by up to its largest multiplier times its violation (HS 95:
@@ -82,7 +84,7 @@ def build(case: tuple[str, Any, list[Any], bool], solver: str, line_search: str 
 def main() -> None:
     import casadi as cs
     import numpy as np
-    from opti_problems import casadi_nlp, casadi_violation
+    from opti_problems import casadi_nlp, casadi_stationarity, casadi_violation
 
     from anvil.opti import SQPStatus
 
@@ -103,7 +105,10 @@ def main() -> None:
         nlp, bounds, _ = casadi_nlp(spec)
         opts = {"ipopt.print_level": 0, "print_time": False, "ipopt.sb": "yes", "record_time": True}
         ipopt = cs.nlpsol(f"bench_ipopt_{spec.name}", "ipopt", nlp, opts)
-        t = totals.setdefault(collection, dict.fromkeys(["runs", "agree", "anvil_fail", "ipopt_fail", "it", "it_ipopt", "ms", "ms_ipopt"], 0.0))
+        t = totals.setdefault(
+            collection,
+            dict.fromkeys(["runs", "agree", "anvil_fail", "not_kkt", "ipopt_fail", "it", "it_ipopt", "ms", "ms_ipopt"], 0.0),
+        )
         for k, x0 in enumerate(guesses):
             ours, theirs = [], []
             for _ in range(args.repeat):
@@ -121,6 +126,12 @@ def main() -> None:
             t["runs"] += 1
             t["agree"] += agree
             t["anvil_fail"] += res.status != SQPStatus.SOLVED
+            if res.status == SQPStatus.SOLVED:
+                lam_g = np.concatenate([np.asarray(res.lam_eq).ravel(), np.asarray(res.lam_ineq).ravel()])
+                stationarity = casadi_stationarity(nlp, np.asarray(res.x), lam_g, res.lam_box)
+                t["not_kkt"] += stationarity > 1e-6
+                if stationarity > 1e-6:
+                    print(f"{collection:4s} {spec.name:14s} guess {k}: SOLVED, but stationarity {stationarity:.1e} (CasADi)")
             t["ipopt_fail"] += not st["success"]
             if res.status == SQPStatus.SOLVED and st["success"]:
                 t["it"] += res.iterations
@@ -135,11 +146,14 @@ def main() -> None:
                     flush=True,
                 )
     print()
-    print("| collection | runs | anvil at Ipopt's optimum (or better) | anvil not SOLVED | Ipopt failed | iterations, both solved: anvil / Ipopt | time, both solved: anvil / Ipopt | ratio |")
-    print("|---|---|---|---|---|---|---|---|")
+    print(
+        "| collection | runs | anvil at Ipopt's optimum (or better) | anvil not SOLVED | SOLVED, not a KKT point (CasADi) | "
+        "Ipopt failed | iterations, both solved: anvil / Ipopt | time, both solved: anvil / Ipopt | ratio |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
     for collection, t in totals.items():
         print(
-            f"| {collection} | {t['runs']:.0f} | {t['agree']:.0f} | {t['anvil_fail']:.0f} | {t['ipopt_fail']:.0f} | "
+            f"| {collection} | {t['runs']:.0f} | {t['agree']:.0f} | {t['anvil_fail']:.0f} | {t['not_kkt']:.0f} | {t['ipopt_fail']:.0f} | "
             f"{t['it']:.0f} / {t['it_ipopt']:.0f} | {t['ms']:.1f} ms / {t['ms_ipopt']:.1f} ms | "
             f"{t['ms'] / max(t['ms_ipopt'], 1e-9):.3f} |"
         )

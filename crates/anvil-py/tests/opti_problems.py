@@ -407,6 +407,19 @@ def casadi_violation(nlp: dict[str, Any], bounds: dict[str, Any], x: Any) -> flo
     )
 
 
+def casadi_stationarity(nlp: dict[str, Any], x: Any, lam_g: Any, lam_x: Any) -> float:
+    """||grad f + J'lam_g + lam_x||_inf at x of CasADi's `nlp` with the given multipliers
+    (CasADi's signs, as anvil's: lam_g the equality rows, then the inequality rows),
+    relative to max(1, ||grad f||_inf): the independent check that a point reported solved
+    is a KKT point, with the complementarity anvil checks itself."""
+    import casadi as cs
+
+    grad, jac = cs.Function("kkt", [nlp["x"]], [cs.gradient(nlp["f"], nlp["x"]), cs.jacobian(nlp["g"], nlp["x"])])(x)
+    grad, jac = np.asarray(grad).ravel(), np.asarray(cs.DM(jac))
+    residual = grad + jac.T @ np.asarray(lam_g, dtype=float).ravel() + np.asarray(lam_x, dtype=float).ravel()
+    return float(np.max(np.abs(residual), initial=0.0) / max(1.0, np.max(np.abs(grad), initial=0.0)))
+
+
 def perturbed_starts(spec: Spec, count: int = 3) -> list[np.ndarray]:
     """The problem's own initial guess, then `count - 1` seeded perturbations of it (inside
     the bounds): the starts the tests and the benchmarks share."""
