@@ -271,6 +271,12 @@ def _agrees(res, want, what):
     assert abs(res.objective - want["f"]) <= 1e-6 * max(1.0, abs(want["f"])), (what, res.objective, want["f"])
 
 
+def _cops_nlp_spec(name, size):
+    import cops_nlp
+
+    return cops_nlp.PROBLEMS[name](size)[0]
+
+
 def _cops_with_and_without(name, size, setting, max_iter):
     """The COPS NLP `name` from its plainer guess: Ipopt's result, and the sparse SQP's with
     the boolean `setting` on (key True) and off (key False)."""
@@ -294,6 +300,9 @@ def test_the_filter_takes_the_steps_the_merit_function_cuts():
     _agrees(runs[True], want, "filter")
     assert runs[True].iterations <= 2 * want["iterations"], (runs[True].iterations, want["iterations"])
     assert runs[False].status == SQPStatus.MAX_ITER, runs[False].status
+    for bad in (1, float("nan")):
+        with pytest.raises(TypeError, match="SQPSettings.filter must be a bool"):
+            SparseSQPFunction("gasoil_ls_bad", anvil_problem(_cops_nlp_spec("gasoil", 25), True), SQPSettings(filter=bad))
 
 
 def test_second_order_corrections_follow_strongly_curved_equations():
