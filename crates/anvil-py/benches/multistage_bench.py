@@ -58,7 +58,8 @@ def anvil_solver(n: int, backend: str, hessian: str, name: str) -> Any:
     if backend == "ipm":
         settings = IPMSettings(max_iter=5000, hessian_approximation=HessianApproximation[hessian])
         return SparseIPMFunction(name=name, problem=problem, settings=settings)
-    settings = SQPSettings(max_iter=500, hessian_approximation=HessianApproximation[hessian])
+    # The swing-up takes ~1,500 iterations at N = 1000 (Ipopt's too).
+    settings = SQPSettings(max_iter=500 if n <= 50 else 5000, hessian_approximation=HessianApproximation[hessian])
     return SparseSQPFunction(name=name, problem=problem, settings=settings, qp_backend=backend)
 
 

@@ -58,12 +58,13 @@ pub struct SqpSettings {
     /// The smallest eigenvalue the convexified Hessian may have (a margin that keeps each QP
     /// strictly convex).
     pub hessian_regularization: f64,
-    /// The Riccati QP's Hessian (multistage problems): convexified stage by stage, each
-    /// diagonal block positive definite (`true`, the default); or (`false`) shifted as a whole
-    /// only where the QP's stage recursion finds it indefinite on the constraints' null space,
-    /// as Ipopt corrects inertia: Newton steps where stage blocks are indefinite and the
-    /// problem is not (COPS particle steering: 6 iterations instead of 75), but on the
-    /// cart-pole swing-up from rest another local optimum. The PIQP backends ignore it.
+    /// The Riccati QP's Hessian (multistage problems): (`false`, the default) shifted as a
+    /// whole, by the least of a growing sequence of multiples of the identity that makes the
+    /// QP convex, which the QP's stage recursion detects (Ipopt's and fatrop's inertia
+    /// correction): Newton steps where stage blocks are indefinite and the problem is not
+    /// (COPS particle steering: 6 iterations instead of 75; the cart-pole swing-up at N = 200
+    /// and 1000 reaches Ipopt's optimum); or (`true`) convexified stage by stage, each diagonal
+    /// block positive definite, which converges linearly there. The PIQP backends ignore it.
     pub convexify_by_stage: bool,
     /// A backtracking line search (`false`: full steps).
     pub line_search: bool,
@@ -126,7 +127,7 @@ impl Default for SqpSettings {
             tol_comp: 1e-8,
             hessian_approximation: HessianApproximation::Exact,
             hessian_regularization: 1e-8,
-            convexify_by_stage: true,
+            convexify_by_stage: false,
             line_search: true,
             filter: false,
             second_order_correction: true,
