@@ -34,7 +34,10 @@ impl HessianApproximation {
 /// (each multiplier times the distance to the bound its sign says is active). Stationarity
 /// and complementarity are divided first by the multipliers' mean magnitude over 100 where
 /// that exceeds 1 (Ipopt's `s_d` and `s_c`): large multipliers carry rounding errors of
-/// their size into `∇f + Jᵀλ`. [`Info`] reports them unscaled.
+/// their size into `∇f + Jᵀλ`. [`Info`] reports them unscaled. Where the line search finds
+/// no step from a point within 100 times the tolerances, the solve ends `Solved` there
+/// (Ipopt's acceptable level): rounding in long sums of merit values can hide the last
+/// steps' decrease.
 ///
 /// ```
 /// use anvil::opti::SqpSettings;
