@@ -550,6 +550,14 @@ fn qps_with_no_active_bound_take_one_factorisation_and_agree_with_piqp() {
             } else if what == "di_inactive" {
                 assert_eq!((a.info.iterations, a.info.qp_iterations), (1, 1), "{what}: {:?}", a.info);
                 assert!(a.lam_box.iter().all(|&l| l == 0.0), "no bound multiplier");
+                // The whole Hessian's inertia corrected: no shift where none is needed, so the
+                // QP's step is its Newton step too (with the regularisation on every diagonal
+                // it took two).
+                let whole = SqpSettings { convexify_by_stage: false, ..settings.clone() };
+                let whole = SqpFunction::multistage("di_inactive_whole", &problem, whole, QpBackend::Riccati).unwrap();
+                let c = whole.solve(&guess, &x_init, &WarmStart::default()).unwrap();
+                assert_eq!((c.info.status, c.info.iterations), (Status::Solved, 1), "{what}: {:?}", c.info);
+                assert_close("x (whole Hessian)", &c.x, &a.x, 1e-9);
             }
             // (The z-form keeps z_N's force as a variable without curvature, held by its
             // bounds alone: without them its QP has no solution, and the interior point runs.)
