@@ -13,8 +13,13 @@ Which solver: `SparseIPMFunction` (Ipopt's interior-point method, its KKT system
 stage by stage) for a problem solved once from a rough guess: it converges where Ipopt does,
 in Ipopt's iterations, and says `INFEASIBLE` when no point meets the constraints.
 `SparseSQPFunction` (SQP, its QPs solved by a Riccati recursion) for MPC: warm starts from the
-shifted last solution, real-time iterations, Gauss-Newton Hessians. Both run the same
-generated code through the JIT and as AOT C++.
+shifted last solution, real-time iterations, Gauss-Newton Hessians. With an exact Hessian
+over a long horizon from a rough guess, `SQPSettings(convexify_by_stage=False)` corrects the
+whole Hessian's inertia as Ipopt does (Newton steps where stage blocks are indefinite: the
+cart-pole swing-up at N = 200 and 1000 reaches Ipopt's optimum, where the default, each stage
+block convexified on its own, stalls); the default converges faster where saturated controls
+carry negative curvature. Both solvers run the same generated code through the JIT and as
+AOT C++.
 
 Run with the package installed: `python examples/min_time.py`.
 """
