@@ -25,16 +25,19 @@ for line in sys.stdin:
   echo "gpu_check: built .gpu/suite ($(du -h .gpu/suite | cut -f1)) and the Python extension"
 }
 
+# Each part is stopped after a time limit (seconds), so that a hang is reported, not waited on.
+limit() { timeout --kill-after=10 "$@"; }
+
 run() {
   local python="${PYTHON:-python3}" status=0 results=()
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
   export ANVIL_TEST_CUDA=1 PYTHONPATH="$PWD/crates/anvil-py/python${PYTHONPATH:+:$PYTHONPATH}"
-  if .gpu/suite cuda::on_the_gpu --test-threads=1; then results+=("Rust GPU tests: passed"); else
+  if limit 200 .gpu/suite cuda::on_the_gpu --test-threads=1; then results+=("Rust GPU tests: passed"); else
     results+=("Rust GPU tests: FAILED"); status=1; fi
-  if "$python" -m pytest -q -p no:cacheprovider crates/anvil-py/tests/test_cuda.py -k on_the_gpu -rs; then
+  if limit 100 "$python" -m pytest -q -p no:cacheprovider crates/anvil-py/tests/test_cuda.py -k on_the_gpu -rs; then
     results+=("Python GPU tests: passed"); else results+=("Python GPU tests: FAILED"); status=1; fi
   local bench
-  if bench="$("$python" crates/anvil-py/benches/gpu_bench.py "$@" 2>&1)"; then results+=("benchmark: ran"); else
+  if bench="$(limit 200 "$python" crates/anvil-py/benches/gpu_bench.py "$@" 2>&1)"; then results+=("benchmark: ran"); else
     results+=("benchmark: FAILED"); status=1; fi
   echo "$bench"
   echo "== gpu_check summary"

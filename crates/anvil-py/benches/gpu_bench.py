@@ -88,7 +88,26 @@ def main() -> None:
     print(f"GPU: {name} (sm_{major}{minor}, {sms} multiprocessors); JAX {jax.__version__} on {jax.devices()[0]}")
     print(f"{'case':<46} {'anvil':>12} {'JAX':>12} {'ratio':>7}")
 
-    # The cart-pole rollout.
+    failed = [label for label, case in CASES if not run_case(label, case, cupy, jax, jnp, reps)]
+    print("first calls of the cases above (anvil: trace, lowering, NVRTC; JAX: trace, XLA):")
+    for label, a, j in FIRST_CALLS:
+        print(f"  {label:<44} {a:>9.2f} s  {j:>9.2f} s")
+    if failed:
+        sys.exit(f"failed: {', '.join(failed)}")
+
+
+def run_case(label: str, case: Callable[..., None], *modules: Any) -> bool:
+    """Runs one case; a failure is printed and the other cases still run."""
+    try:
+        case(*modules)
+        return True
+    except Exception as e:  # noqa: BLE001 - reported, and the benchmark exits non-zero
+        print(f"{label}: FAILED: {type(e).__name__}: {e}", flush=True)
+        return False
+
+
+def rollout_case(cupy: Any, jax: Any, jnp: Any, reps: int) -> None:
+    """The cart-pole rollout."""
     batch = 65_536
 
     def rollout(x: Any, u: Any) -> Any:
@@ -112,7 +131,9 @@ def main() -> None:
     compare(f"cart-pole rollout N={STEPS}, {batch} samples, f64", lambda: roll(cx, cu), lambda: jroll(jx, ju).block_until_ready(), reps)
     check("rollout", roll(cx, cu), jroll(jx, ju), 1e-9)
 
-    # The MLP.
+
+def mlp_case(cupy: Any, jax: Any, jnp: Any, reps: int) -> None:
+    """The MLP."""
     for dtype, batch in ((np.float64, 1 << 20), (np.float32, 65_536)):
         tw = [av.Tensor(a.astype(dtype)) for a in (W1, W2, W3, B1, B2, B3)]
         spec = (av.Arg(16, dtype),)
@@ -133,7 +154,9 @@ def main() -> None:
         compare(label, lambda: vmlp(cxs), lambda: jmlp(jxs).block_until_ready(), reps)
         check("mlp", vmlp(cxs), jmlp(jxs), 1e-9 if dtype == np.float64 else 1e-4)
 
-    # A long reduction per sample.
+
+def reduction_case(cupy: Any, jax: Any, jnp: Any, reps: int) -> None:
+    """A long reduction per sample."""
     n, batch = 1024, 16_384
     energy = av.vmap(
         av.NumericalFunction("energy", lambda x: (x.square() * 0.5 + x.sin()).sum(), (av.Arg(n),), device="CUDA"), batch
@@ -144,7 +167,9 @@ def main() -> None:
     compare(f"sum(0.5x^2 + sin x), n={n}, {batch} samples, f64", lambda: energy(cxs), lambda: jenergy(jxs).block_until_ready(), reps)
     check("energy", energy(cxs), jenergy(jxs), 1e-10)
 
-    # One long reduction to a value, not vmapped (split over 4,096 threads, then combined).
+
+def total_case(cupy: Any, jax: Any, jnp: Any, reps: int) -> None:
+    """One long reduction to a value, not vmapped (split over 4,096 threads, then combined)."""
     n = 1 << 24
     total = av.NumericalFunction("total", lambda x: (x.square() * 0.5 + x.sin()).sum(), (av.Arg(n),), device="CUDA")
     jtotal = jax.jit(lambda v: jnp.sum(0.5 * v**2 + jnp.sin(v)))
@@ -153,7 +178,9 @@ def main() -> None:
     compare(f"sum(0.5x^2 + sin x), n={n}, one call, f64", lambda: total(cxs), lambda: jtotal(jxs).block_until_ready(), reps)
     check("total", total(cxs), jtotal(jxs), 1e-9)
 
-    # Time to the first result.
+
+def first_result_case(cupy: Any, jax: Any, jnp: Any, reps: int) -> None:
+    """Time to the first result."""
     with tempfile.TemporaryDirectory() as cache:
         os.environ["ANVIL_CACHE_DIR"] = cache
         scale = float(RNG.uniform(1, 2))  # a function no cache has seen
@@ -169,9 +196,15 @@ def main() -> None:
         jcold = timed(lambda: jfirst(jnp.asarray(x.get())).block_until_ready())
         print(f"{'first result of a new function (NVRTC)':<46} {cold * 1e3:>9.1f} ms {jcold * 1e3:>9.1f} ms {cold / jcold:>7.2f}")
         print(f"{'first result again, CUBIN cached':<46} {warm * 1e3:>9.1f} ms")
-    print("first calls of the cases above (anvil: trace, lowering, NVRTC; JAX: trace, XLA):")
-    for label, a, j in FIRST_CALLS:
-        print(f"  {label:<44} {a:>9.2f} s  {j:>9.2f} s")
+
+
+CASES = [
+    ("cart-pole rollout", rollout_case),
+    ("MLP", mlp_case),
+    ("reduction per sample", reduction_case),
+    ("one long reduction", total_case),
+    ("first result", first_result_case),
+]
 
 
 if __name__ == "__main__":
