@@ -167,6 +167,15 @@ def test_on_the_gpu_numpy_and_device_arrays_agree() -> None:
     out = v(cupy.asarray(xs), cupy.asarray(u))
     assert isinstance(out, cupy.ndarray)
     np.testing.assert_allclose(out.get(), want, rtol=1e-12)
+    with cupy.cuda.Stream():  # written on a stream of CuPy's own: the call orders it through DLPack
+        out = v(cupy.asarray(xs) * 1.0, cupy.asarray(u))
+    np.testing.assert_allclose(out.get(), want, rtol=1e-12)
+    with pytest.raises(ValueError, match="expected shape"):
+        v(cupy.asarray(xs[:-1]), cupy.asarray(u))
+    with pytest.raises(ValueError, match="not C-contiguous"):
+        v(cupy.asfortranarray(cupy.asarray(xs)), cupy.asarray(u))
+    with pytest.raises(TypeError, match="float64"):
+        v(cupy.asarray(xs, dtype=cupy.float32), cupy.asarray(u))
     torch = pytest.importorskip("torch")
     stream = torch.cuda.Stream()
     with torch.cuda.stream(stream):  # written on another stream: the call waits for it

@@ -280,7 +280,10 @@ class NumericalFunction(Generic[I, R]):
                     f"{self.name}() runs on the {self.device}: pass host (numpy) arrays, or make the function "
                     "with device='CUDA' to call it on device arrays"
                 )
-            return _cuda.call(self._native, args, _NUMPY)
+            plan = self.__dict__.get("_cuda_plan")
+            if plan is None or plan.native is not self._native:
+                plan = self.__dict__["_cuda_plan"] = _cuda.Plan(self._native, _NUMPY)
+            return _cuda.call(plan, args)
         return self._native.call_numpy(*args)
 
     def eval(self, *args: FloatArray) -> Any:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import importlib.util
 import os
+import sys
 from typing import Any, Sequence
 
 import numpy as np
@@ -82,6 +83,9 @@ def _speaks_dlpack(a: Any) -> bool:
 
 
 def is_device_array(a: Any) -> bool:
+    cupy = sys.modules.get("cupy")
+    if cupy is not None and isinstance(a, cupy.ndarray):
+        return True
     return _speaks_dlpack(a) or (hasattr(a, "__cuda_array_interface__") and not isinstance(a, np.ndarray))
 
 
@@ -158,25 +162,58 @@ def _empty(like: Any, shape: Sequence[int], dtype: np.dtype[Any]) -> Any:
     return cupy.empty(tuple(shape), dtype=dtype)
 
 
-def call(native: Any, args: Sequence[Any], numpy_dtypes: dict[Any, Any]) -> Any:
-    """Runs ``native`` (a function on the CUDA device) on device arrays ``args``."""
-    specs = native.inputs
+class Plan:
+    """What a call of one function on device arrays needs, read from it once: each call would
+    otherwise spend more time asking than the GPU spends computing."""
+
+    __slots__ = ("native", "inputs", "outputs", "gpu")
+
+    def __init__(self, native: Any, numpy_dtypes: dict[Any, Any]) -> None:
+        self.native = native
+        self.inputs = [(tuple(shape), np.dtype(numpy_dtypes[dtype])) for shape, dtype in native.inputs]
+        self.outputs = [(tuple(shape), np.dtype(numpy_dtypes[dtype])) for shape, dtype in native.outputs]
+        self.gpu = int(native.device.partition(":")[2] or 0)
+
+
+def _cupy_call(plan: Plan, args: Sequence[Any], cupy: Any) -> Any:
+    """The call on CuPy arrays laid out as declared, on the function's GPU, of work queued on
+    the legacy default stream (anvil's), without DLPack's capsules; ``None`` where any of that
+    is not so (the general path then orders the streams, or says what is wrong)."""
+    if cupy.cuda.get_current_stream().ptr != 0:
+        return None
+    addresses = []
+    for a, (shape, dtype) in zip(args, plan.inputs):
+        if a.shape != shape or a.dtype != dtype or not a.flags.c_contiguous or a.device.id != plan.gpu:
+            return None
+        addresses.append(a.data.ptr)
+    outputs = [cupy.empty(shape, dtype=dtype) for shape, dtype in plan.outputs]
+    plan.native.call_device(addresses + [o.data.ptr for o in outputs], False)
+    return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+
+def call(plan: Plan, args: Sequence[Any]) -> Any:
+    """Runs ``plan.native`` (a function on the CUDA device) on device arrays ``args``."""
+    native, specs, gpu = plan.native, plan.inputs, plan.gpu
     if len(args) != len(specs):
         raise TypeError(f"{native.name}() takes {len(specs)} arguments but {len(args)} were given")
+    cupy = sys.modules.get("cupy")
+    if cupy is not None and all(isinstance(a, cupy.ndarray) for a in args):
+        done = _cupy_call(plan, args, cupy)
+        if done is not None:
+            return done
     addresses, synchronize, producer, keep = [], False, None, []
-    gpu = int(native.device.partition(":")[2] or 0)
     for i, (a, (shape, dtype)) in enumerate(zip(args, specs)):
         if not is_device_array(a):
             raise TypeError(
                 f"{native.name}(): argument {i} is a host array ({type(a).__name__}) while others are on the GPU: "
                 "pass all arguments as device arrays, or all as host arrays"
             )
-        address, wait, alive = _address(native.name, i, a, shape, np.dtype(numpy_dtypes[dtype]), gpu)
+        address, wait, alive = _address(native.name, i, a, shape, dtype, gpu)
         addresses.append(address)
         keep.append(alive)
         synchronize = synchronize or wait
         producer = producer if producer is not None else a
-    outputs = [_empty(producer, shape, np.dtype(numpy_dtypes[dtype])) for shape, dtype in native.outputs]
+    outputs = [_empty(producer, shape, dtype) for shape, dtype in plan.outputs]
     addresses += [_output_address(o) for o in outputs]
     native.call_device(addresses, synchronize)
     del keep  # the inputs' DLPack capsules lived through the call

@@ -142,7 +142,7 @@ impl NumericalFunction {
             engine,
             item.inputs().iter().enumerate().map(|(i, a)| item_arg(a, shared(i))).collect(),
             item.outputs().iter().map(|a| item_arg(a, self.mapped().is_none())).collect(),
-            source.entries.iter().map(|e| (e.threads, e.exact)).collect(),
+            source.entries.clone(),
             (source.scratch_stride, source.scratch_bytes),
             &constants_region(program, source.constant_bytes),
             source.constant_memory.then_some(CONSTANT_SYMBOL),

@@ -6,7 +6,8 @@
 //! A module gets the function of one item as a `__device__` function
 //! ([`render_device_function`]) and, for host code, NVRTC and launches ([`render_host_code`]).
 //!
-//! One thread per item is the form that serves batched evaluation best: loops stay loops
+//! One thread per item is the form that serves batched evaluation best (a warp per item where
+//! long reductions are most of an item's work: its lanes share them): loops stay loops
 //! (only small ones are unrolled, so that their arrays can live in registers), the batch
 //! size is a run-time argument (one CUBIN serves every batch size), and items never
 //! synchronise. The intermediates of a thread live in memory of its own (`Scratch`):
@@ -18,7 +19,7 @@ use super::dialect::CUDA;
 use super::kernel::render_kernel;
 use super::module::{kernels, template_environment};
 use crate::dtype::DType;
-use crate::lower::nest::grid::split_reductions;
+use crate::lower::nest::grid::{split_reductions, warp_per_item, WARP};
 use crate::lower::nest::{schedule, verify, Form};
 use crate::lower::workspace::scratch_layout;
 use crate::lower::{BufferKind, Expr, Program};
@@ -83,6 +84,9 @@ pub struct CudaEntry {
     /// Whether it needs all of them at once (a split reduction's partials), not fewer in a
     /// grid-stride loop.
     pub exact: bool,
+    /// Threads per item of a batched function: 1, or a warp's when each item's long
+    /// reductions are dealt over its lanes ([`warp_per_item`]).
+    pub lanes: usize,
 }
 
 /// Bytes of the captured constants' region: the workspace layout puts them first.
@@ -177,7 +181,10 @@ impl Scratch {
                 .collect(),
             Scratch::Shared { bytes: 0, .. } | Scratch::Global { stride: 0, .. } | Scratch::Workspace => Vec::new(),
             Scratch::Shared { bytes, .. } => vec![format!("alignas(16) char ws[{bytes}];")],
-            Scratch::Global { stride, .. } => vec![format!("char* const ws = a.scratch + first * {stride}LL;")],
+            // A region per thread (not per item: the lanes of a warp on one item each have one).
+            Scratch::Global { stride, .. } => vec![format!(
+                "char* const ws = a.scratch + (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) * {stride}LL;"
+            )],
         }
     }
 
@@ -214,12 +221,28 @@ fn fields(program: &Program) -> Vec<String> {
 /// one item, each thread runs it whole on items of a grid-stride loop (see [`CudaSource`]).
 pub fn render_cuda(name: &str, program: &Program) -> CudaSource {
     let scratch = Scratch::of(program);
-    let body = kernels(program, false, &CUDA);
+    let fast = |op, dtype| CUDA.has_fast_unary(op, dtype);
+    let nests: Vec<_> = program.kernels.iter().map(|kernel| schedule(kernel, Form::Loops, fast)).collect();
+    let (body, lanes) = match warp_per_item(&nests) {
+        Some(warp) => {
+            let dtypes: Vec<DType> = program.buffers.iter().map(|b| b.dtype).collect();
+            let body: String = warp
+                .iter()
+                .enumerate()
+                .map(|(k, nest)| {
+                    crate::lower::debug_verify("dealing reductions over a warp", || verify(nest, &program.kernels[k]));
+                    render_kernel(nest, &format!("kernel{k}"), &dtypes, &CUDA)
+                })
+                .collect();
+            (body.trim_end().to_string(), WARP)
+        }
+        None => (kernels(program, false, &CUDA), 1),
+    };
     let constant_memory = constant_placement(program).1;
     let calls = (0..program.kernels.len())
         .map(|k| CUDA.call(&format!("kernel{k}"), &kernel_pointers(program, &scratch, constant_memory, k)))
         .collect();
-    let entry = CudaEntry { name: CUDA_ENTRY.to_string(), threads: None, exact: false };
+    let entry = CudaEntry { name: CUDA_ENTRY.to_string(), threads: None, exact: false, lanes };
     assemble(name, program, scratch, body, vec![entry], calls)
 }
 
@@ -248,6 +271,7 @@ pub fn render_cuda_grid(name: &str, program: &Program) -> CudaSource {
                 name: format!("anvil_{function}"),
                 threads: Some(nest.threads),
                 exact: nest.exact_threads,
+                lanes: 1,
             });
             partial_bytes = partial_bytes.max(nest.partial_bytes);
         }
@@ -365,7 +389,7 @@ pub fn render_host_code(
     let entries: Vec<minijinja::Value> = source
         .entries
         .iter()
-        .map(|e| context! { name => e.name, work => e.threads.unwrap_or(0), exact => e.exact })
+        .map(|e| context! { name => e.name, work => e.threads.unwrap_or(0), exact => e.exact, lanes => e.lanes })
         .collect();
     let constant_data: Vec<String> = constants.iter().map(u8::to_string).collect();
     let ctx = context! {
@@ -433,9 +457,10 @@ fn assemble(
     let scratch_stride = scratch.global_stride();
     let (constant_bytes, constant_memory) = constant_placement(program);
     let batch = entries.len() == 1 && entries[0].threads.is_none();
+    let lanes = entries[0].lanes;
     let names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
     let ctx = context! {
-        name, prelude => CUDA.prelude, body, fields => fields(program), batch, entries => names,
+        name, prelude => CUDA.prelude, body, fields => fields(program), batch, lanes, entries => names,
         scratch => scratch.declarations(program), calls,
         constant_array => constant_memory.then(|| format!("{CONSTANT_SYMBOL}[{constant_bytes}]")),
     };

@@ -271,6 +271,16 @@ pub struct Statements {
     pub partials_param: &'static str,
     /// The partials of one split reduction, as an array of `{0}` starting `{1}` bytes in.
     pub partials: &'static str,
+    /// A loop over `p`, the `{0}` partials of a split reduction, dealt over a warp's lanes.
+    pub partials_loop_head: &'static str,
+    /// Of a function a warp runs on one item (empty where the language has none): what its
+    /// body starts with, defining the lane as the thread's index.
+    pub warp_preamble: &'static str,
+    /// Accumulator `{1}` combined across a warp's lanes, given `{0}`, the statement folding
+    /// into it the value of the lane `{2}` apart, then made every lane's.
+    pub warp_combine: &'static str,
+    /// Value `{0}` of the lane `{1}` lanes up.
+    pub warp_shuffle: &'static str,
 }
 
 /// `template` with each `{k}` (one digit) replaced by `args[k]`, in one pass.
@@ -345,6 +355,10 @@ pub const CPP: Dialect = Dialect {
         on_threads: "",
         partials_param: "",
         partials: "",
+        partials_loop_head: "",
+        warp_preamble: "",
+        warp_combine: "",
+        warp_shuffle: "",
     },
     prelude: CPP_PRELUDE,
     annotations: Annotations {
@@ -754,6 +768,12 @@ pub const CUDA: Dialect = Dialect {
         on_threads: "if (anvil_thread < {0})",
         partials_param: "char* __restrict__ partials",
         partials: "reinterpret_cast<{0}*>(partials + {1})",
+        partials_loop_head: "for (long long p = anvil_thread % 32; p < {0}; p += 32)",
+        // A tree towards lane 0 (the same order whatever the values), then lane 0's result
+        // broadcast, so that every lane stores the same bits.
+        warp_preamble: "[[maybe_unused]] const long long anvil_thread = threadIdx.x % 32;",
+        warp_combine: "for (int {2} = 16; {2} > 0; {2} /= 2) { {0} }\n  {1} = __shfl_sync(0xffffffffu, {1}, 0);",
+        warp_shuffle: "__shfl_down_sync(0xffffffffu, {0}, {1})",
         ..CPP.statements
     },
     prelude: CUDA_PRELUDE,

@@ -26,8 +26,10 @@ use std::fmt::Write;
 pub fn render_kernel(nest: &Nest, name: &str, dtypes: &[DType], dialect: &Dialect) -> String {
     let signature = pointers_signature(nest, dtypes, dialect);
     with_exact_rerun(nest, name, &signature, dialect, |printer| {
-        if nest.form == Form::Grid {
-            printer.line(1, dialect.statements.grid_preamble);
+        match nest.form {
+            Form::Grid => printer.line(1, dialect.statements.grid_preamble),
+            Form::Warp => printer.line(1, dialect.statements.warp_preamble),
+            Form::Loops | Form::Items => {}
         }
         printer.block(&nest.body, 1)
     })
@@ -272,7 +274,7 @@ impl Printer<'_> {
                     }
                 }
                 if let Extent::Range(lo, hi) = extent {
-                    let unrolled = (hi - lo).max(0) as usize * statements(body);
+                    let unrolled = (hi - lo).max(0) as usize * crate::lower::nest::statements(body);
                     let spread = matches!(hint, Hint::Grid | Hint::Lanes(_));
                     if !spread && self.dialect.unroll_budget > 0 && unrolled <= self.dialect.unroll_budget {
                         self.line(depth, self.dialect.annotations.unrolled_loop);
@@ -297,18 +299,31 @@ impl Printer<'_> {
             }
             &Stmt::StorePartial { acc, dtype, slot } => {
                 let partials = self.partials(dtype, slot);
+                let quotient = self.dialect.statements.index_arithmetic[1];
+                let warp_of_thread = fill(quotient, &["anvil_thread", &crate::lower::nest::grid::WARP.to_string()]);
                 self.line(
                     depth,
-                    &self.dialect.assign(&self.dialect.element(&partials, "anvil_thread"), &format!("t{acc}")),
+                    &self.dialect.assign(&self.dialect.element(&partials, &warp_of_thread), &format!("t{acc}")),
                 );
             }
             &Stmt::CombinePartials { acc, op, dtype, slot, lanes } => {
                 let (t, partials) = (format!("t{acc}"), self.partials(dtype, slot));
                 let init = self.dialect.literal(reduce_identity(op, dtype), dtype);
                 self.line(depth, &self.dialect.variable(self.dialect.type_name(dtype), &t, &init));
-                let head = self.dialect.loop_head("p", "0", &lanes.to_string());
+                let head = fill(self.dialect.statements.partials_loop_head, &[&lanes.to_string()]);
                 let fold = self.dialect.combine(op, dtype, &t, &self.dialect.element(&partials, "p"));
                 self.line(depth, &format!("{head} {open} {} {close}", self.dialect.assign(&t, &fold)));
+            }
+            &Stmt::CombineWarp { acc, op, dtype } => {
+                let (t, offset) = (format!("t{acc}"), "anvil_offset");
+                // The shuffle is bound first: every lane must make it, whatever `op` reads.
+                let shuffle = fill(self.dialect.statements.warp_shuffle, &[&t, offset]);
+                let other = self.dialect.variable(self.dialect.type_name(dtype), "anvil_other", &shuffle);
+                let fold =
+                    format!("{other} {}", self.dialect.assign(&t, &self.dialect.combine(op, dtype, &t, "anvil_other")));
+                for line in fill(self.dialect.statements.warp_combine, &[&fold, &t, offset]).lines() {
+                    self.line(depth, line.trim_start());
+                }
             }
             Stmt::Fixed { var, value, body } => {
                 // One iteration: a block (cheaper for the C++ compiler than a one-trip loop).
@@ -441,20 +456,6 @@ impl Printer<'_> {
             Value::Cast(x, from, to) => self.dialect.cast(*from, *to, &self.operand(x)),
         }
     }
-}
-
-/// The statements `body` amounts to, those of its loops' bodies once per iteration.
-fn statements(body: &[Stmt]) -> usize {
-    body.iter()
-        .map(|s| match s {
-            Stmt::Loop { extent: Extent::Range(lo, hi), body, .. } => (hi - lo).max(0) as usize * statements(body),
-            Stmt::Loop { body, .. }
-            | Stmt::Fixed { body, .. }
-            | Stmt::Tiles { body, .. }
-            | Stmt::OnThreads(_, body) => statements(body),
-            _ => 1,
-        })
-        .sum()
 }
 
 /// A function body `body` that raises the flag [`FAR`] and returns it.

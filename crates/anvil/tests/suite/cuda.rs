@@ -79,6 +79,45 @@ fn every_primitive_vmapped_runs_on_the_emulated_gpu() {
     }
 }
 
+/// Functions of one item, and whether a batch of them runs a warp per item: long reductions
+/// that are most of an item's work do (each dealt over the lanes), the rest a thread per item.
+type WarpCase = (&'static str, Arg, bool, Box<dyn Fn(&Tensor) -> Tensor>);
+
+fn warp_cases() -> Vec<WarpCase> {
+    let m = Tensor::from_array(&anvil::ndarray::Array2::from_shape_fn((64, 16), |(i, j)| ((i * 16 + j) as f64).cos()));
+    vec![
+        ("energy", Arg::new(1024), true, Box::new(|x| (x.square() * 0.5 + x.sin()).sum())),
+        ("energy_f32", Arg::with_dtype(vec![1000], DType::F32), true, Box::new(|x| (x.square() * 0.5 + x.sin()).sum())),
+        ("max_and_norm", Arg::new(700), true, Box::new(|x| x.max() * 2.0 + x.abs().sum())),
+        ("product", Arg::new(300), true, Box::new(|x| (x * 1e-3).cos().prod())),
+        (
+            "rows",
+            Arg::new([2, 600]),
+            true,
+            Box::new(|x| x.exp().sum_axes(1, false) * x.slice(anvil::ndarray::s![.., 0])),
+        ),
+        ("sum_then_scale", Arg::new(512), true, Box::new(|x| x.tanh().sum() * x.slice(anvil::ndarray::s![0..3]))),
+        ("short_sum", Arg::new(100), false, Box::new(|x| x.sin().sum())),
+        ("matvec", Arg::new(16), false, Box::new(move |x| m.matmul(x).tanh())),
+    ]
+}
+
+#[test]
+fn long_reductions_of_an_item_are_dealt_over_a_warp() {
+    let mut r = common::rng(41);
+    for (name, arg, warp, body) in warp_cases() {
+        let f =
+            NumericalFunction::new(&format!("warp_{name}"), |[x]| body(&x), [arg]).unwrap().with_backend(emulated());
+        for batch in [1, 127, 129] {
+            let v = vmap(&f, batch, &[]).unwrap();
+            let source = v.cuda_source();
+            assert_eq!(source.entries[0].lanes, if warp { 32 } else { 1 }, "{name}");
+            assert_eq!(source.text.contains("__shfl_down_sync"), warp, "{name}");
+            check_emulated(&v, &inputs_with_bad_values(&v, &mut r));
+        }
+    }
+}
+
 #[test]
 fn a_function_that_is_no_vmap_spreads_each_kernel_over_a_grid() {
     let mut r = common::rng(40);
@@ -319,6 +358,21 @@ fn on_the_gpu_every_primitive_agrees_with_the_interpreter() {
 }
 
 #[test]
+fn on_the_gpu_long_reductions_of_an_item_are_dealt_over_a_warp() {
+    let Some(gpu) = gpu() else { return };
+    let mut r = common::rng(42);
+    for (name, arg, _, body) in warp_cases() {
+        let f = NumericalFunction::new(&format!("gpu_warp_{name}"), |[x]| body(&x), [arg])
+            .unwrap()
+            .with_backend(gpu.clone());
+        for batch in [1, 127, 65_537] {
+            let v = vmap(&f, batch, &[]).unwrap();
+            check_gpu(&v, &inputs_with_bad_values(&v, &mut r));
+        }
+    }
+}
+
+#[test]
 fn on_the_gpu_fused_multiply_adds_agree_on_ordinary_values() {
     let Some(gpu) = gpu() else { return };
     let mut r = common::rng(38);
@@ -406,7 +460,7 @@ fn large_intermediates_live_in_global_scratch_memory() {
     let v = vmap(&f, 200, &[]).unwrap();
     let source = v.cuda_source();
     assert!(source.scratch_stride >= 40 * 40 * 8, "{}", source.scratch_stride);
-    assert!(source.text.contains("a.scratch + first *"));
+    assert!(source.text.contains("a.scratch + (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) *"));
     let mut r = common::rng(37);
     check_emulated(&v, &inputs_with_bad_values(&v, &mut r));
     // A small program keeps its intermediates in local memory.
@@ -546,8 +600,14 @@ fn on_the_gpu_a_module_s_host_code_runs_its_kernels() {
         .unwrap()
         .with_backend(gpu);
     let batch = vmap(&f, 1000, &[Some(0), None]).unwrap().renamed("roll_batch").unwrap();
+    // A warp per item (its long sum dealt over the lanes).
+    let energy = NumericalFunction::new("energy", |[x]| (x.square() * 0.5 + x.sin()).sum(), [Arg::new(512)])
+        .unwrap()
+        .with_backend(batch.backend().clone());
+    let energies = vmap(&energy, 100, &[]).unwrap().renamed("energy_batch").unwrap();
+    assert_eq!(energies.cuda_source().entries[0].lanes, 32);
     let dir = tempdir().join("gpu_module");
-    anvil::generate_module("gpu_mod", &[&f, &batch], &dir).unwrap();
+    anvil::generate_module("gpu_mod", &[&f, &batch, &energies], &dir).unwrap();
     let main = r#"#include <cuda.h>
 #include <nvrtc.h>
 #include <cstdio>
@@ -558,10 +618,16 @@ int main() {
   double u[2] = {0.25, -0.5};
   for (int i = 0; i < 3000; ++i) xs[i] = 0.001 * i - 1.0;
   roll_batch::gpu::WS_t ws = roll_batch::gpu::init_ws();
-  const int error = roll_batch::gpu::call(xs, u, out, ws);
+  int error = roll_batch::gpu::call(xs, u, out, ws);
   roll_batch::gpu::free_ws(ws);
+  static double es[51200], energies[100];
+  for (int i = 0; i < 51200; ++i) es[i] = 0.0001 * i - 2.0;
+  energy_batch::gpu::WS_t energy_ws = energy_batch::gpu::init_ws();
+  error |= energy_batch::gpu::call(es, energies, energy_ws);
+  energy_batch::gpu::free_ws(energy_ws);
   if (error != 0) { std::printf("error %d\n", error); return 1; }
   for (int i = 0; i < 3000; ++i) std::printf("%.17g\n", out[i]);
+  for (int i = 0; i < 100; ++i) std::printf("%.17g\n", energies[i]);
   return 0;
 }
 "#;
@@ -584,7 +650,10 @@ int main() {
     let xs = ArrayD::from_shape_fn(IxDyn(&[1000, 3]), |p| 0.001 * (p[0] * 3 + p[1]) as f64 - 1.0);
     let u = ArrayD::from_shape_vec(IxDyn(&[2]), vec![0.25, -0.5]).unwrap();
     let want = batch.eval(&[xs.view(), u.view()]).unwrap().remove(0);
-    for (g, w) in got.iter().zip(want.iter()) {
+    let es = ArrayD::from_shape_fn(IxDyn(&[100, 512]), |p| 0.0001 * (p[0] * 512 + p[1]) as f64 - 2.0);
+    let want_energies = energies.eval(&[es.view()]).unwrap().remove(0);
+    assert_eq!(got.len(), 3100);
+    for (g, w) in got.iter().zip(want.iter().chain(want_energies.iter())) {
         assert!((g - w).abs() <= 1e-12 * (1.0 + w.abs()), "{g} vs {w}");
     }
 }

@@ -53,6 +53,7 @@ struct Api {
     primary_ctx_release: unsafe extern "C" fn(Device) -> Status,
     ctx_set_current: unsafe extern "C" fn(RawContext) -> Status,
     ctx_synchronize: unsafe extern "C" fn() -> Status,
+    stream_synchronize: unsafe extern "C" fn(*mut c_void) -> Status,
     mem_alloc: unsafe extern "C" fn(*mut DevicePtr, usize) -> Status,
     mem_free: unsafe extern "C" fn(DevicePtr) -> Status,
     memcpy_htod: unsafe extern "C" fn(DevicePtr, *const c_void, usize) -> Status,
@@ -95,6 +96,7 @@ impl Api {
                 primary_ctx_release: symbol(library, path, "cuDevicePrimaryCtxRelease_v2", FIX)?,
                 ctx_set_current: symbol(library, path, "cuCtxSetCurrent", FIX)?,
                 ctx_synchronize: symbol(library, path, "cuCtxSynchronize", FIX)?,
+                stream_synchronize: symbol(library, path, "cuStreamSynchronize", FIX)?,
                 mem_alloc: symbol(library, path, "cuMemAlloc_v2", FIX)?,
                 mem_free: symbol(library, path, "cuMemFree_v2", FIX)?,
                 memcpy_htod: symbol(library, path, "cuMemcpyHtoD_v2", FIX)?,
@@ -270,8 +272,16 @@ impl Context {
         Ok(Arc::new(Module { module, context: Arc::clone(self) }))
     }
 
-    /// Waits for everything launched in this context to finish; a kernel's fault surfaces
-    /// here.
+    /// Waits for what anvil launched (on the legacy default stream) to finish, not for other
+    /// streams' work (another library's in the same context); a kernel's fault surfaces here.
+    pub fn finish_launches(&self) -> Result<()> {
+        let api = self.make_current()?;
+        // SAFETY: the null stream is the context's legacy default stream.
+        self.driver.check("cuStreamSynchronize", unsafe { (api.stream_synchronize)(std::ptr::null_mut()) })
+    }
+
+    /// Waits for everything launched in this context to finish, on every stream; a kernel's
+    /// fault surfaces here.
     pub fn synchronize(&self) -> Result<()> {
         let api = self.make_current()?;
         // SAFETY: no arguments; the context is current.

@@ -5,6 +5,7 @@
 use super::driver::{Context, DeviceBuffer, Kernel, Module};
 use crate::error::{Error, Result};
 use crate::jit::Library;
+use crate::render::cuda::CudaEntry;
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex};
 
@@ -116,7 +117,8 @@ impl Engine {
     /// Threads per block of entry point `entry`.
     fn block(&self, entry: usize) -> u32 {
         match self {
-            Engine::Gpu { kernels, .. } => (kernels[entry].max_threads_per_block().max(32) as u32).min(128),
+            // Whole warps: a warp per item needs its lanes in one block.
+            Engine::Gpu { kernels, .. } => (kernels[entry].max_threads_per_block().max(32) as u32).min(128) / 32 * 32,
             Engine::Emulated { .. } => 64,
         }
     }
@@ -145,7 +147,7 @@ impl Engine {
     /// Waits for what was queued.
     fn wait(&self) -> Result<()> {
         match self {
-            Engine::Gpu { context, .. } => context.synchronize(),
+            Engine::Gpu { context, .. } => context.finish_launches(),
             Engine::Emulated { .. } => Ok(()),
         }
     }
@@ -179,9 +181,8 @@ pub struct CudaFunction {
     engine: Engine,
     inputs: Vec<ItemArg>,
     outputs: Vec<ItemArg>,
-    /// Each entry point's threads' worth (`None`: one per item), and whether it needs them
-    /// all at once.
-    work: Vec<(Option<usize>, bool)>,
+    /// The entry points: each one's threads' worth, and whether it needs them all at once.
+    entries: Vec<CudaEntry>,
     scratch_stride: usize,
     scratch_bytes: usize,
     constants: Memory,
@@ -200,7 +201,7 @@ impl CudaFunction {
         engine: Engine,
         inputs: Vec<ItemArg>,
         outputs: Vec<ItemArg>,
-        work: Vec<(Option<usize>, bool)>,
+        entries: Vec<CudaEntry>,
         (scratch_stride, scratch_bytes): (usize, usize),
         constants: &[u8],
         constant_symbol: Option<&str>,
@@ -218,7 +219,7 @@ impl CudaFunction {
             engine,
             inputs,
             outputs,
-            work,
+            entries,
             scratch_stride,
             scratch_bytes,
             constants: region,
@@ -295,12 +296,12 @@ impl CudaFunction {
         }
         let grid = |entry: usize| {
             let block = self.engine.block(entry);
-            let (threads, exact) = self.work[entry];
-            let blocks = threads.unwrap_or(count).max(1).div_ceil(block as usize) as u64;
-            let most = if exact { u64::from(u32::MAX) } else { u64::from(self.engine.max_grid(block)) };
+            let CudaEntry { threads, exact, lanes, .. } = &self.entries[entry];
+            let blocks = threads.unwrap_or(count * lanes).max(1).div_ceil(block as usize) as u64;
+            let most = if *exact { u64::from(u32::MAX) } else { u64::from(self.engine.max_grid(block)) };
             (blocks.min(most) as u32, block)
         };
-        let threads = (0..self.work.len())
+        let threads = (0..self.entries.len())
             .map(|entry| {
                 let (blocks, block) = grid(entry);
                 blocks as usize * block as usize
@@ -315,7 +316,7 @@ impl CudaFunction {
         for ((address, stride), spec) in arguments.zip(specs) {
             staging.words.extend([address, (stride / spec.element.max(1)) as u64]);
         }
-        for entry in 0..self.work.len() {
+        for entry in 0..self.entries.len() {
             let (blocks, block) = grid(entry);
             // SAFETY: the words are the entry points' parameter in its declared order; the
             // buffers hold what the strides and count say (checked or vouched for by callers).

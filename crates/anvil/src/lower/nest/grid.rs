@@ -13,8 +13,13 @@
 //! A kernel where every thread would run a loop whole is worth one thread, so that it runs
 //! once; else as many as its most spread iterations. One long reduction to few values is split
 //! over many threads instead ([`split_reductions`]).
+//!
+//! A batched function whose work per item is mostly long reductions runs each item on a warp
+//! ([`warp_per_item`]): the lanes deal out each such reduction's iterations and combine their
+//! partials by shuffles, and run the rest of the program alike, each on its own copy.
 
-use super::{Extent, Hint, Nest, Operand, Stmt, Value};
+use super::{statements, Extent, Hint, Nest, Operand, Stmt, Value};
+use crate::dtype::DType;
 use crate::lower::kernel::ExprId;
 
 /// Loops spread over a grid's threads unless they run fewer iterations than this and hold
@@ -132,7 +137,8 @@ fn only_thread_state(body: &[Stmt]) -> bool {
     })
 }
 
-/// How many threads share a split reduction: each folds every `LANES`-th element.
+/// How many partials a split reduction leaves: one per warp of the `LANES * WARP` threads
+/// that share it, each thread folding every `LANES * WARP`-th element.
 pub const LANES: usize = 4096;
 
 /// The fewest elements of a reduction loop worth splitting over [`LANES`] threads.
@@ -140,16 +146,19 @@ const SPLIT_MIN: usize = 4 * LANES;
 
 /// `nest` (of [`Form::Grid`](super::Form::Grid)) as the launches it takes: a kernel whose
 /// every thread would run one long reduction loop whole (a sum of many elements into few
-/// values) as two, [`LANES`] threads folding every `LANES`-th element each into partials, then
-/// one thread combining them in order and going on; any other, as itself.
+/// values) as two, `LANES * WARP` threads folding every `LANES * WARP`-th element each and
+/// each warp combining its lanes' into a partial, then a warp combining the [`LANES`]
+/// partials (each lane every 32nd, then the lanes') and going on; any other, as itself.
 pub fn split_reductions(nest: Nest) -> Vec<Nest> {
-    let Some(split) = Split::of(&nest.body) else { return vec![nest] };
+    let Some(split) = Split::of(&nest.body, SPLIT_MIN) else { return vec![nest] };
     let partial_bytes = 8 * LANES * split.accumulators.len();
     let (pre, rest) = nest.body.split_at(split.at);
     let (whole, post) = (&rest[0], &rest[1..]);
     let Stmt::Loop { var, extent, body, .. } = whole else { unreachable!("Split::of found a loop") };
+    let threads = LANES * WARP;
     let mut partial = pre.to_vec();
-    partial.push(Stmt::Loop { var: *var, extent: *extent, hint: Hint::Lanes(LANES), body: body.clone() });
+    partial.push(Stmt::Loop { var: *var, extent: *extent, hint: Hint::Lanes(threads), body: body.clone() });
+    partial.extend(split.accumulators.iter().map(|&(acc, dtype, op)| Stmt::CombineWarp { acc, op, dtype }));
     for (slot, &(acc, dtype, _)) in split.accumulators.iter().enumerate() {
         partial.push(Stmt::StorePartial { acc, dtype, slot });
     }
@@ -157,7 +166,9 @@ pub fn split_reductions(nest: Nest) -> Vec<Nest> {
         .accumulators
         .iter()
         .enumerate()
-        .map(|(slot, &(acc, dtype, op))| Stmt::CombinePartials { acc, op, dtype, slot, lanes: LANES })
+        .flat_map(|(slot, &(acc, dtype, op))| {
+            [Stmt::CombinePartials { acc, op, dtype, slot, lanes: LANES }, Stmt::CombineWarp { acc, op, dtype }]
+        })
         .collect();
     combine.extend(post.iter().cloned());
     let launch = |body: Vec<Stmt>, threads: usize, exact_threads: bool| Nest {
@@ -170,7 +181,122 @@ pub fn split_reductions(nest: Nest) -> Vec<Nest> {
         inputs: nest.inputs.clone(),
         ..nest
     };
-    vec![launch(vec![Stmt::OnThreads(LANES, partial)], LANES, true), launch(combine, 1, false)]
+    vec![launch(vec![Stmt::OnThreads(threads, partial)], threads, true), launch(combine, 1, false)]
+}
+
+/// The threads of a warp.
+pub const WARP: usize = 32;
+
+/// The fewest iterations of a reduction loop worth dealing over a warp's lanes.
+const WARP_SPLIT_MIN: usize = 256;
+
+/// The kernels' nests (of [`Form::Loops`](super::Form::Loops), one item's program) run by a
+/// warp per item, if the reductions that can be dealt over its lanes are at least half the
+/// item's work; else `None` (a thread per item serves better). A kernel with such a
+/// reduction becomes [`Form::Warp`](super::Form::Warp) (see [`split_over_warp`]); the others
+/// stay as they are, every lane running them whole on its own copy of their results.
+pub fn warp_per_item(nests: &[Nest]) -> Option<Vec<Nest>> {
+    // The lanes write the same bits to the same places, which only plain stores may do: an
+    // update of memory (a scatter-add) would be made by each lane in turn.
+    let updates = |body: &[Stmt]| !only_plain_stores(body);
+    if nests.iter().any(|n| updates(&n.body) || n.parts.iter().any(|p| updates(&p.body))) {
+        return None;
+    }
+    let split: Vec<Option<Nest>> = nests.iter().map(split_over_warp).collect();
+    let dealt: usize = nests.iter().zip(&split).filter(|(_, s)| s.is_some()).map(|(n, _)| statements(&n.body)).sum();
+    let all: usize = nests.iter().map(|n| statements(&n.body)).sum();
+    if dealt == 0 || 2 * dealt < all {
+        return None;
+    }
+    Some(nests.iter().zip(split).map(|(nest, split)| split.unwrap_or_else(|| nest.clone())).collect())
+}
+
+/// `nest` (of [`Form::Loops`](super::Form::Loops)) as [`Form::Warp`](super::Form::Warp): each
+/// long reduction loop dealt over the lanes (lane `l` folds iterations `lo + l`, `lo + l + 32`,
+/// ...), then the accumulators it folds combined across them by shuffles; `None` if it has no
+/// such loop. Every lane runs the rest alike (loop bounds are constants), so such loops may
+/// sit in others. A loop folding into an array, or a type shuffles do not carry, stays whole.
+pub fn split_over_warp(nest: &Nest) -> Option<Nest> {
+    let (body, dealt) = deal(&nest.body);
+    dealt.then(|| Nest { form: super::Form::Warp, body, ..nest.clone() })
+}
+
+/// `body` with its long reduction loops, at any depth, dealt over a warp's lanes; and whether
+/// there was one.
+fn deal(body: &[Stmt]) -> (Vec<Stmt>, bool) {
+    let mut out = Vec::with_capacity(body.len());
+    let mut dealt = false;
+    for statement in body {
+        let long = |lo: i64, hi: i64| (hi - lo).max(0) as usize >= WARP_SPLIT_MIN;
+        match statement.clone() {
+            Stmt::Loop { var, extent: extent @ Extent::Range(lo, hi), body: inner, .. }
+                if long(lo, hi) && role(statement) == Role::Whole && folded_scalars(&inner, body).is_some() =>
+            {
+                let combine = folded_scalars(&inner, body).expect("checked");
+                out.push(Stmt::Loop { var, extent, hint: Hint::Lanes(WARP), body: inner });
+                out.extend(combine);
+                dealt = true;
+            }
+            Stmt::Loop { var, extent, hint, body: inner } => {
+                let (inner, any) = deal(&inner);
+                out.push(Stmt::Loop { var, extent, hint, body: inner });
+                dealt |= any;
+            }
+            Stmt::Fixed { var, value, body: inner } => {
+                let (inner, any) = deal(&inner);
+                out.push(Stmt::Fixed { var, value, body: inner });
+                dealt |= any;
+            }
+            statement => out.push(statement),
+        }
+    }
+    (out, dealt)
+}
+
+/// The combining of each accumulator that `loop_body` folds into, if all are scalars that
+/// `top` (the body holding the loop) declares and shuffles carry.
+fn folded_scalars(loop_body: &[Stmt], top: &[Stmt]) -> Option<Vec<Stmt>> {
+    let (mut accs, mut own) = (Vec::new(), Vec::new());
+    folds(loop_body, &mut accs, &mut own)?;
+    accs.retain(|acc| !own.contains(acc));
+    accs.sort_unstable();
+    accs.dedup();
+    let shuffled = |dtype| matches!(dtype, DType::F64 | DType::F32 | DType::I64 | DType::I32);
+    let combine = |acc: ExprId| {
+        top.iter().find_map(|s| match *s {
+            Stmt::Accumulator { id, op, dtype } if id == acc && shuffled(dtype) => {
+                Some(Stmt::CombineWarp { acc, op, dtype })
+            }
+            _ => None,
+        })
+    };
+    accs.into_iter().map(combine).collect()
+}
+
+/// Collects the scalar accumulators `body` folds into, and those it declares itself; `None`
+/// if it folds into an array.
+fn folds(body: &[Stmt], out: &mut Vec<ExprId>, own: &mut Vec<ExprId>) -> Option<()> {
+    for statement in body {
+        match statement {
+            Stmt::Accumulate { acc: Operand::Temp(id), .. } => out.push(*id),
+            Stmt::Accumulate { .. } => return None,
+            Stmt::Accumulator { id, .. } => own.push(*id),
+            Stmt::Loop { body, .. } | Stmt::Fixed { body, .. } | Stmt::Tiles { body, .. } => folds(body, out, own)?,
+            _ => {}
+        }
+    }
+    Some(())
+}
+
+/// Whether `body` writes memory by plain stores only (no scatter-add, clearing or partials).
+fn only_plain_stores(body: &[Stmt]) -> bool {
+    body.iter().all(|s| match s {
+        Stmt::ScatterAdd { .. } | Stmt::Zero { .. } | Stmt::StorePartial { .. } => false,
+        Stmt::Loop { body, .. } | Stmt::Fixed { body, .. } | Stmt::Tiles { body, .. } | Stmt::OnThreads(_, body) => {
+            only_plain_stores(body)
+        }
+        _ => true,
+    })
 }
 
 /// Where a nest's one long reduction loop is, and the accumulators it folds.
@@ -184,11 +310,11 @@ impl Split {
     /// The split of `body`: before its one loop run whole, only temporaries and that loop's
     /// accumulators; after it, nothing reading those temporaries (the launch that goes on
     /// does not compute them).
-    fn of(body: &[Stmt]) -> Option<Split> {
+    fn of(body: &[Stmt], min: usize) -> Option<Split> {
         let wholes: Vec<usize> = (0..body.len()).filter(|&i| role(&body[i]) == Role::Whole).collect();
         let &[at] = wholes.as_slice() else { return None };
         let Stmt::Loop { extent: Extent::Range(lo, hi), .. } = body[at] else { return None };
-        if ((hi - lo).max(0) as usize) < SPLIT_MIN {
+        if ((hi - lo).max(0) as usize) < min {
             return None;
         }
         let mut accumulators = Vec::new();
@@ -240,6 +366,7 @@ fn reads(body: &[Stmt], out: &mut Vec<ExprId>) {
             | Stmt::LocalArray { .. }
             | Stmt::Zero { .. }
             | Stmt::CombinePartials { .. } => {}
+            Stmt::CombineWarp { acc, .. } => out.push(*acc),
         }
     }
 }

@@ -95,6 +95,9 @@ pub enum Form {
     Items,
     /// The kernel's loop nest run by a grid of threads together (see [`grid`]).
     Grid,
+    /// The kernel's loop nest run on one item by the threads of a warp together, its one
+    /// long reduction dealt over them (see [`grid::split_over_warp`]).
+    Warp,
 }
 
 /// One statement of a nest.
@@ -208,8 +211,9 @@ pub enum Stmt {
     Call(usize),
     /// Statements only the first `count` threads of a grid run ([`Form::Grid`]).
     OnThreads(usize, Vec<Stmt>),
-    /// `partials[slot][thread] = t<acc>`: this thread's part of reduction `acc`, for a later
-    /// launch to combine ([`grid::split_reductions`]).
+    /// `partials[slot][thread / 32] = t<acc>`: this thread's warp's part of reduction `acc`
+    /// (every lane's after [`Stmt::CombineWarp`]), for a later launch to combine
+    /// ([`grid::split_reductions`]).
     StorePartial {
         /// The reduction.
         acc: ExprId,
@@ -218,8 +222,9 @@ pub enum Stmt {
         /// Which of the kernel's split reductions.
         slot: usize,
     },
-    /// `t<acc>` = the `lanes` partials of reduction `acc` (stored in `slot` by the launch
-    /// before) combined by `op` in order.
+    /// `t<acc>` = every 32nd of the `lanes` partials of reduction `acc` (stored in `slot` by
+    /// the launch before), from the thread's lane on, combined by `op` in order (a
+    /// [`Stmt::CombineWarp`] then combines the lanes').
     CombinePartials {
         /// The reduction.
         acc: ExprId,
@@ -232,6 +237,31 @@ pub enum Stmt {
         /// How many partials.
         lanes: usize,
     },
+    /// `t<acc>` combined by `op` across the lanes of a warp ([`Form::Warp`]): each lane
+    /// then holds the whole reduction, folded in the same order on every lane.
+    CombineWarp {
+        /// The reduction.
+        acc: ExprId,
+        /// Its combining op.
+        op: ReduceOp,
+        /// Its type.
+        dtype: DType,
+    },
+}
+
+/// The statements `body` amounts to, those of its loops' bodies once per iteration (a
+/// tile's once).
+pub fn statements(body: &[Stmt]) -> usize {
+    body.iter()
+        .map(|s| match s {
+            Stmt::Loop { extent: Extent::Range(lo, hi), body, .. } => (hi - lo).max(0) as usize * statements(body),
+            Stmt::Loop { body, .. }
+            | Stmt::Fixed { body, .. }
+            | Stmt::Tiles { body, .. }
+            | Stmt::OnThreads(_, body) => statements(body),
+            _ => 1,
+        })
+        .sum()
 }
 
 /// The values a loop variable takes in a loop.

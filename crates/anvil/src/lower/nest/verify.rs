@@ -155,7 +155,7 @@ impl Checker<'_> {
             }
             &Stmt::Fixed { var, value, ref body } => self.with_var(var, (value, value), body),
             Stmt::OnThreads(_, body) => self.block(body),
-            Stmt::StorePartial { acc, .. } => self.read(&Operand::Temp(*acc)),
+            Stmt::StorePartial { acc, .. } | Stmt::CombineWarp { acc, .. } => self.read(&Operand::Temp(*acc)),
             Stmt::CombinePartials { acc, .. } => self.define(*acc),
             &Stmt::Tiles { var, extent, tile, ref body } => {
                 if tile == 0 || extent != self.kernel.extents[var] {
