@@ -28,25 +28,7 @@ step docs scripts/docs.sh
 step wheel scripts/check_wheel.sh
 # The README's other command: the demo runs as documented.
 step demo scripts/demo.sh
-# The Python tests, in two processes (one per core of the CI machine): most of their time on
-# a fresh machine is compiling generated code, one unit at a time. The first takes the files
-# that build the most solvers, the second every other test file.
-tests=crates/anvil-py/tests
-heavy=(test_ipm.py test_opti.py test_travel.py test_seeds.py test_original_api.py test_inputs.py test_pickle.py)
-rest=()
-for f in "$tests"/test_*.py; do
-  [[ " ${heavy[*]} " == *" $(basename "$f") "* ]] || rest+=("$f")
-done
-python_start=$SECONDS
-logs="$(mktemp -d)"
-trap 'rm -rf "$logs"' EXIT
-.venv/bin/python -m pytest -q -p no:cacheprovider --basetemp="$logs/a" "${heavy[@]/#/$tests/}" >"$logs/a.log" 2>&1 &
-first=$!
-.venv/bin/python -m pytest -q -p no:cacheprovider --basetemp="$logs/b" "${rest[@]}" >"$logs/b.log" 2>&1 &
-second=$!
-status=0
-wait "$first" || status=1
-wait "$second" || status=1
-cat "$logs/a.log" "$logs/b.log"
-echo "test.sh: Python tests took $((SECONDS - python_start)) s (${SECONDS} s in all)" >&2
-exit "$status"
+# The Python tests, a worker process per core (pytest-xdist), idle workers taking tests
+# queued on busy ones: most of their time on a fresh machine is compiling generated code,
+# and the JIT cache lets one build what several workers ask for (the others wait for it).
+step "Python tests" .venv/bin/python -m pytest -q -p no:cacheprovider -n auto --dist worksteal crates/anvil-py/tests

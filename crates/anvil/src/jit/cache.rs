@@ -150,3 +150,62 @@ pub fn is_trusted(library: &Path) -> bool {
         _ => false,
     }
 }
+
+/// A turn at building one file of the cache: threads and processes that would build the
+/// same file (the solver runtime, asked for by every test at once) take turns on a lock file
+/// beside it, and those after the first find it built. `flock`: released when dropped, or
+/// when its process dies; the lock file is removed then, so that the cache holds only what
+/// was built (one arriving just after may build again, which the atomic installs keep
+/// correct). Where the file system cannot lock, everyone builds, as before.
+pub(crate) struct BuildTurn {
+    lock: Option<(std::fs::File, PathBuf)>,
+}
+
+impl BuildTurn {
+    /// Waits for the turn at building `path`; `waiting` is called first if another holds it.
+    pub(crate) fn take(path: &Path, waiting: impl FnOnce()) -> BuildTurn {
+        let mut lock_path = path.as_os_str().to_owned();
+        lock_path.push(".lock");
+        let lock_path = PathBuf::from(lock_path);
+        let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path);
+        let Ok(file) = file else { return BuildTurn { lock: None } };
+        BuildTurn { lock: lock(&file, waiting).then_some((file, lock_path)) }
+    }
+}
+
+impl Drop for BuildTurn {
+    fn drop(&mut self) {
+        if let Some((_, path)) = &self.lock {
+            // Removed while still held: no one can take a turn on it after this.
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+#[cfg(unix)]
+fn lock(file: &std::fs::File, waiting: impl FnOnce()) -> bool {
+    use std::os::fd::AsRawFd;
+    let fd = file.as_raw_fd();
+    // SAFETY: flock on a descriptor this function's caller keeps open.
+    if unsafe { libc::flock(fd, libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+        return true;
+    }
+    if std::io::Error::last_os_error().raw_os_error() != Some(libc::EWOULDBLOCK) {
+        return false;
+    }
+    waiting();
+    loop {
+        // SAFETY: as above.
+        if unsafe { libc::flock(fd, libc::LOCK_EX) } == 0 {
+            return true;
+        }
+        if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            return false;
+        }
+    }
+}
+
+#[cfg(not(unix))]
+fn lock(_file: &std::fs::File, _waiting: impl FnOnce()) -> bool {
+    false
+}

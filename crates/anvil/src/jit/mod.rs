@@ -117,7 +117,16 @@ pub fn build_cached(unit: &Unit, toolchain: &dyn Toolchain, dir: &Path) -> Resul
     let stem = format!("{name}-{hash}");
     let extension = toolchain.output_extension();
     let library = dir.join(format!("lib{stem}.{extension}"));
-    if cache::is_trusted(&library) && unit.link.iter().all(|l| cache::is_trusted(l)) {
+    let cached = || cache::is_trusted(&library) && unit.link.iter().all(|l| cache::is_trusted(l));
+    if cached() {
+        return Ok(library);
+    }
+    let _turn = cache::BuildTurn::take(&library, || {
+        if verbose() {
+            eprintln!("anvil: waiting for another build of `{name}`");
+        }
+    });
+    if cached() {
         return Ok(library);
     }
     let unique = format!("{}-{}", std::process::id(), unique_suffix());
@@ -204,6 +213,12 @@ pub fn build_static_library(library: &StaticLibrary, options: &CompilerOptions) 
         &host_cpu(),
     ]);
     let archive = dir.join(format!("lib{}-{hash}.a", library.name));
+    if cache::is_trusted(&archive) {
+        return Ok(archive);
+    }
+    let _turn = cache::BuildTurn::take(&archive, || {
+        eprintln!("anvil: waiting for the {} library, which another thread or process is building...", library.name)
+    });
     if cache::is_trusted(&archive) {
         return Ok(archive);
     }

@@ -291,3 +291,23 @@ fn the_cache_serves_any_toolchain() {
     });
     assert_eq!(libraries.count(), 2);
 }
+
+#[test]
+fn threads_asking_for_one_library_at_once_build_it_once() {
+    use anvil::jit::{build_cached, CppToolchain, Unit};
+    let root = scratch("turns");
+    let dir = cache::private_dir(&root).unwrap();
+    let cpp = CppToolchain::new(&options(&dir), &dir).unwrap();
+    let counting = Variant { cpp, variant: "turns", builds: 0.into(), fail: false };
+    let unit = Unit::new("shared", "extern \"C\" int shared() { return 7; }\n");
+    let built: Vec<PathBuf> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..4).map(|_| s.spawn(|| build_cached(&unit, &counting, &dir).unwrap())).collect();
+        workers.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    assert!(built.iter().all(|p| p == &built[0] && cache::is_trusted(p)));
+    assert_eq!(counting.builds.load(std::sync::atomic::Ordering::Relaxed), 1, "each thread built it");
+    // The turns leave nothing behind but the library, its digest and its source.
+    let names: Vec<String> =
+        std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    assert!(names.iter().all(|n| n.contains("shared") && !n.ends_with(".lock")), "{names:?}");
+}
