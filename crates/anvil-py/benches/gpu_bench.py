@@ -1,6 +1,7 @@
 """The GPU benchmark: anvil's CUDA backend next to JAX's CUDA build, in one process, on device
 arrays (anvil: CuPy arrays in and out; JAX: its own), each call synchronised, medians of
-interleaved calls (the ratio column is anvil / JAX).
+calls interleaved one by one, and in alternating blocks of ten (each ratio column is anvil /
+JAX).
 
     python crates/anvil-py/benches/gpu_bench.py             # every case
     python crates/anvil-py/benches/gpu_bench.py --quick     # fewer repetitions
@@ -53,8 +54,13 @@ def timed(fn: Callable[[], Any]) -> float:
 FIRST_CALLS: list[tuple[str, float, float]] = []
 
 
+BLOCK = 10
+
+
 def compare(label: str, anvil_call: Callable[[], Any], jax_call: Callable[[], Any], reps: int) -> tuple[float, float]:
-    """Median seconds per call of each, interleaved (after their first calls, which compile)."""
+    """Median seconds per call of each (after their first calls, which compile): interleaved
+    call by call, then in alternating blocks of `BLOCK` calls of one (where neither call
+    follows the other's, whose work may still occupy the GPU)."""
     FIRST_CALLS.append((label, timed(anvil_call), timed(jax_call)))
     for _ in range(3):
         anvil_call()
@@ -64,7 +70,16 @@ def compare(label: str, anvil_call: Callable[[], Any], jax_call: Callable[[], An
         a.append(timed(anvil_call))
         j.append(timed(jax_call))
     ta, tj = statistics.median(a), statistics.median(j)
-    print(f"{label:<46} {ta * 1e3:>9.3f} ms {tj * 1e3:>9.3f} ms {ta / tj:>7.2f}", flush=True)
+    ba, bj = [], []
+    for _ in range(max(1, reps // BLOCK)):
+        ba.extend(timed(anvil_call) for _ in range(BLOCK))
+        bj.extend(timed(jax_call) for _ in range(BLOCK))
+    sa, sj = statistics.median(ba), statistics.median(bj)
+    print(
+        f"{label:<46} {ta * 1e3:>9.3f} ms {tj * 1e3:>9.3f} ms {ta / tj:>7.2f}"
+        f" {sa * 1e3:>9.3f} ms {sj * 1e3:>9.3f} ms {sa / sj:>7.2f}",
+        flush=True,
+    )
     return ta, tj
 
 
@@ -87,7 +102,8 @@ def main() -> None:
     jnp = jax.numpy
     name, (major, minor), sms = av._anvil.cuda_device(0)
     print(f"GPU: {name} (sm_{major}{minor}, {sms} multiprocessors); JAX {jax.__version__} on {jax.devices()[0]}")
-    print(f"{'case':<46} {'anvil':>12} {'JAX':>12} {'ratio':>7}")
+    print(f"{'':<46} {'interleaved call by call':>33} {'in blocks of ' + str(BLOCK) + ' calls':>33}")
+    print(f"{'case':<46} {'anvil':>12} {'JAX':>12} {'ratio':>7} {'anvil':>12} {'JAX':>12} {'ratio':>7}")
 
     failed = [label for label, case in CASES if not run_case(label, case, cupy, jax, jnp, reps)]
     print("first calls of the cases above (anvil: trace, lowering, NVRTC; JAX: trace, XLA):")
