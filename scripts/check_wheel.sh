@@ -11,9 +11,10 @@
 #
 # A release build and PIQP's runtime library from scratch: a few minutes; scripts/test.sh
 # runs it last. Needs git, python3 and network access to the package index. Builds in
-# target/ (the dependencies compiled once for `maturin develop --release` serve it too; the
-# clone's own crates build apart, their paths differ) and a fresh temporary directory,
-# removed on exit unless ANVIL_CHECK_KEEP=1. Uncommitted changes are not in the clone.
+# target/check-wheel (kept between runs; not target/ itself: cargo names a workspace's
+# artifacts alike wherever it lies, so the clone's build script, which records its own
+# paths, would serve the source tree's build) and a fresh temporary directory, removed on
+# exit unless ANVIL_CHECK_KEEP=1. Uncommitted changes are not in the clone.
 # Usage: scripts/check_wheel.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,7 +33,7 @@ if [ -e "$work/clone/.deps" ] || [ -e "$work/clone/crates/anvil-py/python/anvil/
   echo "check_wheel: the clone is not pristine (is PIQP committed?)" >&2
   exit 1
 fi
-CARGO_TARGET_DIR="$root/target" python3 -m pip wheel --quiet --disable-pip-version-check \
+CARGO_TARGET_DIR="$root/target/check-wheel" python3 -m pip wheel --quiet --disable-pip-version-check \
   --no-deps -w "$work/wheels" "$work/clone/crates/anvil-py"
 wheel="$(ls "$work"/wheels/anvil-*.whl)"
 echo "check_wheel: $(basename "$wheel") ($(du -h "$wheel" | cut -f1))"
