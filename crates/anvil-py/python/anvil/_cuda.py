@@ -1,7 +1,8 @@
 """Device arrays for functions on ``device="CUDA"``: arrays that speak DLPack (``__dlpack__``:
 CuPy, PyTorch, JAX) or expose ``__cuda_array_interface__`` (those and Numba) go in without a
 copy, and the outputs come back as arrays of the same library (CuPy's for JAX and Numba)
-without a copy either.
+without a copy either. CuPy arrays of CuPy's default stream (the legacy one, which anvil's
+launches use) skip DLPack: their shape, dtype, layout and device are read directly.
 
 Also finds NVRTC where pip installs it (``pip install nvidia-cuda-nvrtc``), for the native
 library, which loads it on first use."""

@@ -19,6 +19,7 @@ mod multistage;
 mod names;
 mod numerics;
 mod ops;
+mod opti;
 mod property;
 mod serialization;
 mod sparse;

@@ -4,8 +4,7 @@
 //! bad problems, settings and arguments get. (The Python tests compare a collection of
 //! problems with Ipopt.)
 
-mod common;
-
+use crate::common;
 use anvil::opti::{
     IpmFunction, IpmSettings, MuStrategy, Problem, QpBackend, SolutionMut, SqpFunction, SqpSettings, Status, WarmStart,
 };
