@@ -591,7 +591,7 @@ fn ipm_headers_compile_on_their_own_and_pass_their_checks() {
     for compiler in compilers {
         let exe = dir.join(format!("check_{compiler}"));
         let out = Command::new(compiler)
-            .args(["-std=c++17", "-O1", "-g", "-Wall", "-Wextra", "-Wshadow", "-Werror"])
+            .args(["-std=c++17", "-O1", "-g1", "-Wall", "-Wextra", "-Wshadow", "-Werror"])
             .args(["-fsanitize=address,undefined", "-fno-sanitize-recover=all"])
             .arg("-I")
             .arg(&headers)
