@@ -227,16 +227,14 @@ fn deal(body: &[Stmt]) -> (Vec<Stmt>, bool) {
     let mut out = Vec::with_capacity(body.len());
     let mut dealt = false;
     for statement in body {
-        let long = |lo: i64, hi: i64| (hi - lo).max(0) as usize >= WARP_SPLIT_MIN;
+        if let Some(combine) = dealt_combine(statement, body) {
+            let Stmt::Loop { var, extent, body: inner, .. } = statement.clone() else { unreachable!("a loop") };
+            out.push(Stmt::Loop { var, extent, hint: Hint::Lanes(WARP), body: inner });
+            out.extend(combine);
+            dealt = true;
+            continue;
+        }
         match statement.clone() {
-            Stmt::Loop { var, extent: extent @ Extent::Range(lo, hi), body: inner, .. }
-                if long(lo, hi) && role(statement) == Role::Whole && folded_scalars(&inner, body).is_some() =>
-            {
-                let combine = folded_scalars(&inner, body).expect("checked");
-                out.push(Stmt::Loop { var, extent, hint: Hint::Lanes(WARP), body: inner });
-                out.extend(combine);
-                dealt = true;
-            }
             Stmt::Loop { var, extent, hint, body: inner } => {
                 let (inner, any) = deal(&inner);
                 out.push(Stmt::Loop { var, extent, hint, body: inner });
@@ -251,6 +249,19 @@ fn deal(body: &[Stmt]) -> (Vec<Stmt>, bool) {
         }
     }
     (out, dealt)
+}
+
+/// If `statement` (in `body`) is a long reduction loop a warp's lanes can deal, the
+/// combining of its accumulators that follows it.
+fn dealt_combine(statement: &Stmt, body: &[Stmt]) -> Option<Vec<Stmt>> {
+    match statement {
+        Stmt::Loop { extent: Extent::Range(lo, hi), body: inner, .. }
+            if (hi - lo).max(0) as usize >= WARP_SPLIT_MIN && role(statement) == Role::Whole =>
+        {
+            folded_scalars(inner, body)
+        }
+        _ => None,
+    }
 }
 
 /// The combining of each accumulator that `loop_body` folds into, if all are scalars that
