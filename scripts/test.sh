@@ -31,4 +31,4 @@ step demo scripts/demo.sh
 # The Python tests, a worker process per core (pytest-xdist), idle workers taking tests
 # queued on busy ones: most of their time on a fresh machine is compiling generated code,
 # and the JIT cache lets one build what several workers ask for (the others wait for it).
-step "Python tests" .venv/bin/python -m pytest -q -p no:cacheprovider -n auto --dist worksteal crates/anvil-py/tests
+step "Python tests" .venv/bin/python -m pytest -q -p no:cacheprovider -n auto --dist worksteal --durations=15 crates/anvil-py/tests
