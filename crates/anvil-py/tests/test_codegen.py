@@ -13,7 +13,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[3]
 def test_generated_files_equal_rusts(in_tmp_dir):
     rust_dir = in_tmp_dir / "rust"
     subprocess.run(
-        ["cargo", "run", "--release", "--quiet", "-p", "anvil", "--example", "reference_module", "--", str(rust_dir)],
+        ["cargo", "run", "--release", "--quiet", "--example", "reference_module", "--", str(rust_dir)],
         cwd=ROOT,
         check=True,
     )
