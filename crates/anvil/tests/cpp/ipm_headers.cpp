@@ -379,6 +379,11 @@ void stage_kkt(unsigned seed, double state_weight) {
   check(got.positive == want.positive && got.negative == want.negative && got.zero == want.zero,
         Terminal ? "stage inertia (terminal rows)" : "stage inertia");
   check(got.positive == S * NZ && got.negative == N - S * NZ && got.zero == 0, "stage inertia is the KKT one");
+  // Asked to stop where the inertia proves wrong, a factorisation whose inertia is right
+  // runs to the end, with the same inertia.
+  const anvil_ipm::Inertia whole = stage.factorize(1e-14, true);
+  check(whole.positive == got.positive && whole.negative == got.negative && whole.zero == 0,
+        "a right inertia is never stopped");
   double x_dense[N], x_stage[N];
   for (int i = 0; i < N; ++i) x_dense[i] = x_stage[i] = uniform(&state);
   dense.solve(x_dense);
@@ -393,6 +398,11 @@ void stage_kkt(unsigned seed, double state_weight) {
   stage.add(2, 2, 2, -30.0);
   const anvil_ipm::Inertia bent = stage.factorize(1e-14);
   check(bent.positive < S * NZ && bent.zero == 0, "stage inertia (negative curvature)");
+  // Stopped at the stage that shows it: an inertia as wrong (too many negative eigenvalues).
+  const anvil_ipm::Inertia stopped = stage.factorize(1e-14, true);
+  check(stopped.negative > N - S * NZ && stopped.zero == 0 && stopped.positive + stopped.negative == N &&
+            stopped.positive < bent.positive,
+        "a wrong inertia stops early (the first stages not pivoted) with a wrong inertia");
   // A zero matrix: zero eigenvalues, never a division by zero.
   stage.clear();
   const anvil_ipm::Inertia zero = stage.factorize(1e-14);

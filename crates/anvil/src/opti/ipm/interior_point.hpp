@@ -25,7 +25,10 @@
 //   bool increase_quality();    // a stabler factorisation from now on (false if none is);
 //   void reset_quality();       // back to the fastest, at each solve's start
 // where the factorised matrix is [H + diag(diag_x), J'; J, diag(diag_y)] (H omitted when
-// with_hessian is false), J = [J_c; J_d].
+// with_hessian is false), J = [J_c; J_d]. With the Hessian (the inertia correction's
+// factorisations) a factorisation whose inertia is not (kNx, kNeq + kNq, 0) is never solved
+// with: it may stop as soon as it knows, reporting any wrong inertia. Without, the method
+// solves with it whatever its inertia.
 //
 // Part of anvil's interior-point runtime (see dense_ldl.hpp for how it is included).
 

@@ -52,7 +52,16 @@ class StageLdl {
   // The entry between stage k's own unknown r and its link's c-th (stage k-1's own unknown c).
   void add_link(int k, int r, int c, double v) { a_[(k * Own + r) * kCols + Own + c] += v; }
 
-  Inertia factorize(double zero_pivot) {
+  // With `stop_when_wrong`, stops at the first stage whose pivots prove the inertia wrong
+  // (the factors are then unusable; the inertia reported counts every unknown not yet
+  // pivoted as negative, so it is wrong too). A stage that neither receives nor delays
+  // unknowns pivots its own block [S B'; B C]: S its variables' (the later stages' Schur
+  // complement added), B and C its rows' (untouched by later stages: their links are this
+  // stage's variables), C <= 0 (the interior-point method's row diagonals). Such a block has
+  // at least as many negative eigenvalues as rows unless it is singular, so with no zero
+  // pivot a stage with more is one no later stage can make up for: the matrix has more
+  // negative eigenvalues than it has rows (a Riccati recursion's indefinite reduced Hessian).
+  Inertia factorize(double zero_pivot, bool stop_when_wrong = false) {
     Inertia inertia{0, 0, 0};
     for (int i = 0; i < Size; ++i) row_size_[i] = 0.0;
     for (int k = 0; k < Stages; ++k) {
@@ -61,7 +70,13 @@ class StageLdl {
     int delayed = 0;
     for (int k = Stages - 1; k >= 0; --k) {
       measure_rows(k);
+      const int negative_before = inertia.negative, received = delayed;
       delayed = factorize_stage(k, delayed, zero_pivot, &inertia);
+      const bool own_block = received == 0 && delayed == 0;
+      if (stop_when_wrong && own_block && inertia.zero == 0 && inertia.negative - negative_before > count[k] - Link) {
+        for (int j = 0; j < k; ++j) inertia.negative += count[j];
+        return inertia;
+      }
     }
     return inertia;
   }
