@@ -185,10 +185,15 @@ class StageLdl {
     }
     size_[k] = n;
     StageFront kernel(f, kFront, unknown, terms_, row_size_, threshold_.value());
-    const int t = kernel.factorize(nf, n, zero_pivot, block_ + k * kFront, inertia, [&](int left) {
+    const auto can_delay = [&](int left) {
       // Unless this is the first stage or the next front has no room for them.
       return link_size > 0 && left <= MaxDelay;
-    });
+    };
+    // The usual front (its own unknowns and its link, nothing delayed) at its fixed size.
+    constexpr int kUsual = Own + Link;
+    int* kinds = block_ + k * kFront;
+    const int t = n == kUsual ? kernel.template factorize<kUsual>(nf, n, zero_pivot, kinds, inertia, can_delay)
+                              : kernel.factorize(nf, n, zero_pivot, kinds, inertia, can_delay);
     pivots_[k] = t;
     return nf - t;
   }
