@@ -556,26 +556,9 @@ fn dense_hessian_blocks(
         let g = derivatives::gradient(&scalar, &s[0])?;
         let pattern = crate::transform::sparsity::dependency_pattern(g.node()?, s[0].node()?)?;
         couples = t.term.coupled && (0..nz).any(|i| pattern.row(i).iter().any(|&j| j >= nz));
-        // By colours (one directional derivative per colour, not per variable): a stage's
-        // Hessian is mostly zeros, and its dense form by directions recomputed each
-        // direction's terms for every row (the COPS robot arm's 20 × 20: 45 % of a solve).
-        Ok(dense_symmetric(&derivatives::sparse_hessian(&scalar, &s[0])?))
+        derivatives::hessian(&scalar, &s[0])
     })?;
     Ok((f, couples))
-}
-
-/// The dense symmetric matrix whose upper triangle `d` holds: each entry picked from its
-/// value (for either triangle), zero where the pattern has none.
-fn dense_symmetric(d: &derivatives::SparseDerivative) -> Tensor {
-    let (n, _) = d.pattern.shape();
-    let zero = d.pattern.nnz() as i64;
-    let mut at = ndarray::Array2::<i64>::from_elem((n, n), zero);
-    for (k, (i, j)) in d.pattern.csc_entries().into_iter().enumerate() {
-        at[[i, j]] = k as i64;
-        at[[j, i]] = k as i64;
-    }
-    let padded = Tensor::cat(&[d.values.clone(), Tensor::zeros(1).cast(d.values.dtype())], 0);
-    padded.take(&Tensor::from_array(&at))
 }
 
 /// Derives the block-storage functions of a multistage problem.
