@@ -162,8 +162,19 @@ pub(crate) struct BuildTurn {
 }
 
 impl BuildTurn {
+    /// The turn at building `path`, or `None` if `built()` says it is there already, before
+    /// the turn or once it comes (another took it first). `waiting` is called if another
+    /// holds the turn.
+    pub(crate) fn unless_built(path: &Path, built: impl Fn() -> bool, waiting: impl FnOnce()) -> Option<BuildTurn> {
+        if built() {
+            return None;
+        }
+        let turn = BuildTurn::take(path, waiting);
+        (!built()).then_some(turn)
+    }
+
     /// Waits for the turn at building `path`; `waiting` is called first if another holds it.
-    pub(crate) fn take(path: &Path, waiting: impl FnOnce()) -> BuildTurn {
+    fn take(path: &Path, waiting: impl FnOnce()) -> BuildTurn {
         let mut lock_path = path.as_os_str().to_owned();
         lock_path.push(".lock");
         let lock_path = PathBuf::from(lock_path);

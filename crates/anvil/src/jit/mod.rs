@@ -118,17 +118,13 @@ pub fn build_cached(unit: &Unit, toolchain: &dyn Toolchain, dir: &Path) -> Resul
     let extension = toolchain.output_extension();
     let library = dir.join(format!("lib{stem}.{extension}"));
     let cached = || cache::is_trusted(&library) && unit.link.iter().all(|l| cache::is_trusted(l));
-    if cached() {
-        return Ok(library);
-    }
-    let _turn = cache::BuildTurn::take(&library, || {
+    let Some(_turn) = cache::BuildTurn::unless_built(&library, cached, || {
         if verbose() {
             eprintln!("anvil: waiting for another build of `{name}`");
         }
-    });
-    if cached() {
+    }) else {
         return Ok(library);
-    }
+    };
     let unique = format!("{}-{}", std::process::id(), unique_suffix());
     let source_path = dir.join(format!("{stem}.{}", toolchain.source_extension()));
     write_atomically(&source_path, &unit.source)?;
@@ -213,15 +209,13 @@ pub fn build_static_library(library: &StaticLibrary, options: &CompilerOptions) 
         &host_cpu(),
     ]);
     let archive = dir.join(format!("lib{}-{hash}.a", library.name));
-    if cache::is_trusted(&archive) {
+    let Some(_turn) = cache::BuildTurn::unless_built(
+        &archive,
+        || cache::is_trusted(&archive),
+        || eprintln!("anvil: waiting for the {} library, which another thread or process is building...", library.name),
+    ) else {
         return Ok(archive);
-    }
-    let _turn = cache::BuildTurn::take(&archive, || {
-        eprintln!("anvil: waiting for the {} library, which another thread or process is building...", library.name)
-    });
-    if cache::is_trusted(&archive) {
-        return Ok(archive);
-    }
+    };
     let unique = format!("{}-{}", std::process::id(), unique_suffix());
     let objects: Vec<PathBuf> =
         (0..sources.len()).map(|i| dir.join(format!("{}-{hash}.{unique}.{i}.o", library.name))).collect();
