@@ -9,8 +9,9 @@
 # empty JIT cache, checks that anvil.opti finds PIQP and Eigen inside that environment and
 # solves a small equality-constrained problem. Exits non-zero on any failure.
 #
-# A release build and PIQP's runtime library from scratch: a few minutes; scripts/test.sh
-# runs it last. Needs git, python3 and network access to the package index. Builds in
+# The build is the release build as pip runs it, unoptimised (CARGO_PROFILE_RELEASE_OPT_LEVEL,
+# default 0 here: what is checked is the packaging, and a build at opt-level 3 takes twice as
+# long), then PIQP's runtime library from scratch: a minute or two. Needs git, python3 and network access to the package index. Builds in
 # target/check-wheel (kept between runs; not target/ itself: cargo names a workspace's
 # artifacts alike wherever it lies, so the clone's build script, which records its own
 # paths, would serve the source tree's build) and a fresh temporary directory, removed on
@@ -33,7 +34,8 @@ if [ -e "$work/clone/.deps" ] || [ -e "$work/clone/crates/anvil-py/python/anvil/
   echo "check_wheel: the clone is not pristine (is PIQP committed?)" >&2
   exit 1
 fi
-CARGO_TARGET_DIR="$root/target/check-wheel" python3 -m pip wheel --quiet --disable-pip-version-check \
+CARGO_PROFILE_RELEASE_OPT_LEVEL="${CARGO_PROFILE_RELEASE_OPT_LEVEL:-0}" \
+  CARGO_TARGET_DIR="$root/target/check-wheel" python3 -m pip wheel --quiet --disable-pip-version-check \
   --no-deps -w "$work/wheels" "$work/clone/crates/anvil-py"
 wheel="$(ls "$work"/wheels/anvil-*.whl)"
 echo "check_wheel: $(basename "$wheel") ($(du -h "$wheel" | cut -f1))"

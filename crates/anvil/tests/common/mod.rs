@@ -70,6 +70,14 @@ pub fn assert_close(what: &str, got: &HostArray, want: &HostArray, rtol: f64) {
     }
 }
 
+/// `f` compiled at the JIT's default optimisation (`-O3`, vectorised loops and vector math),
+/// whatever `$ANVIL_CXXFLAGS` says: for the tests whose subject is what the optimiser makes
+/// of the generated code. `scripts/test.sh` compiles the other tests' code at `-O1`.
+pub fn optimised(f: NumericalFunction) -> NumericalFunction {
+    let flags = ["-O3", "-march=native", "-fno-math-errno", "-ffp-contract=off"].map(String::from).to_vec();
+    f.with_compiler(anvil::jit::CompilerOptions { flags, ..anvil::jit::CompilerOptions::default() })
+}
+
 /// Runs `f` through the JIT and the interpreter and compares every output.
 ///
 /// Native code may differ in the last bits: vectorised sums run in another order, and

@@ -6,7 +6,7 @@ use anvil::internals::graph::UnaryOp;
 use anvil::internals::lower::{BufferKind, LowerOptions, Program};
 use anvil::ndarray::{Array1, Array2};
 use anvil::{Arg, DType, HostArray, NumericalFunction, Tensor};
-use common::{check_jit, random, rng};
+use common::{check_jit, optimised, random, rng};
 
 fn mlp(layers: usize, width: usize) -> NumericalFunction {
     let weights: Vec<Tensor> = (0..layers)
@@ -49,7 +49,7 @@ fn sines_and_cosines_in_a_vectorised_loop_are_never_merged() {
     // (4.9x slower here): inside the innermost loop they are the inline anvil_fast_sin/cos
     // (one range reduction for both), and anvil_loop_sin/cos in the exact rerun;
     // straight-line code keeps the builtins, which it may merge.
-    let f = NumericalFunction::new("energy", |[x]| (x.sin() * x.cos()).sum(), [Arg::new(4096)]).unwrap();
+    let f = optimised(NumericalFunction::new("energy", |[x]| (x.sin() * x.cos()).sum(), [Arg::new(4096)]).unwrap());
     let source = f.jit_source();
     assert!(source.contains("anvil_fast_sin(t0)") && source.contains("anvil_fast_cos(t0)"), "{source}");
     assert!(source.contains("anvil_loop_sin(t0)") && source.contains("anvil_loop_cos(t0)"), "{source}");
@@ -555,10 +555,10 @@ fn reductions_down_columns_accumulate_across_the_output_loop() {
     let w = Tensor::from_array(&Array2::from_shape_fn((64, 48), |(i, j)| ((i * 5 + j * 3) % 13) as f64 * 0.1 - 0.6));
     let b = Tensor::from_array(&Array1::from_shape_fn(48, |i| (i as f64).sqrt()));
     let (wt, bt) = (w.clone(), b.clone());
-    let columns =
-        NumericalFunction::new("columns", move |[x]| wt.transpose().matmul(&(&x * 1e8)) + &bt, [Arg::new(64)])
-            .unwrap()
-            .with_lowering(LowerOptions::loops_only());
+    let columns = optimised(
+        NumericalFunction::new("columns", move |[x]| wt.transpose().matmul(&(&x * 1e8)) + &bt, [Arg::new(64)]).unwrap(),
+    )
+    .with_lowering(LowerOptions::loops_only());
     assert_eq!(columns.program().kernels.last().unwrap().accumulate_across, Some(0));
     let source = columns.jit_source();
     assert!(source.contains("double t") && source.contains("[48];"), "{source}");

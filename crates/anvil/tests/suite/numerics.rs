@@ -3,6 +3,7 @@
 //! integer casts out of range, `pow` special exponents in vectorised loops, floor division,
 //! empty means, weak scalars that do not fit.
 
+use crate::common::optimised;
 use anvil::ndarray::{Array1, ArrayD};
 use anvil::{Arg, DType, Error, HostArray, NumericalFunction, Tensor};
 
@@ -28,12 +29,14 @@ fn f64s(v: &[f64]) -> HostArray {
 #[test]
 fn integer_division_of_min_by_minus_one_wraps_instead_of_trapping() {
     for dtype in [DType::I32, DType::I64] {
-        let f = NumericalFunction::new(
-            "int_div",
-            |[a, b]| a.idiv(&b),
-            [Arg::with_dtype(12, dtype), Arg::with_dtype(12, dtype)],
-        )
-        .unwrap();
+        let f = optimised(
+            NumericalFunction::new(
+                "int_div",
+                |[a, b]| a.idiv(&b),
+                [Arg::with_dtype(12, dtype), Arg::with_dtype(12, dtype)],
+            )
+            .unwrap(),
+        );
         let (min, vals): (f64, Vec<f64>) = match dtype {
             DType::I32 => (i32::MIN as f64, vec![i32::MIN as f64; 12]),
             _ => (i64::MIN as f64, vec![i64::MIN as f64; 12]),
@@ -56,12 +59,14 @@ fn integer_division_of_min_by_minus_one_wraps_instead_of_trapping() {
 fn floor_division_follows_python_on_integers_exactly() {
     let a = [7i64, -7, 7, -7, 0, 6, -6, (1 << 62) + 1, -(1 << 62) - 1, 5, i64::MAX, i64::MIN + 1];
     let b = [2i64, 2, -2, -2, 3, 3, 3, 1, 2, 0, 7, -3];
-    let f = NumericalFunction::new(
-        "floordiv",
-        |[a, b]| a.floor_div(&b),
-        [Arg::with_dtype(12, DType::I64), Arg::with_dtype(12, DType::I64)],
-    )
-    .unwrap();
+    let f = optimised(
+        NumericalFunction::new(
+            "floordiv",
+            |[a, b]| a.floor_div(&b),
+            [Arg::with_dtype(12, DType::I64), Arg::with_dtype(12, DType::I64)],
+        )
+        .unwrap(),
+    );
     assert_eq!(f.outputs()[0].dtype, DType::I64);
     let hosts =
         [HostArray::I64(Array1::from(a.to_vec()).into_dyn()), HostArray::I64(Array1::from(b.to_vec()).into_dyn())];
@@ -72,7 +77,7 @@ fn floor_division_follows_python_on_integers_exactly() {
         assert_eq!(out[i], python(a[i], b[i]), "{} // {}", a[i], b[i]);
     }
     // Floats: floor(a / b).
-    let g = NumericalFunction::new("floordiv_f", |[a]| a.floor_div(2.0), [Arg::new(3)]).unwrap();
+    let g = optimised(NumericalFunction::new("floordiv_f", |[a]| a.floor_div(2.0), [Arg::new(3)]).unwrap());
     assert_eq!(both(&g, &[f64s(&[-3.0, 3.0, 1.0])]).remove(0).to_f64_vec(), vec![-2.0, 1.0, 0.0]);
 }
 
@@ -88,7 +93,7 @@ fn pow_by_special_exponents_agrees_in_vector_lanes_and_scalar_tails() {
         (0.0, [1.0; 9]),
         (3.0, x.map(|v| v.powf(3.0))),
     ] {
-        let f = NumericalFunction::new("power", move |[x]| x.pow(exponent), [Arg::new(9)]).unwrap();
+        let f = optimised(NumericalFunction::new("power", move |[x]| x.pow(exponent), [Arg::new(9)]).unwrap());
         let out = both(&f, &[f64s(&x)]).remove(0).to_f64_vec();
         for (i, (o, w)) in out.iter().zip(want).enumerate() {
             assert!(
@@ -120,12 +125,14 @@ fn float_to_integer_casts_truncate_and_saturate() {
     let want64 =
         [0, i64::MAX, i64::MIN, i64::MAX, i64::MIN, 3_000_000_000, -3_000_000_000, 2, -2, 2147483647, -2147483648, 0];
     for source in [DType::F64, DType::F32] {
-        let f = NumericalFunction::new(
-            "casts",
-            |[x]| (x.cast(DType::I32), x.cast(DType::I64)),
-            [Arg::with_dtype(12, source)],
-        )
-        .unwrap();
+        let f = optimised(
+            NumericalFunction::new(
+                "casts",
+                |[x]| (x.cast(DType::I32), x.cast(DType::I64)),
+                [Arg::with_dtype(12, source)],
+            )
+            .unwrap(),
+        );
         let input = match source {
             DType::F32 => HostArray::F32(Array1::from_iter(x.iter().map(|&v| v as f32)).into_dyn()),
             _ => f64s(&x),
@@ -142,7 +149,9 @@ fn float_to_integer_casts_truncate_and_saturate() {
 
 #[test]
 fn the_mean_of_nothing_is_nan() {
-    let f = NumericalFunction::new("empty_mean", |[x]| (x.mean(), x.mean_axes(0, false)), [Arg::new([0, 2])]).unwrap();
+    let f = optimised(
+        NumericalFunction::new("empty_mean", |[x]| (x.mean(), x.mean_axes(0, false)), [Arg::new([0, 2])]).unwrap(),
+    );
     let out = both(&f, &[HostArray::F64(ArrayD::zeros(vec![0, 2]))]);
     assert!(out[0].to_f64_vec()[0].is_nan());
     assert!(out[1].to_f64_vec().iter().all(|v| v.is_nan()));
@@ -165,9 +174,10 @@ fn weak_scalars_that_do_not_fit_the_integer_dtype_are_errors() {
     }
     // In range: the integer dtype is kept, and big integers stay exact.
     assert_eq!((&i32s + 2147483647.0).dtype(), DType::I32);
-    let exact =
+    let exact = optimised(
         NumericalFunction::new("exact", |[x]| x + Tensor::scalar_int((1 << 60) + 1), [Arg::with_dtype(1, DType::I64)])
-            .unwrap();
+            .unwrap(),
+    );
     let out = both(&exact, &[HostArray::I64(Array1::from(vec![1i64]).into_dyn())]);
     let HostArray::I64(v) = &out[0] else { panic!("integer result") };
     assert_eq!(v[0], (1 << 60) + 2);
@@ -205,8 +215,10 @@ fn near_trig_arguments() -> Vec<f64> {
 #[test]
 fn vectorised_sines_and_cosines_are_within_one_ulp_of_the_interpreter() {
     let xs = near_trig_arguments();
-    let f = NumericalFunction::new("trig", |[x]| [x.sin(), x.cos(), (&x * 0.5).sin() * x.cos()], [Arg::new(xs.len())])
-        .unwrap();
+    let f = optimised(
+        NumericalFunction::new("trig", |[x]| [x.sin(), x.cos(), (&x * 0.5).sin() * x.cos()], [Arg::new(xs.len())])
+            .unwrap(),
+    );
     let source = f.jit_source();
     assert!(source.contains("anvil_fast_sin(") && source.contains("anvil_fast_cos("), "{source}");
     let native = f.call_dyn(&[f64s(&xs)]).unwrap();
@@ -225,7 +237,7 @@ fn vectorised_sines_and_cosines_are_within_one_ulp_of_the_interpreter() {
 fn a_loop_meeting_a_far_argument_an_infinity_or_nan_reruns_with_the_exact_sine_and_cosine() {
     // Long enough to stay a loop (short ones are unrolled into scalar code).
     let len = 256;
-    let f = NumericalFunction::new("far_trig", |[x]| [x.sin(), x.cos()], [Arg::new(len)]).unwrap();
+    let f = optimised(NumericalFunction::new("far_trig", |[x]| [x.sin(), x.cos()], [Arg::new(len)]).unwrap());
     assert!(f.jit_source().contains("_exact("), "a rerun is rendered");
     let near: Vec<f64> = (0..len).map(|i| (i as f64 - 127.5) * 0.37).collect();
     for far in [1.000001e6, -3.5e7, 1e22, 1.7e308, f64::INFINITY, f64::NEG_INFINITY, f64::NAN] {
@@ -254,15 +266,17 @@ fn a_banded_jacobian_whose_unrolled_columns_meet_far_arguments_reruns_exactly() 
     // which vectorises with the fast sine and cosine: far arguments, infinities and NaN
     // anywhere in x still give the interpreter's values.
     let len = 300;
-    let f = NumericalFunction::new(
-        "band",
-        |[x]| {
-            let (head, tail) = (x.shrink(&[(0, len - 1)]), x.shrink(&[(1, len)]));
-            tail.sin() * head.cos() + tail.cos()
-        },
-        [Arg::new(len)],
-    )
-    .unwrap();
+    let f = optimised(
+        NumericalFunction::new(
+            "band",
+            |[x]| {
+                let (head, tail) = (x.shrink(&[(0, len - 1)]), x.shrink(&[(1, len)]));
+                tail.sin() * head.cos() + tail.cos()
+            },
+            [Arg::new(len)],
+        )
+        .unwrap(),
+    );
     let jacobian = anvil::ad::spjacobian(&f).unwrap();
     let source = jacobian.jit_source();
     assert!(source.contains("anvil_fast_sin(") && source.contains("_exact("), "the band is vector math");
@@ -286,7 +300,7 @@ fn vectorised_tanh_is_within_three_ulp_of_the_interpreter_everywhere() {
     let mut xs = near_trig_arguments();
     xs.retain(|x| x.abs() <= 30.0);
     xs.extend([19.06, -19.07, 20.0, 20.5, 700.0, -1e308, f64::INFINITY, f64::NEG_INFINITY, f64::NAN, 0.55, -0.549]);
-    let f = NumericalFunction::new("squash", |[x]| x.tanh(), [Arg::new(xs.len())]).unwrap();
+    let f = optimised(NumericalFunction::new("squash", |[x]| x.tanh(), [Arg::new(xs.len())]).unwrap());
     assert!(f.jit_source().contains("anvil_fast_tanh(t"), "tanh in a vectorised loop is inline");
     let native = f.call_dyn(&[f64s(&xs)]).unwrap().remove(0).to_f64_vec();
     let interpreted = f.eval_dyn(&[f64s(&xs)]).unwrap().remove(0).to_f64_vec();

@@ -6,7 +6,7 @@ use crate::common;
 
 use anvil::LowerOptions;
 use anvil::{Arg, DType, HostArray, NumericalFunction, Tensor};
-use common::{check_jit, random, rng};
+use common::{check_jit, optimised, random, rng};
 use proptest::prelude::*;
 
 /// One step of a random program: an op code and two operand choices.
@@ -122,7 +122,8 @@ pub(crate) fn build(shapes: &[Vec<usize>], steps: &[Step]) -> NumericalFunction 
     }
     // The last three values are outputs; earlier ones are shared intermediates.
     let outputs: Vec<Tensor> = pool.iter().rev().take(3).cloned().collect();
-    NumericalFunction::from_tensors("random_graph", args, &outputs).unwrap()
+    // At -O3: the vectoriser's view of random graphs is part of what is tested.
+    optimised(NumericalFunction::from_tensors("random_graph", args, &outputs).unwrap())
 }
 
 pub(crate) fn shape() -> impl Strategy<Value = Vec<usize>> {
