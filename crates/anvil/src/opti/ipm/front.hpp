@@ -144,6 +144,9 @@ class Front {
       (d > 0.0 ? inertia->positive : inertia->negative) += 1;
       const double* __restrict pivot = f_ + t * lda();
       for (int j = t + 1; j < n; ++j) {
+        // Zero entries (most of a stage's) are skipped before the division, whose latency
+        // the branch would otherwise wait for.
+        if (pivot[j] == 0.0) continue;
         const double ljt = pivot[j] / d;
         if (ljt == 0.0) continue;
         double* __restrict column = f_ + j * lda();
