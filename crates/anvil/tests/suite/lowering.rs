@@ -729,3 +729,36 @@ fn a_computed_matrix_read_flattened_is_computed_in_its_own_loop_nest() {
     no_division(&shared);
     check_jit(&shared, &[random(&mut r, &[n], DType::F64, -3.0, 3.0)]);
 }
+
+#[test]
+fn a_dense_hessian_computes_each_direction_s_terms_once() {
+    // Derived one direction per column, the Hessian's terms depend on the direction alone
+    // until they are placed in their rows: the loop over directions runs outside the loop
+    // over rows, so those terms are computed once per direction rather than once per entry
+    // (the robot arm's dynamics: most of its solve was its stage Hessians).
+    let n = 20;
+    let f = NumericalFunction::new(
+        "arm_like",
+        move |[z]| {
+            let mut total = Tensor::scalar(0.0);
+            for k in 0..n as isize - 5 {
+                let rho = z.get(k);
+                let inertia = (&rho * &rho * &rho + (5.0 - &rho) * (5.0 - &rho) * (5.0 - &rho)) / 3.0;
+                let s = z.get(k + 2).sin();
+                total = total
+                    + z.get(k + 3) / (&inertia * &s * &s)
+                    + z.get(k + 4) / &inertia
+                    + z.get(k + 5).cos() * z.get(k + 1);
+            }
+            total
+        },
+        [Arg::new(n)],
+    )
+    .unwrap();
+    let h = anvil::ad::hessian(&f).unwrap();
+    let source = h.jit_source();
+    let (rows, directions) =
+        (source.find("for (long long i0 = 0; i0 < 20"), source.find("for (long long i1 = 0; i1 < 20"));
+    assert!(matches!((rows, directions), (Some(r), Some(d)) if d < r), "{source}");
+    check_jit(&h, &[random(&mut rng(13), &[n], DType::F64, 1.0, 2.0)]);
+}

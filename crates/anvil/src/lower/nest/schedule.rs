@@ -15,7 +15,7 @@ use std::collections::{BTreeSet, HashMap};
 pub fn schedule(kernel: &Kernel, form: Form, fast: impl Fn(UnaryOp, DType) -> bool) -> Nest {
     assert!(form != Form::Items || batchable(kernel), "only straight-line kernels are scheduled for items");
     let mut s = Scheduler::new(kernel, form, &fast);
-    let out_vars: Vec<usize> = (0..kernel.shape.len()).filter(|&d| kernel.shape[d] != 1).collect();
+    let out_vars = loop_order(kernel, form, &s.deps);
     match &kernel.scatter {
         None => {
             let stores = kernel.stores.iter().map(|st| (st.buffer, st.index.clone(), st.value)).collect();
@@ -702,6 +702,67 @@ fn trig_by_argument(kernel: &Kernel) -> HashMap<ExprId, Vec<ExprId>> {
 }
 
 /// The loop variables each expression depends on (a reduction binds its own).
+/// The order of the output loops, outermost first: the kernel's, unless another order does
+/// at most half the work. Each expression is computed in the loop of the last of its
+/// variables in the order (what an inner loop does not change is hoisted out of it), so the
+/// variables most of the work depends on alone belong outside: a dense Hessian derived one
+/// direction per column, whose terms depend on the direction alone, recomputes them for
+/// every row when the rows' loop is outside. Only plain loop nests of elementwise code are
+/// reordered (each element is computed by the same expressions in any order; reductions,
+/// scatters and the GPU's forms keep the kernel's order).
+fn loop_order(kernel: &Kernel, form: Form, deps: &[Vec<usize>]) -> Vec<usize> {
+    let vars: Vec<usize> = (0..kernel.shape.len()).filter(|&d| kernel.shape[d] != 1).collect();
+    let elementwise = !kernel.exprs.iter().any(|e| matches!(e, Expr::Reduce { .. }));
+    if form != Form::Loops
+        || kernel.scatter.is_some()
+        || kernel.items
+        || kernel.accumulate_across.is_some()
+        || !elementwise
+        || !(2..=4).contains(&vars.len())
+    {
+        return vars;
+    }
+    // Expressions computed under `order`, each counted once per iteration of the loops
+    // around it.
+    let work = |order: &[usize]| -> f64 {
+        deps.iter()
+            .map(|d| match d.iter().filter_map(|v| order.iter().position(|o| o == v)).max() {
+                Some(depth) => order[..=depth].iter().map(|&v| kernel.shape[v] as f64).product(),
+                None => 1.0,
+            })
+            .sum()
+    };
+    let mut best = (work(&vars), vars.clone());
+    let kernel_order = best.0;
+    for order in permutations(&vars) {
+        let w = work(&order);
+        if w < best.0 {
+            best = (w, order);
+        }
+    }
+    if best.0 <= 0.5 * kernel_order {
+        best.1
+    } else {
+        vars
+    }
+}
+
+/// Every order of `items`.
+fn permutations(items: &[usize]) -> Vec<Vec<usize>> {
+    if items.len() <= 1 {
+        return vec![items.to_vec()];
+    }
+    let mut all = Vec::new();
+    for (k, &first) in items.iter().enumerate() {
+        let rest: Vec<usize> = items.iter().enumerate().filter(|&(j, _)| j != k).map(|(_, &v)| v).collect();
+        for mut tail in permutations(&rest) {
+            tail.insert(0, first);
+            all.push(tail);
+        }
+    }
+    all
+}
+
 fn dependencies(kernel: &Kernel) -> Vec<Vec<usize>> {
     let mut deps: Vec<Vec<usize>> = Vec::with_capacity(kernel.exprs.len());
     for expr in &kernel.exprs {
