@@ -7,6 +7,10 @@
 //! - **Placement (hoisting).** Every expression becomes one [`Stmt::Let`], placed in the
 //!   outermost loop where all the loop variables it uses are bound: loop-invariant code
 //!   is computed before the loops that do not change it.
+//! - **Loop order.** The output loops of an elementwise loop nest run in the kernel's order
+//!   unless another order does at most half its work (counting each expression once per
+//!   iteration of the loops around its placement): a dense Hessian derived one direction per
+//!   column computes the direction's terms outside the loop over its rows.
 //! - **Index-set splitting.** A loop is split where padding conditions change. In each
 //!   segment the conditions it decides are resolved: a `where` on a decided bound is its
 //!   chosen branch (an [`Operand`] naming that branch), and the other branch is not
