@@ -13,8 +13,8 @@ use std::time::Duration;
 /// compiler is a command line: `"ccache g++"` or `"/opt/gcc 13/bin/g++" -m64` (quotes group
 /// words, as in a shell). A `$CXX` that does not work is an error, never silently replaced.
 ///
-/// The default flags are `-O3 -march=native -fno-math-errno -ffp-contract=off`, or the
-/// whitespace-separated contents of `$ANVIL_CXXFLAGS` if set. `-fno-math-errno` only stops
+/// The default flags are [`DEFAULT_CXXFLAGS`] (`-O3 -march=native -fno-math-errno
+/// -ffp-contract=off`), or the whitespace-separated contents of `$ANVIL_CXXFLAGS` if set. `-fno-math-errno` only stops
 /// libm calls from setting `errno` (nobody reads it here), which lets loops with `sqrt`
 /// vectorize; it does not change results. `-ffp-contract=off` keeps `a*b + c` from being
 /// fused into one FMA, so native results are bit-for-bit those of the interpreter (pass
@@ -41,6 +41,13 @@ pub struct CompilerOptions {
     pub cache_dir: Option<PathBuf>,
 }
 
+/// The default flags, used unless `$ANVIL_CXXFLAGS` is set (see [`CompilerOptions`]).
+///
+/// ```
+/// assert!(anvil::jit::DEFAULT_CXXFLAGS.contains(&"-O3"));
+/// ```
+pub const DEFAULT_CXXFLAGS: [&str; 4] = ["-O3", "-march=native", "-fno-math-errno", "-ffp-contract=off"];
+
 /// The default compile timeout, in seconds.
 const DEFAULT_TIMEOUT_S: u64 = 600;
 
@@ -48,7 +55,7 @@ impl Default for CompilerOptions {
     fn default() -> Self {
         let flags = match std::env::var("ANVIL_CXXFLAGS") {
             Ok(f) => f.split_whitespace().map(String::from).collect(),
-            Err(_) => ["-O3", "-march=native", "-fno-math-errno", "-ffp-contract=off"].map(String::from).to_vec(),
+            Err(_) => DEFAULT_CXXFLAGS.map(String::from).to_vec(),
         };
         let seconds = std::env::var("ANVIL_COMPILE_TIMEOUT")
             .ok()

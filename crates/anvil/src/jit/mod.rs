@@ -22,7 +22,7 @@ mod library;
 mod toolchain;
 
 pub use cache::cache_dir;
-pub use compiler::{split_command, Compiler, CompilerOptions};
+pub use compiler::{split_command, Compiler, CompilerOptions, DEFAULT_CXXFLAGS};
 pub use library::{JitFunction, Library, Workspace, WorkspaceConstant, WorkspacePool};
 pub use toolchain::{CppToolchain, Toolchain};
 

@@ -74,7 +74,7 @@ pub fn assert_close(what: &str, got: &HostArray, want: &HostArray, rtol: f64) {
 /// whatever `$ANVIL_CXXFLAGS` says: for the tests whose subject is what the optimiser makes
 /// of the generated code. `scripts/test.sh` compiles the other tests' code at `-O1`.
 pub fn optimised(f: NumericalFunction) -> NumericalFunction {
-    let flags = ["-O3", "-march=native", "-fno-math-errno", "-ffp-contract=off"].map(String::from).to_vec();
+    let flags = anvil::jit::DEFAULT_CXXFLAGS.map(String::from).to_vec();
     f.with_compiler(anvil::jit::CompilerOptions { flags, ..anvil::jit::CompilerOptions::default() })
 }
 

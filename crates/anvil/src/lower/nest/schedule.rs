@@ -701,7 +701,6 @@ fn trig_by_argument(kernel: &Kernel) -> HashMap<ExprId, Vec<ExprId>> {
     by_argument
 }
 
-/// The loop variables each expression depends on (a reduction binds its own).
 /// The order of the output loops, outermost first: the kernel's, unless another order does
 /// at most half the work. Each expression is computed in the loop of the last of its
 /// variables in the order (what an inner loop does not change is hoisted out of it), so the
@@ -763,6 +762,7 @@ fn permutations(items: &[usize]) -> Vec<Vec<usize>> {
     all
 }
 
+/// The loop variables each expression depends on (a reduction binds its own).
 fn dependencies(kernel: &Kernel) -> Vec<Vec<usize>> {
     let mut deps: Vec<Vec<usize>> = Vec::with_capacity(kernel.exprs.len());
     for expr in &kernel.exprs {

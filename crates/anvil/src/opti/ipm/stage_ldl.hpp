@@ -194,18 +194,16 @@ class StageLdl {
       }
     }
     size_[k] = n;
-
     const auto can_delay = [&](int left) {
       // Unless this is the first stage or the next front has no room for them.
       return link_size > 0 && left <= MaxDelay;
     };
     int* kinds = block_ + k * kFront;
     const double threshold = threshold_.value();
-    const int t =
-        n == kUsual
-            ? UsualFront(f, n, unknown, terms_, row_size_, threshold)
-                  .template factorize<kUsual>(nf, n, zero_pivot, kinds, inertia, can_delay)
-            : StageFront(f, n, unknown, terms_, row_size_, threshold).factorize(nf, n, zero_pivot, kinds, inertia, can_delay);
+    const int t = n == kUsual ? UsualFront(f, n, unknown, terms_, row_size_, threshold)
+                                    .template factorize<kUsual>(nf, n, zero_pivot, kinds, inertia, can_delay)
+                              : StageFront(f, n, unknown, terms_, row_size_, threshold)
+                                    .factorize(nf, n, zero_pivot, kinds, inertia, can_delay);
     pivots_[k] = t;
     return nf - t;
   }
