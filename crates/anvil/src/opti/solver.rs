@@ -3,7 +3,7 @@
 use super::codegen::{self, GeneralQp, SolverLayout, StageLayout};
 use super::deps;
 use super::derive::{Derived, Storage};
-use super::ipm::{analyse_kkt, IpmRuntime, SparseKkt};
+use super::ipm::{self, analyse_kkt, IpmRuntime, SparseKkt};
 use super::multistage::MultistageProblem;
 use super::native::{check_lengths, check_solver_name, load_once, solve_to_new, Dims, JitSolver};
 use super::problem::Problem;
@@ -59,6 +59,11 @@ impl QpBackend {
     /// Whether the QPs are PIQP's (the runtime library, PIQP and Eigen needed).
     fn is_piqp(self) -> bool {
         matches!(self, QpBackend::PiqpDense | QpBackend::PiqpSparse)
+    }
+
+    /// Whether the QPs are solved by the interior-point method (its library needed).
+    fn is_ipm(self) -> bool {
+        matches!(self, QpBackend::IpmDense | QpBackend::IpmSparse)
     }
 }
 
@@ -517,6 +522,8 @@ impl SqpFunction {
             };
             let (link, fingerprint) = match parts {
                 Some(parts) => (vec![deps::runtime_library_of(parts, &self.compiler)?], deps::fingerprint()?),
+                // The interior-point QPs call the interior-point method, compiled apart.
+                None if self.backend.is_ipm() => (vec![ipm::runtime_library(&self.compiler)?], String::new()),
                 None => (Vec::new(), String::new()),
             };
             Ok(Unit {

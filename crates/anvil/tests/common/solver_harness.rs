@@ -100,12 +100,18 @@ int main() {{
 }
 
 /// Compiles the harness with the module (`-Wall -Wextra -Werror` and `flags`; no
-/// third-party include directory: the module needs none), links the prebuilt solver runtime
-/// if the module needs it, runs it, returns its stdout.
+/// third-party include directory: the module needs none) and the interior-point method's
+/// `anvil_ipm.cpp` if it wrote one, links the prebuilt solver runtime if the module needs it,
+/// runs it, returns its stdout.
 pub fn build_and_run(compiler: &str, flags: &[&str], dir: &Path, module: &str, exe: &str) -> String {
     let mut cmd = Command::new(compiler);
     cmd.args(["-std=c++17", "-Wall", "-Wextra", "-Werror"]).args(flags);
     cmd.arg(dir.join("main.cpp")).arg(dir.join(format!("{module}.cpp")));
+    // The interior-point method, compiled with the same flags (checked warning-free and under
+    // the sanitisers with the module).
+    if dir.join("anvil_ipm.cpp").exists() {
+        cmd.arg(dir.join("anvil_ipm.cpp"));
+    }
     if dir.join("anvil_opti.cpp").exists() {
         cmd.arg(anvil::opti::runtime_library(&anvil::jit::CompilerOptions::default()).unwrap());
     }

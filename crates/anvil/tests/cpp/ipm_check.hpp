@@ -1,18 +1,21 @@
 // What the interior-point runtime's C++ checks share (tests/cpp/ipm_headers.cpp, and the
 // random KKT matrices of opti/ipm/sparse_kkt.rs's tests): the runtime's headers, in
-// `namespace anvil_ipm` as a module holds them, a failure count, and deterministic numbers.
+// `namespace anvil_ipm` as a module holds them (the method's interface, then the KKT
+// factorisations), a failure count, and deterministic numbers.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
 
+#include "interior_point.hpp"
+
 namespace anvil_ipm {
 namespace {
+#include "common.hpp"
 #include "dense_ldl.hpp"
 #include "front.hpp"
 #include "sparse_ldl.hpp"
 #include "stage_ldl.hpp"
-#include "interior_point.hpp"
 }  // namespace
 }  // namespace anvil_ipm
 

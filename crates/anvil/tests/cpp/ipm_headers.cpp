@@ -1,7 +1,9 @@
-// The interior-point runtime's headers on their own (tests/opti.rs compiles this with
+// The interior-point runtime's sources on their own (tests/opti.rs compiles this with
 // -Wall -Wextra -Werror under ASan and UBSan): the dense LDL' against matrices of known
 // inertia, and the method on a small problem written by hand against its interface.
 #include "ipm_check.hpp"
+// The method itself, compiled apart in a program (the JIT's library, a module's anvil_ipm.cpp).
+#include "interior_point.cpp"
 
 namespace {
 
@@ -56,28 +58,24 @@ void known_inertia(unsigned seed, const double* d, anvil_ipm::Inertia want) {
 // min (x0 - 1)^2 + (x1 - 2)^2  s.t.  x0 + x1 = 1,  x0 x1 >= 0.1,  x0 >= 0.
 // On the line the cost 2 x0^2 + 2 falls toward x0 = 0, so the product is active at its
 // lower bound: x0 (1 - x0) = 0.1, x0 = (1 - sqrt(0.6)) / 2.
-struct Toy {
-  static constexpr int kNx = 2, kNeq = 1, kNq = 1;
-  static constexpr double kXLb[2] = {0.0, -std::numeric_limits<double>::infinity()};
-  static constexpr double kXUb[2] = {std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity()};
-  static constexpr double kQLb[1] = {0.1};
-  static constexpr double kQUb[1] = {std::numeric_limits<double>::infinity()};
-  double obj_scale = 1.0, row_scale[2] = {1.0, 1.0};
-  double x_lb(int j) const { return kXLb[j]; }
-  double multiplicity(int) const { return 1.0; }
-  double x_ub(int j) const { return kXUb[j]; }
-  double q_lb(int i) const { return kQLb[i]; }
-  double q_ub(int i) const { return kQUb[i]; }
+struct Toy final : anvil_ipm::Problem {
+  static constexpr double kInf = std::numeric_limits<double>::infinity();
   double jac[2][2] = {{0.0, 0.0}, {0.0, 0.0}}, hess[4] = {0.0, 0.0, 0.0, 0.0};
   anvil_ipm::DenseLdl<4> kkt;
 
-  bool values(const double* x, double* f, double* c, double* d) const {
+  Toy() : Problem(2, 1, 1) {}
+  double x_lb(int j) const override { return j == 0 ? 0.0 : -kInf; }
+  double x_ub(int) const override { return kInf; }
+  double q_lb(int) const override { return 0.1; }
+  double q_ub(int) const override { return kInf; }
+
+  bool values(const double* x, double* f, double* c, double* d) override {
     *f = obj_scale * ((x[0] - 1.0) * (x[0] - 1.0) + (x[1] - 2.0) * (x[1] - 2.0));
     c[0] = row_scale[0] * (x[0] + x[1] - 1.0);
     d[0] = row_scale[1] * x[0] * x[1];
     return true;
   }
-  bool linearize(const double* x, double* f, double* grad, double* c, double* d) {
+  bool linearize(const double* x, double* f, double* grad, double* c, double* d) override {
     values(x, f, c, d);
     grad[0] = obj_scale * 2.0 * (x[0] - 1.0);
     grad[1] = obj_scale * 2.0 * (x[1] - 2.0);
@@ -87,21 +85,21 @@ struct Toy {
     jac[1][1] = row_scale[1] * x[0];
     return true;
   }
-  void choose_scaling(const double*, double) {}
-  void add_jacobian_transpose_times(const double* yc, const double* yd, double* out) const {
+  void choose_scaling(const double*, double) override {}
+  void add_jacobian_transpose_times(const double* yc, const double* yd, double* out) override {
     for (int j = 0; j < 2; ++j) out[j] += jac[0][j] * yc[0] + jac[1][j] * yd[0];
   }
-  bool hessian(const double*, const double*, const double* yd) {
+  bool hessian(const double*, const double*, const double* yd) override {
     hess[0] = hess[3] = 2.0 * obj_scale;
     hess[1] = hess[2] = row_scale[1] * yd[0];
     return true;
   }
-  bool constraint_hessian(const double*, const double*, const double* yd) {
+  bool constraint_hessian(const double*, const double*, const double* yd) override {
     hess[0] = hess[3] = 0.0;
     hess[1] = hess[2] = row_scale[1] * yd[0];
     return true;
   }
-  anvil_ipm::Inertia factorize(bool with_hessian, const double* diag_x, const double* diag_y) {
+  anvil_ipm::Inertia factorize(bool with_hessian, const double* diag_x, const double* diag_y) override {
     double* a = kkt.a;
     for (int k = 0; k < 16; ++k) a[k] = 0.0;
     for (int j = 0; j < 2; ++j) {
@@ -114,19 +112,14 @@ struct Toy {
     a[3 * 4 + 3] = diag_y[1];
     return kkt.factorize(1e-14);
   }
-  double solve(double* rhs) const { return kkt.solve(rhs); }
-  bool increase_quality() { return kkt.increase_quality(); }
-  void reset_quality() { kkt.reset_quality(); }
+  double solve(double* rhs) override { return kkt.solve(rhs); }
+  bool increase_quality() override { return kkt.increase_quality(); }
+  void reset_quality() override { kkt.reset_quality(); }
 };
 
-constexpr double Toy::kXLb[2];
-constexpr double Toy::kXUb[2];
-constexpr double Toy::kQLb[1];
-constexpr double Toy::kQUb[1];
-
 void toy_problem() {
-  static anvil_ipm::InteriorPoint<Toy> ipm;
   Toy toy;
+  anvil_ipm::InteriorPoint ipm(toy);
   const anvil_ipm::IpmOptions options{3000, 1e-10, 1e-6, 15, 1e-4, 1.0, 1e-4, 0.1, false, 1e-2, 1e-2, 1e-8, 100.0, 4,
                                       false, 1e-9, 0};
   const double x0[2] = {2.0, 2.0};

@@ -355,12 +355,12 @@ fn generated_module_compiles_cleanly_runs_under_sanitizers_and_never_allocates_i
     let runtime = std::fs::read_to_string(dir.join("anvil_opti.cpp")).unwrap();
     assert!(runtime.contains("#include <piqp/piqp.hpp>") && runtime.contains("Qp* Qp::dense(int n, int p, int m)"));
     assert!(header.contains("namespace aot_hs071 {") && header.contains("constexpr int NP = 1;"));
-    // The interior-point method is in the module once, for both of its solvers.
-    assert_eq!(
-        source.lines().filter(|l| *l == "namespace anvil_ipm {").count(),
-        1,
-        "the interior-point runtime is emitted once"
-    );
+    // The interior-point method is declared in the module once, for both of its solvers (its
+    // KKT factorisations too), and defined beside it.
+    assert_eq!(source.matches("#define ANVIL_IPM_RUNTIME_DECLARED").count(), 1, "the method is declared once");
+    assert_eq!(source.matches("class DenseLdl {").count(), 1, "the factorisations are emitted once");
+    let method = std::fs::read_to_string(dir.join("anvil_ipm.cpp")).unwrap();
+    assert!(method.contains("IpmReport InteriorPoint::run(") && !method.contains("#include \""));
     check_module_against_jit(&dir, "sqpmod", &runs, 1e-9);
     if std::env::var_os("ANVIL_KEEP").is_none() {
         std::fs::remove_dir_all(dir).unwrap();
@@ -369,17 +369,25 @@ fn generated_module_compiles_cleanly_runs_under_sanitizers_and_never_allocates_i
 
 /// Two modules compiled with different `-march` link into one program with one solver
 /// runtime (`anvil_opti.cpp`, compiled once, warning-free with the third-party headers as
-/// system headers) and solve as the JIT does; a second copy of the runtime in the same
-/// program is a link error (duplicate symbols), never a silent mix of two ABIs.
+/// system headers) and one interior-point method (`anvil_ipm.cpp`), and solve as the JIT
+/// does; a second copy of either in the same program is a link error (duplicate symbols),
+/// never a silent mix of two ABIs.
 #[test]
 fn modules_compiled_with_different_flags_share_one_runtime() {
     use std::process::Command;
     let guide = SqpFunction::dense("mix_guide", &guide_problem(), SqpSettings::default()).unwrap();
     let hs = SqpFunction::sparse("mix_hs071", &hs071(), SqpSettings::default()).unwrap();
+    let ipm_guide = IpmFunction::dense("mix_ipm_guide", &guide_problem(), IpmSettings::default()).unwrap();
+    let ipm_hs = IpmFunction::sparse("mix_ipm_hs071", &hs071(), IpmSettings::default()).unwrap();
     let dir = std::env::temp_dir().join(format!("anvil_opti_mix_{}", std::process::id()));
-    generate_module("mix_a", &[&guide as &dyn ModuleItem], &dir).unwrap();
-    generate_module("mix_b", &[&hs as &dyn ModuleItem], &dir).unwrap();
-    let runs: Vec<Run> = vec![(&guide, &[0.5, 0.5, 0.0, 0.0], &[]), (&hs, &HS071_X0, &[25.0])];
+    generate_module("mix_a", &[&guide as &dyn ModuleItem, &ipm_guide], &dir).unwrap();
+    generate_module("mix_b", &[&hs as &dyn ModuleItem, &ipm_hs], &dir).unwrap();
+    let runs: Vec<Run> = vec![
+        (&guide, &[0.5, 0.5, 0.0, 0.0], &[]),
+        (&ipm_guide, &[0.5, 0.5, 0.0, 0.0], &[]),
+        (&hs, &HS071_X0, &[25.0]),
+        (&ipm_hs, &HS071_X0, &[25.0]),
+    ];
     std::fs::write(dir.join("main.cpp"), common::solver_harness::harness_of(&["mix_a", "mix_b"], &runs)).unwrap();
     let compile = |source: &str, object: &str, flags: &[&str]| {
         let mut cmd = Command::new("g++");
@@ -393,6 +401,7 @@ fn modules_compiled_with_different_flags_share_one_runtime() {
     // The runtime compiles in parallel with the modules (it is the slow one).
     std::thread::scope(|s| {
         s.spawn(|| compile("anvil_opti.cpp", "anvil_opti.o", &["-march=native"]));
+        compile("anvil_ipm.cpp", "anvil_ipm.o", &["-march=native"]);
         compile("mix_a.cpp", "mix_a.o", &["-march=x86-64"]);
         compile("mix_b.cpp", "mix_b.o", &["-march=native"]);
         compile("main.cpp", "main.o", &[]);
@@ -400,7 +409,7 @@ fn modules_compiled_with_different_flags_share_one_runtime() {
     let link = |objects: &[&str], exe: &str| {
         Command::new("g++").args(objects.iter().map(|o| dir.join(o))).arg("-o").arg(dir.join(exe)).output().unwrap()
     };
-    let out = link(&["main.o", "mix_a.o", "mix_b.o", "anvil_opti.o"], "mixed");
+    let out = link(&["main.o", "mix_a.o", "mix_b.o", "anvil_opti.o", "anvil_ipm.o"], "mixed");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let run = Command::new(dir.join("mixed")).output().unwrap();
     assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
@@ -411,16 +420,19 @@ fn modules_compiled_with_different_flags_share_one_runtime() {
         let x: Vec<f64> = words[4..].iter().map(|v| v.parse().unwrap()).collect();
         assert_close(line, &x, &solver.jit_solve(x0, p).x, 1e-9);
     }
-    assert_eq!(stdout.lines().count(), 4, "{stdout}");
-    // Two runtimes in one program do not link.
-    std::fs::copy(dir.join("anvil_opti.o"), dir.join("anvil_opti_again.o")).unwrap();
-    let out = link(&["main.o", "mix_a.o", "mix_b.o", "anvil_opti.o", "anvil_opti_again.o"], "twice");
-    assert!(!out.status.success(), "two copies of the runtime linked");
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("multiple definition"),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_eq!(stdout.lines().count(), 8, "{stdout}");
+    // Two runtimes (or two interior-point methods) in one program do not link.
+    for runtime in ["anvil_opti", "anvil_ipm"] {
+        let again = format!("{runtime}_again.o");
+        std::fs::copy(dir.join(format!("{runtime}.o")), dir.join(&again)).unwrap();
+        let out = link(&["main.o", "mix_a.o", "mix_b.o", "anvil_opti.o", "anvil_ipm.o", &again], "twice");
+        assert!(!out.status.success(), "two copies of {runtime} linked");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("multiple definition"),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
     if std::env::var_os("ANVIL_KEEP").is_none() {
         std::fs::remove_dir_all(dir).unwrap();
     }
@@ -554,8 +566,8 @@ fn ipm_bad_settings_arguments_and_names_are_errors() {
     assert!(message.contains("tol"), "{message}");
 }
 
-/// A module holding only interior-point solvers needs no runtime library: it compiles on
-/// its own, without PIQP or Eigen.
+/// A module holding only interior-point solvers needs no runtime library: it compiles with
+/// the method's `anvil_ipm.cpp`, without PIQP or Eigen.
 #[test]
 fn ipm_module_needs_no_third_party_code() {
     let ipm = IpmFunction::dense("solo_ipm", &guide_problem(), IpmSettings::default()).unwrap();
@@ -566,6 +578,7 @@ fn ipm_module_needs_no_third_party_code() {
     let dir = std::env::temp_dir().join(format!("anvil_ipm_module_{}", std::process::id()));
     generate_module("ipmmod", &[&ipm as &dyn ModuleItem, &sqp, &sqp_sparse], &dir).unwrap();
     assert!(!dir.join("anvil_opti.cpp").exists(), "an interior-point module needs no solver runtime");
+    assert!(dir.join("anvil_ipm.cpp").exists(), "the interior-point method is written beside the module");
     let runs: Vec<Run> =
         vec![(&ipm, &[0.5, 0.5, 0.0, 0.0], &[]), (&sqp, &HS071_X0, &[25.0]), (&sqp_sparse, &HS071_X0, &[25.0])];
     check_module_against_jit(&dir, "ipmmod", &runs, 1e-9);

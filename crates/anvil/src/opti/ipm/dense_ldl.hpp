@@ -6,16 +6,14 @@
 // diagonal with 1x1 and 2x2 blocks) gives it by Sylvester's law: a 2x2 block that
 // Bunch-Kaufman chooses always has one eigenvalue of each sign.
 //
-// Part of anvil's interior-point runtime: included (once) into each generated module that
-// holds an interior-point solver, inside `namespace anvil_ipm { namespace { ... } }` (internal
-// linkage: modules compiled with different flags never share a definition).
+// Part of anvil's interior-point runtime: the KKT factorisations (this, front.hpp,
+// sparse_ldl.hpp, stage_ldl.hpp) are templated on the sizes, so each generated module that
+// holds an interior-point solver includes them (once), after the method's interface
+// (interior_point.hpp, which declares Inertia) and common.hpp, inside
+// `namespace anvil_ipm { namespace { ... } }` (internal linkage: modules compiled with
+// different flags never share a definition).
 
 #include <cmath>
-
-// The counts of positive, negative and (numerically) zero eigenvalues.
-struct Inertia {
-  int positive, negative, zero;
-};
 
 // A pivot at most this times the absolute terms it was computed from is cancellation's
 // roundoff, a zero eigenvalue (about 45 machine epsilons).

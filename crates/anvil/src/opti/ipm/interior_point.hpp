@@ -1,40 +1,33 @@
 // A primal-dual interior-point method for nonlinear programs with a filter line search
 // (Waechter & Biegler, "On the implementation of an interior-point filter line-search
 // algorithm for large-scale nonlinear programming", Math. Program. 106, 2006: the method of
-// Ipopt; equation numbers below are the paper's).
+// Ipopt; equation numbers in interior_point.cpp are the paper's):
 //
 //   min f(x)  s.t.  c(x) = 0,  d(x) - s = 0,  x_L <= x <= x_U,  d_L <= s <= d_U
 //
-// The problem P (the generated glue) evaluates the scaled functions and owns the KKT matrix:
-//   static constexpr int kNx, kNeq, kNq;             sizes of x, c and d
-//   double x_lb(int j), x_ub(int j), q_lb(int i), q_ub(int i);  unscaled bounds (+-inf: none)
-//   double multiplicity(int j);  how many variables stand for the problem's variable that x_j
-//                                copies (a shared variable's copy per stage: the stage count;
-//                                else 1): the restoration phase's proximity term weighs each
-//                                of the problem's variables once
-//   double obj_scale, row_scale[kNeq + kNq];         set by choose_scaling()
-//   void choose_scaling(const double* grad, double max_gradient);  // after a unit-scale linearize
-//   bool values(const double* x, double* f, double* c, double* d);
-//   bool linearize(const double* x, double* f, double* grad, double* c, double* d);  // keeps J
-//   void add_jacobian_transpose_times(const double* yc, const double* yd, double* out);  // += J'y
-//   bool hessian(const double* x, const double* yc, const double* yd);  // of f + yc'c + yd'd
-//   bool constraint_hessian(const double* x, const double* yc, const double* yd);  // of yc'c + yd'd
-//   Inertia factorize(bool with_hessian, const double* diag_x, const double* diag_y);
-//   double solve(double* rhs);  // with the last factorisation; rhs of kNx + kNeq + kNq entries;
-//                               // returns the residual ratio reached (dense_ldl.hpp: refine())
-//   bool increase_quality();    // a stabler factorisation from now on (false if none is);
-//   void reset_quality();       // back to the fastest, at each solve's start
-// where the factorised matrix is [H + diag(diag_x), J'; J, diag(diag_y)] (H omitted when
-// with_hessian is false), J = [J_c; J_d]. With the Hessian (the inertia correction's
-// factorisations) a factorisation whose inertia is not (kNx, kNeq + kNq, 0) is never solved
-// with: it may stop as soon as it knows, reporting any wrong inertia. Without, the method
-// solves with it whatever its inertia.
+// This is its interface; the method itself (interior_point.cpp) is compiled apart, once per
+// program: from the anvil_ipm.cpp a module holding an interior-point solver writes beside
+// itself, or as the library the JIT builds once per compiler and flags. A generated module
+// then compiles only its problem's glue and KKT factorisation (each solver compiles in a
+// fraction of the time), and modules compiled with different flags share one method: nothing
+// crosses this interface but pointers, ints, doubles and virtual calls, and nothing here is
+// an inline function whose code could differ between them.
 //
-// Part of anvil's interior-point runtime (see dense_ldl.hpp for how it is included).
+// The problem (the generated glue, a Problem) evaluates the scaled functions and owns the KKT
+// matrix [H + diag(diag_x), J'; J, diag(diag_y)] (H omitted when with_hessian is false),
+// J = [J_c; J_d]. With the Hessian (the inertia correction's factorisations) a factorisation
+// whose inertia is not (nx, neq + nq, 0) is never solved with: it may stop as soon as it
+// knows, reporting any wrong inertia. Without, the method solves with it whatever its inertia.
+#ifndef ANVIL_IPM_RUNTIME_DECLARED
+#define ANVIL_IPM_RUNTIME_DECLARED
 
-#include <cmath>
-#include <cstdio>
-#include <limits>
+namespace anvil_ipm {
+inline namespace v1 {
+
+// The counts of positive, negative and (numerically) zero eigenvalues.
+struct Inertia {
+  int positive, negative, zero;
+};
 
 struct IpmOptions {
   int max_iter;
@@ -69,20 +62,75 @@ struct IpmMultipliers {
   const double *lam_eq, *lam_q, *lam_box;
 };
 
-constexpr int ipm_storage(int n) { return n > 0 ? n : 1; }
+// What the method asks of a problem: the sizes of x, c and d (fixed at construction), the
+// scaling, and the functions below, all on the scaled problem.
+class Problem {
+ public:
+  const int nx, neq, nq;
+  // The scaling of f and of the neq + nq rows, set by choose_scaling(); the method sets them
+  // to 1 before it.
+  double obj_scale = 1.0;
+  double* const row_scale;
 
-// max(a, b); a NaN argument gives the other.
-inline double max_of(double a, double b) { return a > b || b != b ? a : b; }
+  Problem(int nx_, int neq_, int nq_);
+  Problem(const Problem&) = delete;
+  Problem& operator=(const Problem&) = delete;
+  virtual ~Problem();
 
-inline bool all_finite(const double* v, int n) {
-  for (int i = 0; i < n; ++i) {
-    if (!std::isfinite(v[i])) return false;
-  }
-  return true;
-}
+  // Unscaled bounds (+-inf: none).
+  virtual double x_lb(int j) const = 0;
+  virtual double x_ub(int j) const = 0;
+  virtual double q_lb(int i) const = 0;
+  virtual double q_ub(int i) const = 0;
+  // How many variables stand for the problem's variable that x_j copies (a shared variable's
+  // copy per stage: the stage count; by default 1): the restoration phase's proximity term
+  // weighs each of the problem's variables once.
+  virtual double multiplicity(int j) const;
+  // After a linearize() with unit scaling.
+  virtual void choose_scaling(const double* grad, double max_gradient) = 0;
+  virtual bool values(const double* x, double* f, double* c, double* d) = 0;
+  // Also keeps J for add_jacobian_transpose_times() and factorize().
+  virtual bool linearize(const double* x, double* f, double* grad, double* c, double* d) = 0;
+  // out += J'y.
+  virtual void add_jacobian_transpose_times(const double* yc, const double* yd, double* out) = 0;
+  // The Hessian of f + yc'c + yd'd, or of yc'c + yd'd alone, for factorize().
+  virtual bool hessian(const double* x, const double* yc, const double* yd) = 0;
+  virtual bool constraint_hessian(const double* x, const double* yc, const double* yd) = 0;
+  virtual Inertia factorize(bool with_hessian, const double* diag_x, const double* diag_y) = 0;
+  // Solves with the last factorisation (rhs of nx + neq + nq entries, overwritten); returns
+  // the residual ratio reached (dense_ldl.hpp: refine()).
+  virtual double solve(double* rhs) = 0;
+  // A stabler factorisation from now on (false if none is); back to the fastest, at each
+  // solve's start.
+  virtual bool increase_quality() = 0;
+  virtual void reset_quality() = 0;
+  // Whether a solve without a restoration phase of its own may stop at (x, with d's slacks
+  // s): a restoration problem's, once the outer method accepts the point; by default never.
+  virtual bool done(const double* x, const double* s);
+};
 
-template <class P, bool Outer = true>
-class InteriorPoint;
+// The method on a problem of fixed sizes. Its arrays are allocated at construction (a solve
+// allocates nothing); an outer method (one with a restoration phase) also holds the
+// restoration problem and the method that solves it.
+class InteriorPoint {
+ public:
+  // The method's state and code (interior_point.cpp).
+  class Method;
+
+  // For problems of p's sizes.
+  explicit InteriorPoint(const Problem& p, bool outer = true);
+  InteriorPoint(const InteriorPoint&) = delete;
+  InteriorPoint& operator=(const InteriorPoint&) = delete;
+  ~InteriorPoint();
+
+  // Solves from x0 (and, with warm.lam_* non-null, those multipliers). `warm` entries may be
+  // null. Writes x, the unscaled signed multipliers and the report.
+  IpmReport run(Problem& p, const double* x0, IpmMultipliers warm, const IpmOptions& o, double* x_out, double* lam_eq,
+                double* lam_q, double* lam_box);
+
+ private:
+  Method* method_;
+};
 
 // P with its rows relaxed by penalised slacks, as a problem of its own:
 //   min  w f(x) + rho sum(p + n) + zeta/2 ||D_R (x - x_R)||^2
@@ -91,1374 +139,66 @@ class InteriorPoint;
 // are diagonal), so P's factorisation serves it. Two problems are of this form:
 // - the restoration problem of the (scaled) problem P at the point x_R where the restoration
 //   phase starts (section 3.3, Ipopt's form): w = 0, rho = 1000, zeta = sqrt(mu),
-//   D_R = diag(min(1, 1 / |x_R|)). The restoration phase solves it with a second
-//   InteriorPoint (one without a restoration phase of its own) until the outer method accepts
-//   the point;
+//   D_R = diag(min(1, 1 / |x_R|)). The restoration phase solves it with a second method (one
+//   without a restoration phase of its own) until the outer method accepts the point;
 // - the elastic form of a QP (Fletcher's Sl1QP, for an SQP step whose QP is infeasible):
-//   w = 1, zeta = 0, no outer method: solved to optimality by the InteriorPoint type that
-//   solves P's restoration problems (one without a restoration phase: the elastic form is
-//   always feasible).
-template <class P>
-struct RestorationNlp {
-  static constexpr int NXO = P::kNx, NY = P::kNeq + P::kNq;
-  static constexpr int kNx = NXO + 2 * NY, kNeq = P::kNeq, kNq = P::kNq;
+//   w = 1, zeta = 0, no outer method: solved to optimality by an InteriorPoint without a
+//   restoration phase (the elastic form is always feasible).
+class RestorationNlp final : public Problem {
+ public:
   static constexpr double kRho = 1000.0;
+  // The relaxed problem of one with outer_nx variables, rows_eq equality and rows_q
+  // inequality rows.
+  RestorationNlp(int outer_nx, int rows_eq, int rows_q);
+  ~RestorationNlp() override;
 
-  P* p = nullptr;
-  InteriorPoint<P, true>* outer = nullptr;
-  double obj_scale = 1.0, row_scale[ipm_storage(NY)];
+  Problem* p = nullptr;
+  InteriorPoint::Method* outer = nullptr;
   // Whether P's own objective is kept (w = 1: the elastic form; else w = 0), and the slacks'
   // weight.
   bool keep_objective = false;
   double rho = kRho;
-  double zeta = 0.0, xr[NXO], dr[NXO];
+  double zeta = 0.0, *xr, *dr;
   // The outer problem's (scaled, relaxed) bounds of d.
-  double q_lower[ipm_storage(kNq)], q_upper[ipm_storage(kNq)];
+  double *q_lower, *q_upper;
 
-  double x_lb(int j) const { return j < NXO ? p->x_lb(j) : 0.0; }
-  double multiplicity(int j) const { return j < NXO ? p->multiplicity(j) : 1.0; }
-  double x_ub(int j) const { return j < NXO ? p->x_ub(j) : std::numeric_limits<double>::infinity(); }
-  double q_lb(int i) const { return q_lower[i]; }
-  double q_ub(int i) const { return q_upper[i]; }
-  void choose_scaling(const double*, double) {}
-
-  bool values(const double* x, double* f, double* c, double* d) {
-    double f_outer = 0.0;
-    if (!p->values(x, &f_outer, c, d)) return false;
-    relax(x, c, d);
-    *f = objective(x) + (keep_objective ? f_outer : 0.0);
-    return std::isfinite(*f);
-  }
-
-  bool linearize(const double* x, double* f, double* grad, double* c, double* d) {
-    if (!p->linearize(x, &f_outer_, grad_outer_, c, d)) return false;
-    relax(x, c, d);
-    *f = objective(x) + (keep_objective ? f_outer_ : 0.0);
-    for (int j = 0; j < NXO; ++j) grad[j] = zeta * dr[j] * (x[j] - xr[j]) + (keep_objective ? grad_outer_[j] : 0.0);
-    for (int i = 0; i < 2 * NY; ++i) grad[NXO + i] = rho;
-    return std::isfinite(*f);
-  }
-
-  void add_jacobian_transpose_times(const double* yc, const double* yd, double* out) const {
-    p->add_jacobian_transpose_times(yc, yd, out);
-    for (int i = 0; i < kNeq; ++i) {
-      out[NXO + i] -= yc[i];
-      out[NXO + NY + i] += yc[i];
-    }
-    for (int i = 0; i < kNq; ++i) {
-      out[NXO + kNeq + i] -= yd[i];
-      out[NXO + NY + kNeq + i] += yd[i];
-    }
-  }
-
+  double x_lb(int j) const override;
+  double x_ub(int j) const override;
+  double q_lb(int i) const override;
+  double q_ub(int i) const override;
+  double multiplicity(int j) const override;
+  void choose_scaling(const double* grad, double max_gradient) override;
+  bool values(const double* x, double* f, double* c, double* d) override;
+  bool linearize(const double* x, double* f, double* grad, double* c, double* d) override;
+  void add_jacobian_transpose_times(const double* yc, const double* yd, double* out) override;
   // The proximity term's curvature is added in factorize(); P's objective's is P's.
-  bool hessian(const double* x, const double* yc, const double* yd) {
-    return keep_objective ? p->hessian(x, yc, yd) : p->constraint_hessian(x, yc, yd);
-  }
-
+  bool hessian(const double* x, const double* yc, const double* yd) override;
   // The slacks enter linearly: the rows' curvature is P's (for this problem's own
   // restoration phase, which the elastic form has).
-  bool constraint_hessian(const double* x, const double* yc, const double* yd) {
-    return p->constraint_hessian(x, yc, yd);
-  }
-
-  Inertia factorize(bool with_hessian, const double* diag_x, const double* diag_y) {
-    for (int j = 0; j < NXO; ++j) diag_outer_x_[j] = diag_x[j] + zeta * dr[j];
-    for (int i = 0; i < NY; ++i) {
-      diag_p_[i] = diag_x[NXO + i];
-      diag_n_[i] = diag_x[NXO + NY + i];
-      diag_outer_y_[i] = diag_y[i] - 1.0 / diag_p_[i] - 1.0 / diag_n_[i];
-    }
-    Inertia inertia = p->factorize(with_hessian, diag_outer_x_, diag_outer_y_);
-    // The eliminated p and n blocks are positive definite.
-    inertia.positive += 2 * NY;
-    return inertia;
-  }
-
-  bool increase_quality() { return p->increase_quality(); }
-  void reset_quality() { p->reset_quality(); }
-
+  bool constraint_hessian(const double* x, const double* yc, const double* yd) override;
+  Inertia factorize(bool with_hessian, const double* diag_x, const double* diag_y) override;
   // rhs = (r_x, r_p, r_n, r_y): the rows of p and n are diag_p dp - dy = r_p and
   // diag_n dn + dy = r_n.
-  double solve(double* rhs) {
-    for (int j = 0; j < NXO; ++j) rhs_outer_[j] = rhs[j];
-    for (int i = 0; i < NY; ++i) {
-      r_p_[i] = rhs[NXO + i];
-      r_n_[i] = rhs[NXO + NY + i];
-      rhs_outer_[NXO + i] = rhs[NXO + 2 * NY + i] + r_p_[i] / diag_p_[i] - r_n_[i] / diag_n_[i];
-    }
-    const double ratio = p->solve(rhs_outer_);
-    for (int j = 0; j < NXO; ++j) rhs[j] = rhs_outer_[j];
-    for (int i = 0; i < NY; ++i) {
-      const double dy = rhs_outer_[NXO + i];
-      rhs[NXO + i] = (r_p_[i] + dy) / diag_p_[i];
-      rhs[NXO + NY + i] = (r_n_[i] - dy) / diag_n_[i];
-      rhs[NXO + 2 * NY + i] = dy;
-    }
-    return ratio;
-  }
-
+  double solve(double* rhs) override;
+  bool increase_quality() override;
+  void reset_quality() override;
   // Whether the outer method takes the point (x, with d's slacks s) back; never without one
   // (the elastic form, solved to its own optimum).
-  bool done(const double* x, const double* s) { return outer != nullptr && outer->restoration_accepts(*p, x, s); }
+  bool done(const double* x, const double* s) override;
 
  private:
-  double f_outer_ = 0.0, grad_outer_[NXO];
-  double diag_outer_x_[NXO], diag_outer_y_[ipm_storage(NY)], diag_p_[ipm_storage(NY)], diag_n_[ipm_storage(NY)];
-  double rhs_outer_[NXO + NY], r_p_[ipm_storage(NY)], r_n_[ipm_storage(NY)];
+  // The outer problem's sizes.
+  const int NXO, NY;
+  double* buffer_;
+  double f_outer_ = 0.0, *grad_outer_;
+  double *diag_outer_x_, *diag_outer_y_, *diag_p_, *diag_n_;
+  double *rhs_outer_, *r_p_, *r_n_;
 
-  double objective(const double* x) const {
-    double f = 0.0;
-    for (int i = 0; i < 2 * NY; ++i) f += rho * x[NXO + i];
-    for (int j = 0; j < NXO; ++j) f += 0.5 * zeta * dr[j] * (x[j] - xr[j]) * (x[j] - xr[j]);
-    return f;
-  }
-
+  double objective(const double* x) const;
   // c - p + n, d - p + n.
-  void relax(const double* x, double* c, double* d) const {
-    for (int i = 0; i < kNeq; ++i) c[i] += -x[NXO + i] + x[NXO + NY + i];
-    for (int i = 0; i < kNq; ++i) d[i] += -x[NXO + kNeq + i] + x[NXO + NY + kNeq + i];
-  }
+  void relax(const double* x, double* c, double* d) const;
 };
 
-// The restoration phase's parts: the restoration problem and its solver for the outer
-// method; nothing for the restoration phase's own solver (it has no restoration phase).
-struct NoRestoration {};
-
-template <class P, bool Outer>
-struct RestorationParts {
-  using Nlp = NoRestoration;
-  using Solver = NoRestoration;
-};
-
-template <class P>
-struct RestorationParts<P, true> {
-  using Nlp = RestorationNlp<P>;
-  using Solver = InteriorPoint<RestorationNlp<P>, false>;
-};
-
-template <class P, bool Outer>
-class InteriorPoint {
-  template <class Q, bool O>
-  friend class InteriorPoint;
-
- public:
-  static constexpr int NX = P::kNx, NEQ = P::kNeq, NQ = P::kNq;
-  static constexpr int NY = NEQ + NQ, NK = NX + NY;
-
-  // The iterate (scaled problem); read by the glue after run().
-  double x[NX], s[ipm_storage(NQ)], yc[ipm_storage(NEQ)], yd[ipm_storage(NQ)];
-  double zl[NX], zu[NX], vl[ipm_storage(NQ)], vu[ipm_storage(NQ)];
-
-  // Solves from x0 (and, with warm.lam_* non-null, those multipliers). `warm` entries may be
-  // null. Writes x, the unscaled signed multipliers and the report.
-  IpmReport run(P& p, const double* x0, IpmMultipliers warm, const IpmOptions& o, double* x_out, double* lam_eq,
-                double* lam_q, double* lam_box) {
-    IpmReport report{IpmOutcome::MaxIter, 0, nan(), nan(), nan(), nan(), nan()};
-    p.reset_quality();
-    const IpmOutcome start = initialize(p, x0, warm, o);
-    if (start != IpmOutcome::Solved) {
-      report.outcome = start;
-    } else {
-      report.outcome = iterate(p, o, &report.iterations);
-    }
-    unscale(p, x_out, lam_eq, lam_q, lam_box);
-    measure(p, x_out, lam_q, lam_box, &report);
-    return report;
-  }
-
-  // The restoration phase's solve (of a RestorationNlp): from x0 and the warm multipliers,
-  // until the outer method accepts a point (Returned) or it ends otherwise.
-  IpmOutcome restoration_run(P& p, const double* x0, IpmMultipliers warm, const IpmOptions& o, int offset,
-                             int* iterations) {
-    iteration_offset_ = offset;
-    const IpmOutcome start = initialize(p, x0, warm, o);
-    *iterations = 0;
-    return start != IpmOutcome::Solved ? start : iterate(p, o, iterations);
-  }
-
-  // Whether the restoration phase's point (x, with d's slacks s_in) goes back to this method:
-  // its violation is 10 % below where restoration started and the filter accepts it.
-  bool restoration_accepts(P& p, const double* x_in, const double* s_in) {
-    double f = 0.0;
-    if (!p.values(x_in, &f, ct_, dt_)) return false;
-    for (int i = 0; i < NQ; ++i) st_[i] = inside(s_in[i], dl_[i], du_[i], hdl_[i], hdu_[i]);
-    const double theta = constraint_violation(ct_, dt_, st_);
-    const double phi = barrier(f, x_in, st_);
-    return std::isfinite(phi) && theta <= kKappaResto * theta_resto_start_ && filter_accepts(theta, phi);
-  }
-
- private:
-  // Constants of the method (the paper's and Ipopt's defaults).
-  static constexpr double kKappaEps = 10.0, kKappaMu = 0.2, kThetaMu = 1.5, kTauMin = 0.99;
-  static constexpr double kKappaSigma = 1e10, kKappaD = 1e-5, kSMax = 100.0;
-  static constexpr double kGammaTheta = 1e-5, kGammaPhi = 1e-8, kDelta = 1.0, kSTheta = 1.1, kSPhi = 2.3;
-  static constexpr double kEta = 1e-8, kGammaAlpha = 0.05, kKappaSoc = 0.99;
-  static constexpr double kDeltaW0 = 1e-4, kDeltaWMin = 1e-20, kDeltaWMax = 1e40, kKappaWMinus = 1.0 / 3.0;
-  static constexpr double kKappaWPlus = 8.0, kKappaWPlusBar = 100.0, kDeltaCBar = 1e-8, kKappaC = 0.25;
-  static constexpr double kMultInitMax = 1e3, kTinyStepViolation = 1e-4;
-  // A solve whose residual ratio stays above this after refinement is treated as the solve of
-  // a singular matrix (Ipopt's residual_ratio_singular).
-  static constexpr double kResidualRatioSingular = 1e-5;
-  static constexpr int kFilterCapacity = 256, kMaxBacktracks = 40, kMaxRestoration = 100;
-  // Soft restoration (Ipopt's): consecutive steps at most, and the reduction of the
-  // barrier problem's optimality error each must achieve.
-  static constexpr int kMaxSoftSteps = 10;
-  static constexpr double kSoftReduction = 0.9999;
-  // The watchdog (Ipopt's): after this many consecutive shortened steps, full steps are
-  // taken for up to kWatchdogTrials iterations unless one is acceptable to the point where
-  // they started.
-  static constexpr int kWatchdogTrigger = 10, kWatchdogTrials = 3;
-  static constexpr int kMaxFilterResets = 5, kFilterResetTrigger = 5;
-
-  // Relaxed, scaled bounds of x and s; whether each is finite.
-  double xl_[NX], xu_[NX], dl_[ipm_storage(NQ)], du_[ipm_storage(NQ)];
-  bool hl_[NX], hu_[NX], hdl_[ipm_storage(NQ)], hdu_[ipm_storage(NQ)];
-  // Values at the iterate.
-  double f_, grad_[NX], c_[ipm_storage(NEQ)], d_[ipm_storage(NQ)];
-  // The search direction.
-  double dx_[NX], ds_[ipm_storage(NQ)], dyc_[ipm_storage(NEQ)], dyd_[ipm_storage(NQ)];
-  double dzl_[NX], dzu_[NX], dvl_[ipm_storage(NQ)], dvu_[ipm_storage(NQ)];
-  // A trial point.
-  double xt_[NX], st_[ipm_storage(NQ)], ft_, ct_[ipm_storage(NEQ)], dt_[ipm_storage(NQ)];
-  // The KKT system's diagonals and right-hand side; the s-rows' eliminated parts.
-  double diag_x_[NX], diag_y_[ipm_storage(NY)], rhs_[NK], rs_[ipm_storage(NQ)], ds_diag_[ipm_storage(NQ)];
-  // The barrier gradient, the dual residual; the second-order correction's constraint values.
-  double gphi_x_[NX], gphi_s_[ipm_storage(NQ)], rx_[NX];
-  double csoc_[ipm_storage(NEQ)], dsoc_[ipm_storage(NQ)];
-  // Where the restoration phase started.
-  double xr_[NX], sr_[ipm_storage(NQ)];
-  // The iterate before a soft restoration step (restored if the step does not help).
-  double xb_[NX], sb_[ipm_storage(NQ)], ycb_[ipm_storage(NEQ)], ydb_[ipm_storage(NQ)];
-  double zlb_[NX], zub_[NX], vlb_[ipm_storage(NQ)], vub_[ipm_storage(NQ)];
-  int soft_steps_;
-  // The watchdog: consecutive shortened steps; whether it runs, its full steps so far; the
-  // point, direction and line-search references (theta, phi, slope) where it started.
-  int shortened_, watchdog_steps_;
-  bool in_watchdog_;
-  double watchdog_theta_, watchdog_phi_, watchdog_slope_;
-  double xw_[NX], sw_[ipm_storage(NQ)], ycw_[ipm_storage(NEQ)], ydw_[ipm_storage(NQ)];
-  double zlw_[NX], zuw_[NX], vlw_[ipm_storage(NQ)], vuw_[ipm_storage(NQ)];
-  double dxw_[NX], dsw_[ipm_storage(NQ)], dycw_[ipm_storage(NEQ)], dydw_[ipm_storage(NQ)];
-  double dzlw_[NX], dzuw_[NX], dvlw_[ipm_storage(NQ)], dvuw_[ipm_storage(NQ)];
-  // The restoration phase: its problem and solver (none in the restoration phase's own
-  // solver), the violation where it started, and where its iterations are numbered from.
-  typename RestorationParts<P, Outer>::Nlp resto_nlp_;
-  typename RestorationParts<P, Outer>::Solver resto_;
-  double resto_x0_[Outer ? NX + 2 * NY : 1], resto_lam_[Outer ? NX + 2 * NY : 1];
-  double resto_q_lam_[ipm_storage(NQ)];
-  double theta_resto_start_ = 0.0;
-  int iteration_offset_ = 0;
-  static constexpr double kKappaResto = 0.9, kBoundMultResetThreshold = 1000.0;
-  // The adaptive barrier update: whether mu is free (LOQO's rule) and the optimality errors
-  // of recent iterations it must keep improving on.
-  static constexpr int kReferences = 4;
-  bool free_mode_;
-  double references_[kReferences];
-  int reference_len_, reference_next_;
-  // The filter: pairs (theta, phi) a trial point must improve on.
-  double filter_theta_[kFilterCapacity], filter_phi_[kFilterCapacity];
-  int filter_len_, filter_rejections_ = 0, filter_resets_ = 0;
-  bool last_rejection_by_filter_ = false;
-  double mu_, tau_, delta_w_last_, delta_w_, delta_c_ = 0.0, solve_ratio_ = 0.0, theta_min_, theta_max_;
-  int acceptable_count_;
-  // How the last step was accepted, as Ipopt prints it: 'f' an f-type step (switching and
-  // Armijo conditions), 'h' one the filter took, upper case after a second-order correction,
-  // 't' a tiny step, 'w' a watchdog step.
-  char step_kind_;
-  // Whether the last step was a tiny one (the line search's tiny-step rule).
-  bool tiny_step_ = false;
-  bool debug_ = false;
-
-  static double nan() { return std::numeric_limits<double>::quiet_NaN(); }
-  static double inf() { return std::numeric_limits<double>::infinity(); }
-  static double max2(double a, double b) { return a > b ? a : b; }
-  static double min2(double a, double b) { return a < b ? a : b; }
-  static double norm_inf(const double* v, int n) {
-    double m = 0.0;
-    for (int i = 0; i < n; ++i) m = max2(m, std::fabs(v[i]));
-    return m;
-  }
-  static bool finite(const double* v, int n) {
-    for (int i = 0; i < n; ++i) {
-      if (!std::isfinite(v[i])) return false;
-    }
-    return true;
-  }
-
-  // The relaxed bounds (Ipopt's bound_relax_factor): strictly feasible interiors exist for
-  // equal bounds, and rounding cannot make a bound unreachable. A bound moves by factor *
-  // max(1, |v|), at most `most` (constr_viol_tol), in the problem's own units before any
-  // scaling (as Ipopt relaxes: relaxed after scaling, a row scaled down by 1e-5 would be
-  // relaxed 1e5 times as much in its own units).
-  static double relaxation(double v, double factor, double most) { return min2(most, factor * max2(1.0, std::fabs(v))); }
-  static double relax_down(double v, double factor, double most) { return v - relaxation(v, factor, most); }
-  static double relax_up(double v, double factor, double most) { return v + relaxation(v, factor, most); }
-
-  // v pushed into the interior of [lo, hi] (section 3.6).
-  static double push(double v, double lo, double hi, bool has_lo, bool has_hi, double k1, double k2) {
-    double pl = k1 * max2(1.0, std::fabs(lo)), pu = k1 * max2(1.0, std::fabs(hi));
-    if (has_lo && has_hi) {
-      pl = min2(pl, k2 * (hi - lo));
-      pu = min2(pu, k2 * (hi - lo));
-    }
-    if (has_lo) v = max2(v, lo + pl);
-    if (has_hi) v = min2(v, hi - pu);
-    if (has_lo && has_hi && !(v > lo && v < hi)) v = 0.5 * (lo + hi);
-    return v;
-  }
-
-  IpmOutcome initialize(P& p, const double* x0, IpmMultipliers warm, const IpmOptions& o) {
-    for (int j = 0; j < NX; ++j) {
-      x[j] = x0[j];
-      zl[j] = zu[j] = 0.0;
-    }
-    for (int i = 0; i < NEQ; ++i) yc[i] = 0.0;
-    for (int i = 0; i < NQ; ++i) s[i] = yd[i] = vl[i] = vu[i] = 0.0;
-    // Scaling by the gradients at the starting point (section 3.8).
-    for (int j = 0; j < NX; ++j) {
-      hl_[j] = std::isfinite(p.x_lb(j));
-      hu_[j] = std::isfinite(p.x_ub(j));
-      xl_[j] = hl_[j] ? relax_down(p.x_lb(j), o.bound_relax_factor, o.constr_viol_tol) : -inf();
-      xu_[j] = hu_[j] ? relax_up(p.x_ub(j), o.bound_relax_factor, o.constr_viol_tol) : inf();
-    }
-    const double k1 = o.warm_start ? o.warm_start_bound_push : o.bound_push;
-    const double k2 = o.warm_start ? o.warm_start_bound_push : o.bound_frac;
-    p.obj_scale = 1.0;
-    for (int i = 0; i < NY; ++i) p.row_scale[i] = 1.0;
-    // The gradients are taken at the user's point as given, as Ipopt takes them (before the
-    // bound push), or at the pushed point where they cannot be evaluated there.
-    const bool scale_at_x0 = o.nlp_scaling_max_gradient > 0.0 && p.linearize(x, &f_, grad_, c_, d_);
-    for (int j = 0; j < NX; ++j) x[j] = push(x[j], xl_[j], xu_[j], hl_[j], hu_[j], k1, k2);
-    if (scale_at_x0) p.choose_scaling(grad_, o.nlp_scaling_max_gradient);
-    if (!p.linearize(x, &f_, grad_, c_, d_)) return IpmOutcome::NonFinite;
-    if (o.nlp_scaling_max_gradient > 0.0 && !scale_at_x0) {
-      p.choose_scaling(grad_, o.nlp_scaling_max_gradient);
-      if (!p.linearize(x, &f_, grad_, c_, d_)) return IpmOutcome::NonFinite;
-    }
-    for (int i = 0; i < NQ; ++i) {
-      const double scale = p.row_scale[NEQ + i];
-      hdl_[i] = std::isfinite(p.q_lb(i));
-      hdu_[i] = std::isfinite(p.q_ub(i));
-      dl_[i] = hdl_[i] ? scale * relax_down(p.q_lb(i), o.bound_relax_factor, o.constr_viol_tol) : -inf();
-      du_[i] = hdu_[i] ? scale * relax_up(p.q_ub(i), o.bound_relax_factor, o.constr_viol_tol) : inf();
-      s[i] = push(d_[i], dl_[i], du_[i], hdl_[i], hdu_[i], k1, k2);
-    }
-    mu_ = o.mu_init;
-    tau_ = max2(kTauMin, 1.0 - mu_);
-    delta_w_last_ = 0.0;
-    delta_w_ = delta_c_ = 0.0;
-    acceptable_count_ = 0;
-    tiny_step_ = false;
-    soft_steps_ = 0;
-    shortened_ = 0;
-    in_watchdog_ = false;
-    free_mode_ = o.adaptive_mu;
-    reference_len_ = reference_next_ = 0;
-    step_kind_ = ' ';
-    const double theta = constraint_violation(c_, d_, s);
-    theta_max_ = 1e4 * max2(1.0, theta);
-    theta_min_ = 1e-4 * max2(1.0, theta);
-    reset_filter();
-    filter_resets_ = 0;
-    if (warm.lam_box != nullptr || warm.lam_eq != nullptr || warm.lam_q != nullptr) {
-      warm_multipliers(p, warm, o);
-      // Without equality multipliers, y as for a cold start (Ipopt's restoration phase too).
-      if (warm.lam_eq == nullptr) least_squares_multipliers(p);
-    } else {
-      for (int j = 0; j < NX; ++j) {
-        zl[j] = hl_[j] ? 1.0 : 0.0;
-        zu[j] = hu_[j] ? 1.0 : 0.0;
-      }
-      for (int i = 0; i < NQ; ++i) {
-        vl[i] = hdl_[i] ? 1.0 : 0.0;
-        vu[i] = hdu_[i] ? 1.0 : 0.0;
-      }
-      least_squares_multipliers(p);
-    }
-    return IpmOutcome::Solved;
-  }
-
-  // Multipliers of a warm start, scaled, the bound multipliers kept off zero.
-  void warm_multipliers(P& p, IpmMultipliers warm, const IpmOptions& o) {
-    const double floor = o.warm_start_bound_push;
-    for (int j = 0; j < NX; ++j) {
-      const double lam = warm.lam_box != nullptr ? warm.lam_box[j] * p.obj_scale : 0.0;
-      zl[j] = hl_[j] ? max2(-lam, floor) : 0.0;
-      zu[j] = hu_[j] ? max2(lam, floor) : 0.0;
-    }
-    for (int i = 0; i < NEQ; ++i) yc[i] = warm.lam_eq != nullptr ? warm.lam_eq[i] * p.obj_scale / p.row_scale[i] : 0.0;
-    for (int i = 0; i < NQ; ++i) {
-      yd[i] = warm.lam_q != nullptr ? warm.lam_q[i] * p.obj_scale / p.row_scale[NEQ + i] : 0.0;
-      vl[i] = hdl_[i] ? max2(-yd[i], floor) : 0.0;
-      vu[i] = hdu_[i] ? max2(yd[i], floor) : 0.0;
-    }
-  }
-
-  // y minimising the dual residual ||grad f + J'y - z|| (section 3.6), or 0 if that is large
-  // or J is rank deficient. The equality rows are not regularised (Ipopt's D_c = 0): where J
-  // has singular values near 1e-4, a shift of 1e-8 would move y by as much as y itself.
-  void least_squares_multipliers(P& p) {
-    for (int i = 0; i < NEQ; ++i) yc[i] = 0.0;
-    for (int i = 0; i < NQ; ++i) yd[i] = 0.0;
-    if (NY == 0) return;
-    for (int j = 0; j < NX; ++j) diag_x_[j] = 1.0;
-    for (int i = 0; i < NEQ; ++i) diag_y_[i] = 0.0;
-    for (int i = 0; i < NQ; ++i) diag_y_[NEQ + i] = -1.0;
-    Inertia inertia = p.factorize(false, diag_x_, diag_y_);
-    while (inertia.zero > 0 && p.increase_quality()) inertia = p.factorize(false, diag_x_, diag_y_);
-    if (inertia.zero > 0) return;
-    for (int j = 0; j < NX; ++j) rhs_[j] = -(grad_[j] - zl[j] + zu[j]);
-    for (int i = 0; i < NEQ; ++i) rhs_[NX + i] = 0.0;
-    for (int i = 0; i < NQ; ++i) rhs_[NX + NEQ + i] = vl[i] - vu[i];
-    p.solve(rhs_);
-    if (!finite(rhs_ + NX, NY) || norm_inf(rhs_ + NX, NY) > kMultInitMax) return;
-    for (int i = 0; i < NEQ; ++i) yc[i] = rhs_[NX + i];
-    for (int i = 0; i < NQ; ++i) yd[i] = rhs_[NX + NEQ + i];
-  }
-
-  // ||c||_1 + ||d - s||_1 (scaled): the filter's constraint violation theta.
-  double constraint_violation(const double* c, const double* d, const double* sv) const {
-    double t = 0.0;
-    for (int i = 0; i < NEQ; ++i) t += std::fabs(c[i]);
-    for (int i = 0; i < NQ; ++i) t += std::fabs(d[i] - sv[i]);
-    return t;
-  }
-
-  // The barrier function phi_mu (with Ipopt's damping of one-sided bounds) at (f, xv, sv).
-  double barrier(double f, const double* xv, const double* sv) const {
-    double phi = f;
-    for (int j = 0; j < NX; ++j) {
-      if (hl_[j]) phi -= mu_ * std::log(xv[j] - xl_[j]) - (hu_[j] ? 0.0 : kKappaD * mu_ * (xv[j] - xl_[j]));
-      if (hu_[j]) phi -= mu_ * std::log(xu_[j] - xv[j]) - (hl_[j] ? 0.0 : kKappaD * mu_ * (xu_[j] - xv[j]));
-    }
-    for (int i = 0; i < NQ; ++i) {
-      if (hdl_[i]) phi -= mu_ * std::log(sv[i] - dl_[i]) - (hdu_[i] ? 0.0 : kKappaD * mu_ * (sv[i] - dl_[i]));
-      if (hdu_[i]) phi -= mu_ * std::log(du_[i] - sv[i]) - (hdl_[i] ? 0.0 : kKappaD * mu_ * (du_[i] - sv[i]));
-    }
-    return phi;
-  }
-
-  // The barrier gradient at the iterate, and the dual residual of the barrier problem without
-  // its bound multipliers: rx = grad phi_x + J'y.
-  void barrier_gradient(P& p) {
-    for (int j = 0; j < NX; ++j) {
-      double g = grad_[j];
-      if (hl_[j]) g -= mu_ / (x[j] - xl_[j]) - (hu_[j] ? 0.0 : kKappaD * mu_);
-      if (hu_[j]) g += mu_ / (xu_[j] - x[j]) - (hl_[j] ? 0.0 : kKappaD * mu_);
-      gphi_x_[j] = g;
-      rx_[j] = g;
-    }
-    p.add_jacobian_transpose_times(yc, yd, rx_);
-    for (int i = 0; i < NQ; ++i) {
-      double g = 0.0;
-      if (hdl_[i]) g -= mu_ / (s[i] - dl_[i]) - (hdu_[i] ? 0.0 : kKappaD * mu_);
-      if (hdu_[i]) g += mu_ / (du_[i] - s[i]) - (hdl_[i] ? 0.0 : kKappaD * mu_);
-      gphi_s_[i] = g;
-    }
-  }
-
-  // The optimality error of the barrier problem for mu (0: the NLP's), scaled (eq. 5).
-  double optimality_error(P& p, double mu) {
-    for (int j = 0; j < NX; ++j) rx_[j] = grad_[j] - zl[j] + zu[j];
-    p.add_jacobian_transpose_times(yc, yd, rx_);
-    double dual = norm_inf(rx_, NX), primal = norm_inf(c_, NEQ), compl_ = 0.0;
-    double multipliers = 0.0, bound_multipliers = 0.0;
-    int count = 0, bound_count = 0;
-    for (int i = 0; i < NQ; ++i) {
-      dual = max2(dual, std::fabs(-yd[i] - vl[i] + vu[i]));
-      primal = max2(primal, std::fabs(d_[i] - s[i]));
-    }
-    for (int j = 0; j < NX; ++j) {
-      if (hl_[j]) compl_ = max2(compl_, std::fabs((x[j] - xl_[j]) * zl[j] - mu));
-      if (hu_[j]) compl_ = max2(compl_, std::fabs((xu_[j] - x[j]) * zu[j] - mu));
-      bound_multipliers += std::fabs(zl[j]) + std::fabs(zu[j]);
-      bound_count += (hl_[j] ? 1 : 0) + (hu_[j] ? 1 : 0);
-    }
-    for (int i = 0; i < NQ; ++i) {
-      if (hdl_[i]) compl_ = max2(compl_, std::fabs((s[i] - dl_[i]) * vl[i] - mu));
-      if (hdu_[i]) compl_ = max2(compl_, std::fabs((du_[i] - s[i]) * vu[i] - mu));
-      bound_multipliers += std::fabs(vl[i]) + std::fabs(vu[i]);
-      bound_count += (hdl_[i] ? 1 : 0) + (hdu_[i] ? 1 : 0);
-    }
-    for (int i = 0; i < NEQ; ++i) multipliers += std::fabs(yc[i]);
-    for (int i = 0; i < NQ; ++i) multipliers += std::fabs(yd[i]);
-    count = NY + bound_count;
-    const double sd = count > 0 ? max2(kSMax, (multipliers + bound_multipliers) / count) / kSMax : 1.0;
-    const double sc = bound_count > 0 ? max2(kSMax, bound_multipliers / bound_count) / kSMax : 1.0;
-    return max2(max2(dual / sd, primal), compl_ / sc);
-  }
-
-  // Whether the unscaled residuals also meet their tolerances (Ipopt's dual_inf_tol, ...).
-  bool unscaled_ok(P& p, double dual_tol, double viol_tol, double compl_tol) {
-    double dual = norm_inf(rx_, NX) / p.obj_scale, viol = 0.0, compl_ = 0.0;
-    for (int i = 0; i < NEQ; ++i) viol = max2(viol, std::fabs(c_[i]) / p.row_scale[i]);
-    for (int i = 0; i < NQ; ++i) {
-      dual = max2(dual, std::fabs(-yd[i] - vl[i] + vu[i]) / p.obj_scale);
-      viol = max2(viol, std::fabs(d_[i] - s[i]) / p.row_scale[NEQ + i]);
-      if (hdl_[i]) compl_ = max2(compl_, (s[i] - dl_[i]) * vl[i] / p.obj_scale);
-      if (hdu_[i]) compl_ = max2(compl_, (du_[i] - s[i]) * vu[i] / p.obj_scale);
-    }
-    for (int j = 0; j < NX; ++j) {
-      if (hl_[j]) compl_ = max2(compl_, (x[j] - xl_[j]) * zl[j] / p.obj_scale);
-      if (hu_[j]) compl_ = max2(compl_, (xu_[j] - x[j]) * zu[j] / p.obj_scale);
-    }
-    return dual <= dual_tol && viol <= viol_tol && compl_ <= compl_tol;
-  }
-
-  // The diagonals of the KKT matrix with the regularisation (delta_w, delta_c); s is
-  // eliminated (its rows' diagonal is -(1 / (Sigma_s + delta_w) + delta_c)).
-  void kkt_diagonals(double delta_w, double delta_c) {
-    for (int j = 0; j < NX; ++j) {
-      double sigma = delta_w;
-      if (hl_[j]) sigma += zl[j] / (x[j] - xl_[j]);
-      if (hu_[j]) sigma += zu[j] / (xu_[j] - x[j]);
-      diag_x_[j] = sigma;
-    }
-    for (int i = 0; i < NEQ; ++i) diag_y_[i] = -delta_c;
-    for (int i = 0; i < NQ; ++i) {
-      double sigma = delta_w;
-      if (hdl_[i]) sigma += vl[i] / (s[i] - dl_[i]);
-      if (hdu_[i]) sigma += vu[i] / (du_[i] - s[i]);
-      ds_diag_[i] = sigma;
-      diag_y_[NEQ + i] = -(1.0 / sigma + delta_c);
-    }
-  }
-
-  // Factorises the KKT matrix with inertia correction (Algorithm IC); false if no
-  // regularisation gives the right inertia. `singular`: the matrix is known to be (nearly)
-  // singular, so the correction starts as for a zero eigenvalue.
-  bool factorize_corrected(P& p, bool singular = false) {
-    double delta_w = 0.0, delta_c = 0.0;
-    if (singular) {
-      if (NY > 0) delta_c = kDeltaCBar * std::pow(mu_, kKappaC);
-      if (NY == 0 || delta_c_ > 0.0) delta_w = delta_w_last_ == 0.0 ? kDeltaW0 : max2(kDeltaWMin, kKappaWMinus * delta_w_last_);
-    }
-    for (;;) {
-      kkt_diagonals(delta_w, delta_c);
-      const Inertia inertia = p.factorize(true, diag_x_, diag_y_);
-      if (debug_) std::printf("    inertia %d %d %d dw %g dc %g\n", inertia.positive, inertia.negative, inertia.zero, delta_w, delta_c);
-      if (inertia.zero == 0 && inertia.positive == NX && inertia.negative == NY) break;
-      // A zero pivot may be an unstable pivot's cancellation rather than a singular matrix:
-      // a stabler factorisation, where there is one, tells them apart.
-      if (inertia.zero > 0 && p.increase_quality()) continue;
-      // Too few negative eigenvalues (or zero ones) mean the constraint Jacobian is (nearly)
-      // rank deficient: no delta_w repairs that (it only adds positive curvature), delta_c does.
-      if ((inertia.zero > 0 || inertia.negative < NY) && delta_c == 0.0 && NY > 0) {
-        delta_c = kDeltaCBar * std::pow(mu_, kKappaC);
-        continue;
-      }
-      if (delta_w == 0.0) {
-        delta_w = delta_w_last_ == 0.0 ? kDeltaW0 : max2(kDeltaWMin, kKappaWMinus * delta_w_last_);
-      } else {
-        delta_w *= delta_w_last_ == 0.0 ? kKappaWPlusBar : kKappaWPlus;
-      }
-      if (delta_w > kDeltaWMax) return false;
-    }
-    delta_w_ = delta_w;
-    delta_c_ = delta_c;
-    if (delta_w > 0.0) delta_w_last_ = delta_w;
-    return true;
-  }
-
-  // The Newton direction (of the barrier problem) with inertia correction. A solve that
-  // refinement leaves inaccurate is done again with a stabler factorisation while there is
-  // one (a larger pivot threshold, kept from then on), then once more with the matrix
-  // regularised as a singular one (Ipopt's "increase quality" and "pretend singular").
-  bool newton_direction(P& p) {
-    if (!factorize_corrected(p)) return false;
-    direction(p, c_, dtheta_rows());
-    while (!(solve_ratio_ <= kResidualRatioSingular) && p.increase_quality()) {
-      if (!factorize_corrected(p)) return false;
-      direction(p, c_, dtheta_rows());
-    }
-    if (!(solve_ratio_ <= kResidualRatioSingular)) {
-      if (!factorize_corrected(p, true)) return false;
-      direction(p, c_, dtheta_rows());
-    }
-    return finite(dx_, NX) && finite(ds_, NQ);
-  }
-
-  // Solves for the direction with the factorised matrix; `cv`, `dv`: the constraint values
-  // the step must zero (c and d - s, or the second-order correction's).
-  void direction(P& p, const double* cv, const double* dv) {
-    for (int j = 0; j < NX; ++j) rhs_[j] = -rx_[j];
-    for (int i = 0; i < NEQ; ++i) rhs_[NX + i] = -cv[i];
-    for (int i = 0; i < NQ; ++i) {
-      rs_[i] = -(gphi_s_[i] - yd[i]);
-      rhs_[NX + NEQ + i] = -dv[i] + rs_[i] / ds_diag_[i];
-    }
-    solve_ratio_ = p.solve(rhs_);
-    for (int j = 0; j < NX; ++j) dx_[j] = rhs_[j];
-    for (int i = 0; i < NEQ; ++i) dyc_[i] = rhs_[NX + i];
-    for (int i = 0; i < NQ; ++i) {
-      dyd_[i] = rhs_[NX + NEQ + i];
-      ds_[i] = (rs_[i] + dyd_[i]) / ds_diag_[i];
-    }
-    for (int j = 0; j < NX; ++j) {
-      dzl_[j] = hl_[j] ? (mu_ - zl[j] * (x[j] - xl_[j]) - zl[j] * dx_[j]) / (x[j] - xl_[j]) : 0.0;
-      dzu_[j] = hu_[j] ? (mu_ - zu[j] * (xu_[j] - x[j]) + zu[j] * dx_[j]) / (xu_[j] - x[j]) : 0.0;
-    }
-    for (int i = 0; i < NQ; ++i) {
-      dvl_[i] = hdl_[i] ? (mu_ - vl[i] * (s[i] - dl_[i]) - vl[i] * ds_[i]) / (s[i] - dl_[i]) : 0.0;
-      dvu_[i] = hdu_[i] ? (mu_ - vu[i] * (du_[i] - s[i]) + vu[i] * ds_[i]) / (du_[i] - s[i]) : 0.0;
-    }
-  }
-
-  // The largest step in (0, 1] that keeps each distance to a bound above (1 - tau) of itself
-  // (the fraction-to-the-boundary rule, eq. 15).
-  double primal_step_limit() const {
-    double alpha = 1.0;
-    for (int j = 0; j < NX; ++j) {
-      if (hl_[j] && dx_[j] < 0.0) alpha = min2(alpha, -tau_ * (x[j] - xl_[j]) / dx_[j]);
-      if (hu_[j] && dx_[j] > 0.0) alpha = min2(alpha, tau_ * (xu_[j] - x[j]) / dx_[j]);
-    }
-    for (int i = 0; i < NQ; ++i) {
-      if (hdl_[i] && ds_[i] < 0.0) alpha = min2(alpha, -tau_ * (s[i] - dl_[i]) / ds_[i]);
-      if (hdu_[i] && ds_[i] > 0.0) alpha = min2(alpha, tau_ * (du_[i] - s[i]) / ds_[i]);
-    }
-    return alpha;
-  }
-
-  double dual_step_limit() const {
-    double alpha = 1.0;
-    const auto limit = [&](double z, double dz, bool has) {
-      if (has && dz < 0.0) alpha = min2(alpha, -tau_ * z / dz);
-    };
-    for (int j = 0; j < NX; ++j) {
-      limit(zl[j], dzl_[j], hl_[j]);
-      limit(zu[j], dzu_[j], hu_[j]);
-    }
-    for (int i = 0; i < NQ; ++i) {
-      limit(vl[i], dvl_[i], hdl_[i]);
-      limit(vu[i], dvu_[i], hdu_[i]);
-    }
-    return alpha;
-  }
-
-  bool filter_accepts(double theta, double phi) const {
-    for (int k = 0; k < filter_len_; ++k) {
-      if (theta >= filter_theta_[k] && phi >= filter_phi_[k]) return false;
-    }
-    return true;
-  }
-
-  // Adds the margin pair of (theta, phi) (eq. 22), dropping the entries it dominates.
-  void augment_filter(double theta, double phi) {
-    const double t = (1.0 - kGammaTheta) * theta, f = phi - kGammaPhi * theta;
-    int kept = 0;
-    for (int k = 0; k < filter_len_; ++k) {
-      if (filter_theta_[k] >= t && filter_phi_[k] >= f) continue;
-      filter_theta_[kept] = filter_theta_[k];
-      filter_phi_[kept] = filter_phi_[k];
-      ++kept;
-    }
-    filter_len_ = kept;
-    if (filter_len_ == kFilterCapacity) {
-      // Full: the oldest entry goes (the filter only has to prevent cycling among recent points).
-      for (int k = 1; k < filter_len_; ++k) {
-        filter_theta_[k - 1] = filter_theta_[k];
-        filter_phi_[k - 1] = filter_phi_[k];
-      }
-      --filter_len_;
-    }
-    filter_theta_[filter_len_] = t;
-    filter_phi_[filter_len_] = f;
-    ++filter_len_;
-  }
-
-  // Evaluates the trial point x + alpha dx, s + alpha ds; false if not finite.
-  bool evaluate_trial(P& p, double alpha) {
-    for (int j = 0; j < NX; ++j) xt_[j] = x[j] + alpha * dx_[j];
-    for (int i = 0; i < NQ; ++i) st_[i] = s[i] + alpha * ds_[i];
-    return p.values(xt_, &ft_, ct_, dt_) && std::isfinite(ft_) && finite(ct_, NEQ) && finite(dt_, NQ);
-  }
-
-  // Whether a trial point with (theta_t, phi_t) is acceptable after a step of length alpha
-  // (eqs. 18-21). `ftype`: whether the step is an f-type one, the switching condition and
-  // the Armijo condition both holding, whichever test accepted it; only other steps augment
-  // the filter (as Ipopt decides, also where the violation is above theta_min).
-  //
-  // Ipopt's filter reset heuristic: where the last trial point an iteration rejected was
-  // rejected by the filter alone, in kFilterResetTrigger iterations in a row, the filter is
-  // cleared once the iteration's step is accepted (at most kMaxFilterResets times a solve):
-  // old entries must not block the way forever.
-  bool acceptable(double theta, double phi, double slope, double theta_t, double phi_t, double alpha,
-                  bool* ftype) {
-    if (!sufficient_decrease(theta, phi, slope, theta_t, phi_t, alpha, ftype)) {
-      if (std::isfinite(phi_t) && theta_t <= theta_max_) last_rejection_by_filter_ = false;
-      return false;
-    }
-    if (!filter_accepts(theta_t, phi_t)) {
-      last_rejection_by_filter_ = true;
-      return false;
-    }
-    if (filter_resets_ < kMaxFilterResets) {
-      filter_rejections_ = last_rejection_by_filter_ ? filter_rejections_ + 1 : 0;
-      if (filter_rejections_ >= kFilterResetTrigger) {
-        reset_filter();
-        ++filter_resets_;
-      }
-    }
-    last_rejection_by_filter_ = false;
-    return true;
-  }
-
-  void reset_filter() {
-    filter_len_ = 0;
-    filter_rejections_ = 0;
-    last_rejection_by_filter_ = false;
-  }
-
-  // The trial point's tests but the filter's (eqs. 18-20).
-  bool sufficient_decrease(double theta, double phi, double slope, double theta_t, double phi_t, double alpha,
-                           bool* ftype) const {
-    *ftype = false;
-    if (!(theta_t <= theta_max_) || !std::isfinite(phi_t)) return false;
-    const double slack = 10.0 * std::numeric_limits<double>::epsilon() * std::fabs(phi);
-    const bool switching =
-        slope < 0.0 && alpha * std::pow(-slope, kSPhi) > kDelta * std::pow(theta, kSTheta);
-    const bool armijo = phi_t <= phi + kEta * alpha * slope + slack;
-    *ftype = switching && armijo;
-    bool ok;
-    if (switching && theta <= theta_min_) {
-      ok = armijo;
-    } else {
-      ok = theta_t <= (1.0 - kGammaTheta) * theta || phi_t <= phi - kGammaPhi * theta + slack;
-    }
-    return ok;
-  }
-
-  // The smallest step length before restoration takes over (eq. 23).
-  double min_step(double theta, double slope) const {
-    double m = kGammaTheta;
-    if (slope < 0.0) {
-      m = min2(m, kGammaPhi * theta / -slope);
-      if (theta <= theta_min_) m = min2(m, kDelta * std::pow(theta, kSTheta) / std::pow(-slope, kSPhi));
-    }
-    return kGammaAlpha * m;
-  }
-
-  // The backtracking filter line search with second-order corrections (Algorithm A, steps
-  // A-5); on success the trial point in xt_/st_ (values in ft_, ct_, dt_) and its step
-  // length; false if the step length fell below its minimum.
-  double barrier_slope() const {
-    double slope = 0.0;
-    for (int j = 0; j < NX; ++j) slope += gphi_x_[j] * dx_[j];
-    for (int i = 0; i < NQ; ++i) slope += gphi_s_[i] * ds_[i];
-    return slope;
-  }
-
-  // The line search of an iteration: the watchdog's full step while it runs (or from the
-  // shortened step that starts it), else the backtracking search. Counts shortened steps.
-  bool search(P& p, const IpmOptions& o, double* alpha_out, int* backtracks) {
-    if (!in_watchdog_ && shortened_ >= kWatchdogTrigger) start_watchdog();
-    if (in_watchdog_) return watchdog_step(p, o, alpha_out, backtracks);
-    const bool found = line_search(p, o, alpha_out, backtracks, false);
-    shortened_ = found && *backtracks > 0 ? shortened_ + 1 : 0;
-    return found;
-  }
-
-  void start_watchdog() {
-    const auto copy = [](double* to, const double* from, int n) {
-      for (int i = 0; i < n; ++i) to[i] = from[i];
-    };
-    in_watchdog_ = true;
-    watchdog_steps_ = 0;
-    watchdog_theta_ = constraint_violation(c_, d_, s);
-    watchdog_phi_ = barrier(f_, x, s);
-    watchdog_slope_ = barrier_slope();
-    copy(xw_, x, NX), copy(sw_, s, NQ), copy(ycw_, yc, NEQ), copy(ydw_, yd, NQ);
-    copy(zlw_, zl, NX), copy(zuw_, zu, NX), copy(vlw_, vl, NQ), copy(vuw_, vu, NQ);
-    copy(dxw_, dx_, NX), copy(dsw_, ds_, NQ), copy(dycw_, dyc_, NEQ), copy(dydw_, dyd_, NQ);
-    copy(dzlw_, dzl_, NX), copy(dzuw_, dzu_, NX), copy(dvlw_, dvl_, NQ), copy(dvuw_, dvu_, NQ);
-  }
-
-  // One watchdog iteration: the full step, accepted as a regular step if the point where the
-  // watchdog started would accept it, else taken anyway up to kWatchdogTrials times; then
-  // back to that point and its direction, and a backtracking search from half its step.
-  bool watchdog_step(P& p, const IpmOptions& o, double* alpha_out, int* backtracks) {
-    *backtracks = 0;
-    const double alpha = primal_step_limit();
-    if (evaluate_trial(p, alpha)) {
-      const double theta_t = constraint_violation(ct_, dt_, st_), phi_t = barrier(ft_, xt_, st_);
-      bool ftype = false;
-      if (acceptable(watchdog_theta_, watchdog_phi_, watchdog_slope_, theta_t, phi_t, alpha, &ftype)) {
-        if (!ftype) augment_filter(watchdog_theta_, watchdog_phi_);
-        in_watchdog_ = false;
-        shortened_ = 0;
-        *alpha_out = alpha;
-        step_kind_ = ftype ? 'f' : 'h';
-        return true;
-      }
-      if (++watchdog_steps_ <= kWatchdogTrials) {
-        *alpha_out = alpha;
-        step_kind_ = 'w';
-        return true;
-      }
-    }
-    stop_watchdog(p);
-    const bool found = line_search(p, o, alpha_out, backtracks, true);
-    shortened_ = 0;
-    return found;
-  }
-
-  // Back to the point where the watchdog started, with its direction and values.
-  void stop_watchdog(P& p) {
-    const auto copy = [](double* to, const double* from, int n) {
-      for (int i = 0; i < n; ++i) to[i] = from[i];
-    };
-    in_watchdog_ = false;
-    copy(x, xw_, NX), copy(s, sw_, NQ), copy(yc, ycw_, NEQ), copy(yd, ydw_, NQ);
-    copy(zl, zlw_, NX), copy(zu, zuw_, NX), copy(vl, vlw_, NQ), copy(vu, vuw_, NQ);
-    copy(dx_, dxw_, NX), copy(ds_, dsw_, NQ), copy(dyc_, dycw_, NEQ), copy(dyd_, dydw_, NQ);
-    copy(dzl_, dzlw_, NX), copy(dzu_, dzuw_, NX), copy(dvl_, dvlw_, NQ), copy(dvu_, dvuw_, NQ);
-    p.linearize(x, &f_, grad_, c_, d_);
-    barrier_gradient(p);
-  }
-
-  // The backtracking filter line search (`skip_first`: from half the largest step, which
-  // the watchdog already tried).
-  bool line_search(P& p, const IpmOptions& o, double* alpha_out, int* backtracks, bool skip_first) {
-    const double theta = constraint_violation(c_, d_, s), phi = barrier(f_, x, s);
-    const double slope = barrier_slope();
-    const double alpha_max = primal_step_limit();
-    const double alpha_min = min_step(theta, slope);
-    double alpha = alpha_max;
-    *backtracks = 0;
-    if (skip_first) {
-      alpha *= 0.5;
-      *backtracks = 1;
-    }
-    // A step that changes nothing measurable, at a (nearly) feasible point, is taken
-    // (Ipopt's tiny-step rule; infeasible points go on to the restoration phase instead).
-    bool tiny = theta <= kTinyStepViolation;
-    for (int j = 0; j < NX && tiny; ++j) tiny = std::fabs(dx_[j]) <= 10.0 * 2.2e-16 * (1.0 + std::fabs(x[j]));
-    if (tiny && evaluate_trial(p, alpha)) {
-      *alpha_out = alpha;
-      step_kind_ = 't';
-      tiny_step_ = true;
-      return true;
-    }
-    if (debug_) std::printf("    ls alpha_max %g alpha_min %g theta %g slope %g\n", alpha_max, alpha_min, theta, slope);
-    for (int k = skip_first ? 1 : 0; k < kMaxBacktracks; ++k, alpha *= 0.5, ++*backtracks) {
-      if (alpha < alpha_min) return false;
-      if (!evaluate_trial(p, alpha)) continue;
-      const double theta_t = constraint_violation(ct_, dt_, st_), phi_t = barrier(ft_, xt_, st_);
-      bool ftype = false;
-      if (acceptable(theta, phi, slope, theta_t, phi_t, alpha, &ftype)) {
-        if (!ftype) augment_filter(theta, phi);
-        *alpha_out = alpha;
-        step_kind_ = ftype ? 'f' : 'h';
-        return true;
-      }
-      if (k == 0 && theta_t >= theta && o.max_soc > 0) {
-        if (second_order_correction(p, o, theta, phi, slope, alpha, alpha_out)) return true;
-        // The corrections overwrote the direction: back to the Newton step.
-        direction(p, c_, dtheta_rows());
-      }
-    }
-    return false;
-  }
-
-  // Second-order corrections after the full step was rejected (section 2.4): the step that
-  // zeroes c(x_k) alpha + c(x_trial) (accumulated), up to max_soc times while the
-  // violation keeps falling. On success the corrected direction is in dx_ and its step
-  // length (by which the duals move too) in *taken.
-  bool second_order_correction(P& p, const IpmOptions& o, double theta, double phi, double slope, double alpha,
-                               double* taken) {
-    for (int i = 0; i < NEQ; ++i) csoc_[i] = alpha * c_[i] + ct_[i];
-    for (int i = 0; i < NQ; ++i) dsoc_[i] = alpha * (d_[i] - s[i]) + (dt_[i] - st_[i]);
-    double theta_old = constraint_violation(ct_, dt_, st_);
-    for (int k = 0; k < o.max_soc; ++k) {
-      direction(p, csoc_, dsoc_);
-      const double a = primal_step_limit();
-      if (!evaluate_trial(p, a)) return false;
-      const double theta_t = constraint_violation(ct_, dt_, st_), phi_t = barrier(ft_, xt_, st_);
-      bool ftype = false;
-      if (acceptable(theta, phi, slope, theta_t, phi_t, alpha, &ftype)) {
-        if (!ftype) augment_filter(theta, phi);
-        step_kind_ = ftype ? 'F' : 'H';
-        *taken = a;
-        return true;
-      }
-      if (theta_t > kKappaSoc * theta_old) break;
-      theta_old = theta_t;
-      for (int i = 0; i < NEQ; ++i) csoc_[i] = a * csoc_[i] + ct_[i];
-      for (int i = 0; i < NQ; ++i) dsoc_[i] = a * dsoc_[i] + (dt_[i] - st_[i]);
-    }
-    return false;
-  }
-
-  // Takes the trial point with duals moved by alpha (y) and alpha_z (z, v), then keeps the
-  // bound multipliers within kKappaSigma of mu over their distances (eq. 16).
-  void accept(double alpha, double alpha_z) {
-    for (int j = 0; j < NX; ++j) x[j] = xt_[j];
-    for (int i = 0; i < NQ; ++i) s[i] = st_[i];
-    for (int i = 0; i < NEQ; ++i) yc[i] += alpha * dyc_[i];
-    for (int i = 0; i < NQ; ++i) yd[i] += alpha * dyd_[i];
-    for (int j = 0; j < NX; ++j) {
-      zl[j] += alpha_z * dzl_[j];
-      zu[j] += alpha_z * dzu_[j];
-    }
-    for (int i = 0; i < NQ; ++i) {
-      vl[i] += alpha_z * dvl_[i];
-      vu[i] += alpha_z * dvu_[i];
-    }
-    reset_bound_multipliers();
-  }
-
-  static double reset(double z, double dist, double mu) {
-    return max2(min2(z, kKappaSigma * mu / dist), mu / (kKappaSigma * dist));
-  }
-
-  void reset_bound_multipliers() {
-    for (int j = 0; j < NX; ++j) {
-      if (hl_[j]) zl[j] = reset(zl[j], x[j] - xl_[j], mu_);
-      if (hu_[j]) zu[j] = reset(zu[j], xu_[j] - x[j], mu_);
-    }
-    for (int i = 0; i < NQ; ++i) {
-      if (hdl_[i]) vl[i] = reset(vl[i], s[i] - dl_[i], mu_);
-      if (hdu_[i]) vu[i] = reset(vu[i], du_[i] - s[i], mu_);
-    }
-  }
-
-  // The average complementarity and its smallest term over the average (for the adaptive
-  // barrier update).
-  double average_complementarity(double* centrality) const {
-    double sum = 0.0, smallest = inf();
-    int n = 0;
-    const auto add = [&](bool has, double dist, double z) {
-      if (!has) return;
-      sum += dist * z;
-      smallest = min2(smallest, dist * z);
-      ++n;
-    };
-    for (int j = 0; j < NX; ++j) {
-      add(hl_[j], x[j] - xl_[j], zl[j]);
-      add(hu_[j], xu_[j] - x[j], zu[j]);
-    }
-    for (int i = 0; i < NQ; ++i) {
-      add(hdl_[i], s[i] - dl_[i], vl[i]);
-      add(hdu_[i], du_[i] - s[i], vu[i]);
-    }
-    if (n == 0) {
-      *centrality = 1.0;
-      return 0.0;
-    }
-    *centrality = sum > 0.0 ? smallest / (sum / n) : 1.0;
-    return sum / n;
-  }
-
-  // The barrier parameter for this iteration: the monotone (Fiacco-McCormick) rule of
-  // section 2.1; or with adaptive_mu, LOQO's rule from the current complementarity (never
-  // increasing, so that the filter stays valid between resets) while the optimality error
-  // keeps falling, and the monotone rule from 0.8 times the average complementarity when it
-  // does not (Ipopt's safeguard), until that barrier problem is solved.
-  // The barrier parameter for the next step. A tiny step decreases it whether or not the
-  // barrier problem is solved, and ends the solve (false) where it cannot (Ipopt's rule).
-  bool update_barrier(P& p, const IpmOptions& o, double error) {
-    bool tiny = tiny_step_;
-    tiny_step_ = false;
-    // The smallest barrier parameter: the tolerance the scaled problem is solved to, with the
-    // complementarity tolerance in the scaled objective's units (Ipopt's).
-    const double mu_min = min2(o.tol, p.obj_scale * o.compl_inf_tol) / (kKappaEps + 1.0);
-    if (o.adaptive_mu && free_mode_) {
-      double reference = 0.0;
-      for (int k = 0; k < reference_len_; ++k) reference = max2(reference, references_[k]);
-      double xi = 1.0;
-      const double average = average_complementarity(&xi);
-      if (reference_len_ > 0 && error > kSoftReduction * reference) {
-        free_mode_ = false;
-        reference_len_ = 0;
-        set_mu(min2(mu_, max2(mu_min, 0.8 * average)));
-      } else {
-        references_[reference_next_] = error;
-        reference_next_ = (reference_next_ + 1) % kReferences;
-        reference_len_ = reference_len_ < kReferences ? reference_len_ + 1 : kReferences;
-        const double sigma = 0.1 * std::pow(min2(0.05 * (1.0 - xi) / max2(xi, 1e-20), 2.0), 3.0);
-        const double candidate = max2(mu_min, sigma * average);
-        if (candidate < mu_) set_mu(candidate);
-        return true;
-      }
-    }
-    // As long as the barrier problem of the new mu is solved too (Ipopt's default,
-    // mu_allow_fast_monotone_decrease; the paper repeats only in the first iteration).
-    if (tiny && !(mu_ > mu_min)) return false;
-    while (mu_ > mu_min && (tiny || optimality_error(p, mu_) <= kKappaEps * mu_)) {
-      set_mu(max2(mu_min, min2(kKappaMu * mu_, std::pow(mu_, kThetaMu))));
-      free_mode_ = o.adaptive_mu;
-      tiny = false;
-    }
-    return true;
-  }
-
-  // A new barrier problem: a new filter, and no watchdog (its references were the old
-  // barrier function's).
-  void set_mu(double mu) {
-    mu_ = mu;
-    tau_ = max2(kTauMin, 1.0 - mu_);
-    reset_filter();
-    in_watchdog_ = false;
-    shortened_ = 0;
-  }
-
-  void print_header() const {
-    std::printf("iter    objective    inf_pr   inf_du lg(mu)  ||d||  lg(rg) alpha_du alpha_pr  ls\n");
-  }
-
-  void print_line(P& p, int k, char mark, char kind, double alpha_du, double alpha_pr, int ls) {
-    double inf_pr = 0.0;
-    for (int i = 0; i < NEQ; ++i) inf_pr = max2(inf_pr, std::fabs(c_[i]) / p.row_scale[i]);
-    // Ipopt's inf_pr (3.14): the violation of the problem's own bounds on d, not d - s.
-    for (int i = 0; i < NQ; ++i) {
-      const double d = d_[i] / p.row_scale[NEQ + i];
-      inf_pr = max2(inf_pr, max2(p.q_lb(i) - d, d - p.q_ub(i)));
-    }
-    double inf_du = norm_inf(rx_, NX);
-    for (int i = 0; i < NQ; ++i) inf_du = max2(inf_du, std::fabs(-yd[i] - vl[i] + vu[i]));
-    char rg[8] = "   - ";
-    if (delta_w_ > 0.0) std::snprintf(rg, sizeof rg, "%5.1f", std::log10(delta_w_));
-    std::printf("%4d%c%14.7e %7.2e %7.2e %5.1f %7.2e %s %7.2e %7.2e%c %2d\n", k, mark, f_ / p.obj_scale, inf_pr,
-                inf_du, std::log10(mu_), max2(norm_inf(dx_, NX), norm_inf(ds_, NQ)), rg, alpha_du, alpha_pr, kind, ls);
-    std::fflush(stdout);
-  }
-
-  // The main loop (Algorithm A).
-  IpmOutcome iterate(P& p, const IpmOptions& o, int* iterations) {
-    if (Outer && o.verbose > 0) print_header();
-    debug_ = o.verbose > 1;
-    double alpha_pr = 0.0, alpha_du = 0.0;
-    int ls = 0;
-    char mark = Outer ? ' ' : 'r';
-    for (int k = 0;; ++k) {
-      *iterations = k;
-      if constexpr (!Outer) {
-        if (k > 0 && p.done(x, s)) return IpmOutcome::Returned;
-      }
-      const double error = optimality_error(p, 0.0);
-      if (o.verbose > 0 && (Outer || k > 0)) {
-        // ls: the trial points the line search evaluated (Ipopt's column), backtracks + 1.
-        print_line(p, k + iteration_offset_, mark, k == 0 ? ' ' : step_kind_, alpha_du, alpha_pr, k == 0 ? 0 : ls + 1);
-      }
-      mark = Outer ? ' ' : 'r';
-      if (error <= o.tol && unscaled_ok(p, o.dual_inf_tol, o.constr_viol_tol, o.compl_inf_tol)) {
-        return IpmOutcome::Solved;
-      }
-      acceptable_count_ = error <= o.acceptable_tol && unscaled_ok(p, 1e10, 1e-2, 1e-2) ? acceptable_count_ + 1 : 0;
-      if (o.acceptable_iter > 0 && acceptable_count_ >= o.acceptable_iter) return IpmOutcome::Solved;
-      if (k >= o.max_iter) return IpmOutcome::MaxIter;
-      if (!update_barrier(p, o, error)) return IpmOutcome::TinyStep;
-      if (!p.hessian(x, yc, yd)) return IpmOutcome::NonFinite;
-      barrier_gradient(p);
-      bool searched = newton_direction(p);
-      double alpha = 0.0;
-      if (searched) searched = search(p, o, &alpha, &ls);
-      if (searched) {
-        alpha_pr = alpha;
-        alpha_du = dual_step_limit();
-        accept(alpha, alpha_du);
-        soft_steps_ = 0;
-        if (!p.linearize(x, &f_, grad_, c_, d_)) return IpmOutcome::NonFinite;
-        continue;
-      }
-      if (soft_steps_ < kMaxSoftSteps && finite(dx_, NX) && soft_restoration(p, &alpha_pr)) {
-        ++soft_steps_;
-        alpha_du = alpha_pr;
-        step_kind_ = 's';
-        continue;
-      }
-      soft_steps_ = 0;
-      free_mode_ = false;
-      // No acceptable step from a point that is already acceptable: done (as Ipopt).
-      if (error <= o.acceptable_tol && optimality_error(p, 0.0) <= o.acceptable_tol &&
-          unscaled_ok(p, 1e10, 1e-2, 1e-2)) {
-        return IpmOutcome::Solved;
-      }
-      const IpmOutcome restored = restore(p, o, &k);
-      if (restored != IpmOutcome::Solved) {
-        *iterations = k;
-        return restored;
-      }
-      mark = 'r';
-      step_kind_ = 'r';
-      alpha_pr = alpha_du = 1.0;
-      ls = 0;
-    }
-  }
-
-  // Ipopt's soft restoration, tried when the line search fails: the primal-dual step with
-  // one step length for primal and dual variables, kept if it reduces the barrier
-  // problem's optimality error (its trial point need not satisfy the filter). Ends with the
-  // iterate linearised; false (the iterate unchanged) if the step does not help.
-  bool soft_restoration(P& p, double* alpha_out) {
-    const double error = optimality_error(p, mu_);
-    const double alpha = min2(primal_step_limit(), dual_step_limit());
-    if (!evaluate_trial(p, alpha)) return false;
-    const auto copy = [](double* to, const double* from, int n) {
-      for (int i = 0; i < n; ++i) to[i] = from[i];
-    };
-    copy(xb_, x, NX), copy(sb_, s, NQ), copy(ycb_, yc, NEQ), copy(ydb_, yd, NQ);
-    copy(zlb_, zl, NX), copy(zub_, zu, NX), copy(vlb_, vl, NQ), copy(vub_, vu, NQ);
-    accept(alpha, alpha);
-    if (p.linearize(x, &f_, grad_, c_, d_) && optimality_error(p, mu_) <= kSoftReduction * error) {
-      *alpha_out = alpha;
-      return true;
-    }
-    copy(x, xb_, NX), copy(s, sb_, NQ), copy(yc, ycb_, NEQ), copy(yd, ydb_, NQ);
-    copy(zl, zlb_, NX), copy(zu, zub_, NX), copy(vl, vlb_, NQ), copy(vu, vub_, NQ);
-    p.linearize(x, &f_, grad_, c_, d_);
-    barrier_gradient(p);
-    return false;
-  }
-
-  // d - s at the iterate (scratch in dsoc_).
-  const double* dtheta_rows() {
-    for (int i = 0; i < NQ; ++i) dsoc_[i] = d_[i] - s[i];
-    return dsoc_;
-  }
-
-  // The feasibility restoration phase (section 3.3): the restoration problem (RestorationNlp)
-  // solved by this method until the filter accepts its point with the violation reduced by
-  // 10 %; where that fails, Gauss-Newton steps on the violation. Ends Infeasible at a
-  // stationary point of the violation that is not feasible.
-  IpmOutcome restore(P& p, const IpmOptions& o, int* k) {
-    if constexpr (!Outer) {
-      (void)p, (void)o, (void)k;
-      return IpmOutcome::RestorationFailed;
-    } else {
-      theta_resto_start_ = constraint_violation(c_, d_, s);
-      augment_filter(theta_resto_start_, barrier(f_, x, s));
-      const IpmOutcome outcome = solve_restoration(p, o, k);
-      if (outcome != IpmOutcome::RestorationFailed) return outcome;
-      return gauss_newton_restoration(p, o, k);
-    }
-  }
-
-  // The restoration problem at the iterate, solved by the restoration phase's own solver.
-  IpmOutcome solve_restoration(P& p, const IpmOptions& o, int* k) {
-    RestorationNlp<P>& r = resto_nlp_;
-    constexpr double rho = RestorationNlp<P>::kRho;
-    r.p = &p;
-    r.outer = this;
-    r.zeta = std::sqrt(mu_);
-    double violation_max = 0.0;
-    for (int i = 0; i < NEQ; ++i) violation_max = max2(violation_max, std::fabs(c_[i]));
-    for (int i = 0; i < NQ; ++i) violation_max = max2(violation_max, std::fabs(d_[i] - s[i]));
-    const double mu_r = max2(mu_, violation_max);
-    for (int j = 0; j < NX; ++j) {
-      r.xr[j] = x[j];
-      const double w = min2(1.0, 1.0 / max2(std::fabs(x[j]), 1e-300));
-      // A shared variable's N + 1 copies weigh as much as the one variable they stand for:
-      // weighed each in full, they pulled the robot arm's final time back towards a point
-      // whose restoration ends at a local minimum of the violation.
-      r.dr[j] = w * w / p.multiplicity(j);
-      resto_x0_[j] = x[j];
-      resto_lam_[j] = min2(zu[j], rho) - min2(zl[j], rho);
-    }
-    for (int i = 0; i < NQ; ++i) {
-      r.q_lower[i] = hdl_[i] ? dl_[i] : -inf();
-      r.q_upper[i] = hdu_[i] ? du_[i] : inf();
-      resto_q_lam_[i] = min2(vu[i], rho) - min2(vl[i], rho);
-    }
-    // p and n that satisfy the constraints at x_R and are centred for mu_r (eq. 33).
-    for (int i = 0; i < NY; ++i) {
-      r.row_scale[i] = 1.0;
-      const double v = i < NEQ ? c_[i] : d_[i - NEQ] - s[i - NEQ];
-      const double a = (mu_r - rho * v) / (2.0 * rho);
-      const double n = a + std::sqrt(a * a + mu_r * v / (2.0 * rho));
-      resto_x0_[NX + i] = v + n;
-      resto_x0_[NX + NY + i] = n;
-      resto_lam_[NX + i] = -mu_r / (v + n);
-      resto_lam_[NX + NY + i] = -mu_r / n;
-    }
-    IpmOptions ro = o;
-    ro.mu_init = mu_r;
-    ro.adaptive_mu = false;
-    ro.warm_start = true;
-    ro.nlp_scaling_max_gradient = 0.0;
-    ro.max_iter = o.max_iter - *k;
-    int inner = 0;
-    const IpmOutcome outcome = resto_.restoration_run(
-        r, resto_x0_, IpmMultipliers{nullptr, resto_q_lam_, resto_lam_}, ro, *k, &inner);
-    *k += inner;
-    if (outcome == IpmOutcome::Returned) return take_restored_point(p);
-    if (outcome == IpmOutcome::MaxIter) return outcome;
-    // The problem's derivatives are the restoration phase's last point's: back to the iterate.
-    if (!p.linearize(x, &f_, grad_, c_, d_)) return IpmOutcome::NonFinite;
-    if (outcome == IpmOutcome::Solved) {
-      // The restoration problem's optimum: the least violation near here. Feasible or not?
-      double f = 0.0;
-      if (p.values(resto_.x, &f, ct_, dt_)) {
-        double viol = 0.0;
-        for (int i = 0; i < NEQ; ++i) viol = max2(viol, std::fabs(ct_[i]) / p.row_scale[i]);
-        for (int i = 0; i < NQ; ++i) {
-          const double di = dt_[i] / p.row_scale[NEQ + i];
-          viol = max2(viol, max2(p.q_lb(i) - di, di - p.q_ub(i)));
-        }
-        if (viol > o.constr_viol_tol) return IpmOutcome::Infeasible;
-      }
-    }
-    return IpmOutcome::RestorationFailed;
-  }
-
-  // Takes the restoration phase's point: x, d's slacks, the bound multipliers (reset to 1
-  // where larger than 1000, as Ipopt), y by least squares.
-  IpmOutcome take_restored_point(P& p) {
-    const auto& r = resto_;
-    for (int j = 0; j < NX; ++j) {
-      x[j] = r.x[j];
-      zl[j] = hl_[j] ? (r.zl[j] > kBoundMultResetThreshold ? 1.0 : r.zl[j]) : 0.0;
-      zu[j] = hu_[j] ? (r.zu[j] > kBoundMultResetThreshold ? 1.0 : r.zu[j]) : 0.0;
-    }
-    for (int i = 0; i < NQ; ++i) {
-      s[i] = inside(r.s[i], dl_[i], du_[i], hdl_[i], hdu_[i]);
-      vl[i] = hdl_[i] ? (r.vl[i] > kBoundMultResetThreshold ? 1.0 : r.vl[i]) : 0.0;
-      vu[i] = hdu_[i] ? (r.vu[i] > kBoundMultResetThreshold ? 1.0 : r.vu[i]) : 0.0;
-    }
-    if (!p.linearize(x, &f_, grad_, c_, d_)) return IpmOutcome::NonFinite;
-    reset_bound_multipliers();
-    least_squares_multipliers(p);
-    return IpmOutcome::Solved;
-  }
-
-  // v kept strictly inside (lo, hi) (the restoration phase's bounds are relaxed once more).
-  static double inside(double v, double lo, double hi, bool has_lo, bool has_hi) {
-    const double eps = 1e-14;
-    if (has_lo) v = max2(v, lo + eps * max2(1.0, std::fabs(lo)));
-    if (has_hi) v = min2(v, hi - eps * max2(1.0, std::fabs(hi)));
-    return v;
-  }
-
-  // The simpler restoration phase where the restoration problem's solve fails: Gauss-Newton
-  // steps on the constraint violation that stay near the point x_R where it started (the
-  // proximity term zeta ||D_R (x - x_R)||^2), each kept inside the bounds, until the filter
-  // accepts the iterate with its violation reduced.
-  IpmOutcome gauss_newton_restoration(P& p, const IpmOptions& o, int* k) {
-    const double theta_start = theta_resto_start_;
-    const double zeta = max2(std::sqrt(mu_), 1e-8);
-    for (int j = 0; j < NX; ++j) xr_[j] = x[j];
-    for (int i = 0; i < NQ; ++i) sr_[i] = s[i];
-    const auto weight = [](double v) { return std::fabs(v) > 1.0 ? 1.0 / (v * v) : 1.0; };
-    for (int r = 0; r < kMaxRestoration; ++r) {
-      if (*k >= o.max_iter) return IpmOutcome::MaxIter;
-      ++*k;
-      const double theta = constraint_violation(c_, d_, s);
-      kkt_diagonals(0.0, kDeltaCBar);
-      for (int j = 0; j < NX; ++j) diag_x_[j] += zeta * weight(xr_[j]);
-      for (int i = 0; i < NQ; ++i) {
-        ds_diag_[i] += zeta * weight(sr_[i]);
-        diag_y_[NEQ + i] = -(1.0 / ds_diag_[i] + kDeltaCBar);
-      }
-      p.factorize(false, diag_x_, diag_y_);
-      for (int j = 0; j < NX; ++j) {
-        rhs_[j] = -zeta * weight(xr_[j]) * (x[j] - xr_[j]);
-        if (hl_[j]) rhs_[j] += mu_ / (x[j] - xl_[j]);
-        if (hu_[j]) rhs_[j] -= mu_ / (xu_[j] - x[j]);
-      }
-      for (int i = 0; i < NEQ; ++i) rhs_[NX + i] = -c_[i];
-      for (int i = 0; i < NQ; ++i) {
-        rs_[i] = -zeta * weight(sr_[i]) * (s[i] - sr_[i]);
-        if (hdl_[i]) rs_[i] += mu_ / (s[i] - dl_[i]);
-        if (hdu_[i]) rs_[i] -= mu_ / (du_[i] - s[i]);
-        rhs_[NX + NEQ + i] = -(d_[i] - s[i]) + rs_[i] / ds_diag_[i];
-      }
-      p.solve(rhs_);
-      for (int j = 0; j < NX; ++j) dx_[j] = rhs_[j];
-      for (int i = 0; i < NQ; ++i) ds_[i] = (rs_[i] + rhs_[NX + NEQ + i]) / ds_diag_[i];
-      if (!finite(dx_, NX) || !finite(ds_, NQ)) return IpmOutcome::RestorationFailed;
-      double alpha = primal_step_limit();
-      bool moved = false;
-      for (int b = 0; b < kMaxBacktracks && alpha > 1e-12; ++b, alpha *= 0.5) {
-        if (!evaluate_trial(p, alpha)) continue;
-        if (constraint_violation(ct_, dt_, st_) <= (1.0 - 1e-4 * alpha) * theta) {
-          moved = true;
-          break;
-        }
-      }
-      if (!moved) return locally_infeasible(p, o) ? IpmOutcome::Infeasible : IpmOutcome::RestorationFailed;
-      for (int j = 0; j < NX; ++j) x[j] = xt_[j];
-      for (int i = 0; i < NQ; ++i) s[i] = st_[i];
-      reset_bound_multipliers();
-      if (!p.linearize(x, &f_, grad_, c_, d_)) return IpmOutcome::NonFinite;
-      const double theta_new = constraint_violation(c_, d_, s);
-      if (theta_new <= 0.9 * theta_start && filter_accepts(theta_new, barrier(f_, x, s))) {
-        least_squares_multipliers(p);
-        return IpmOutcome::Solved;
-      }
-      if (locally_infeasible(p, o)) return IpmOutcome::Infeasible;
-    }
-    return IpmOutcome::RestorationFailed;
-  }
-
-  // Whether the iterate is (to first order) a stationary point of the constraint violation
-  // ||c||^2 + ||d - s||^2 that violates the constraints: its gradient, with the components
-  // that point into an active bound removed, vanishes.
-  bool locally_infeasible(P& p, const IpmOptions& o) {
-    double viol = 0.0;
-    for (int i = 0; i < NEQ; ++i) viol = max2(viol, std::fabs(c_[i]) / p.row_scale[i]);
-    for (int i = 0; i < NQ; ++i) viol = max2(viol, std::fabs(d_[i] - s[i]) / p.row_scale[NEQ + i]);
-    if (viol <= o.constr_viol_tol) return false;
-    for (int i = 0; i < NQ; ++i) dsoc_[i] = d_[i] - s[i];
-    for (int j = 0; j < NX; ++j) rx_[j] = 0.0;
-    p.add_jacobian_transpose_times(c_, dsoc_, rx_);
-    double g = 0.0;
-    for (int j = 0; j < NX; ++j) {
-      // Scaled by the distance to the bound the descent direction -g moves toward.
-      double room = 1.0;
-      if (rx_[j] > 0.0 && hl_[j]) room = min2(1.0, x[j] - xl_[j]);
-      if (rx_[j] < 0.0 && hu_[j]) room = min2(1.0, xu_[j] - x[j]);
-      g = max2(g, std::fabs(rx_[j]) * room);
-    }
-    for (int i = 0; i < NQ; ++i) {
-      const double gs = -dsoc_[i];
-      double room = 1.0;
-      if (gs > 0.0 && hdl_[i]) room = min2(1.0, s[i] - dl_[i]);
-      if (gs < 0.0 && hdu_[i]) room = min2(1.0, du_[i] - s[i]);
-      g = max2(g, std::fabs(gs) * room);
-    }
-    return g <= 1e-6 * max2(1.0, constraint_violation(c_, d_, s));
-  }
-
-  // The unscaled point and signed multipliers. The point is the iterate itself, which may
-  // cross a bound by its relaxation (bound_relax_factor, at most constr_viol_tol): projecting it back would
-  // move the constraints by as much times their gradients (Ipopt 3.14 no longer projects by
-  // default: honor_original_bounds = no).
-  void unscale(P& p, double* x_out, double* lam_eq, double* lam_q, double* lam_box) const {
-    for (int j = 0; j < NX; ++j) {
-      x_out[j] = x[j];
-      lam_box[j] = (zu[j] - zl[j]) / p.obj_scale;
-    }
-    for (int i = 0; i < NEQ; ++i) lam_eq[i] = yc[i] * p.row_scale[i] / p.obj_scale;
-    for (int i = 0; i < NQ; ++i) lam_q[i] = yd[i] * p.row_scale[NEQ + i] / p.obj_scale;
-  }
-
-  static double violation(double v, double lb, double ub) { return max2(0.0, max2(lb - v, v - ub)); }
-  static double complementarity(double lam, double v, double lb, double ub) {
-    if (lam > 0.0) return std::isfinite(ub) ? lam * std::fabs(ub - v) : lam;
-    if (lam < 0.0) return std::isfinite(lb) ? -lam * std::fabs(v - lb) : -lam;
-    return 0.0;
-  }
-
-  // The report's residuals at the returned point, unscaled, with the problem's own bounds.
-  void measure(P& p, const double* xv, const double* lam_q, const double* lam_box, IpmReport* r) {
-    r->objective = f_ / p.obj_scale;
-    r->eq = 0.0;
-    for (int i = 0; i < NEQ; ++i) r->eq = max2(r->eq, std::fabs(c_[i]) / p.row_scale[i]);
-    r->ineq = 0.0;
-    r->comp = 0.0;
-    for (int i = 0; i < NQ; ++i) {
-      const double d = d_[i] / p.row_scale[NEQ + i];
-      r->ineq = max2(r->ineq, violation(d, p.q_lb(i), p.q_ub(i)));
-      r->comp = max2(r->comp, complementarity(lam_q[i], d, p.q_lb(i), p.q_ub(i)));
-    }
-    for (int j = 0; j < NX; ++j) {
-      r->ineq = max2(r->ineq, violation(xv[j], p.x_lb(j), p.x_ub(j)));
-      r->comp = max2(r->comp, complementarity(lam_box[j], xv[j], p.x_lb(j), p.x_ub(j)));
-    }
-    for (int j = 0; j < NX; ++j) rx_[j] = grad_[j] + zu[j] - zl[j];
-    p.add_jacobian_transpose_times(yc, yd, rx_);
-    r->stat = norm_inf(rx_, NX) / p.obj_scale;
-    if (!std::isfinite(r->objective)) r->objective = nan();
-  }
-};
+}  // namespace v1
+}  // namespace anvil_ipm
+#endif  // ANVIL_IPM_RUNTIME_DECLARED

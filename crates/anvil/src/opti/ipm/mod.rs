@@ -1,16 +1,21 @@
 //! `IpmFunction`: a generated primal-dual interior-point solver for nonlinear programs, with
 //! a filter line search (Wächter & Biegler 2006, the method of Ipopt).
 //!
-//! The method is a real C++ header templated on the problem (`interior_point.hpp`, with the
-//! LDLᵀ factorisations of its KKT systems: dense, `dense_ldl.hpp`, or sparse on a structure
-//! analysed at generation, `sparse_ldl.hpp` and [`sparse_kkt`]): a module holds it once, as
-//! the `anvil_ipm` item. The generated glue (`templates/ipm_source.j2`) adapts a problem's
-//! derived functions to it: scaled values, derivatives and the KKT matrix. It needs neither
-//! PIQP nor Eigen, and compiles in about a second.
+//! The method is real C++ compiled apart, its sizes at run time (`interior_point.hpp` and
+//! `.cpp`: the JIT links it as a library built once per compiler and flags, a generated
+//! module writes it beside itself; [`runtime`]). A module holds, as the `anvil_ipm` item, the
+//! method's interface and the LDLᵀ factorisations of its KKT systems, templated on the sizes:
+//! dense, `dense_ldl.hpp`, or sparse on a structure analysed at generation, `sparse_ldl.hpp`
+//! and [`sparse_kkt`], or by stages, `stage_ldl.hpp`. The generated glue
+//! (`templates/ipm_source.j2`) adapts a problem's derived functions to the interface: scaled
+//! values, derivatives and the KKT matrix. It needs neither PIQP nor Eigen, and compiles in
+//! about a second.
 
+mod runtime;
 mod settings;
 mod sparse_kkt;
 
+pub(crate) use runtime::{library as runtime_library, IpmRuntime};
 pub use settings::{IpmSettings, MuStrategy};
 pub(crate) use sparse_kkt::SparseKkt;
 
@@ -340,7 +345,7 @@ impl IpmFunction {
                 source: self.jit_source()?,
                 include_dirs: Vec::new(),
                 defines: Vec::new(),
-                link: Vec::new(),
+                link: vec![runtime_library(&self.compiler)?],
                 fingerprint: String::new(),
             })
         })
@@ -437,50 +442,6 @@ impl std::fmt::Debug for IpmFunction {
             .field("neq", &self.dims.neq)
             .field("nineq", &self.dims.nineq)
             .finish_non_exhaustive()
-    }
-}
-
-/// The interior-point method's headers, in the order they build on each other.
-const HEADERS: [&str; 5] = [
-    include_str!("dense_ldl.hpp"),
-    include_str!("front.hpp"),
-    include_str!("sparse_ldl.hpp"),
-    include_str!("stage_ldl.hpp"),
-    include_str!("interior_point.hpp"),
-];
-
-/// The interior-point runtime as a module item (every interior-point solver depends on it;
-/// a module holds it once): the headers' code in `namespace anvil_ipm`, with internal
-/// linkage, their `#include`s among the module's.
-pub(crate) struct IpmRuntime;
-
-impl ModuleItem for IpmRuntime {
-    fn item_name(&self) -> &str {
-        "anvil_ipm"
-    }
-
-    fn includes(&self) -> Includes {
-        let mut source: Vec<String> = HEADERS
-            .iter()
-            .flat_map(|h| h.lines())
-            .filter_map(|l| l.strip_prefix("#include <").and_then(|r| r.strip_suffix('>')))
-            .map(String::from)
-            .collect();
-        source.sort();
-        source.dedup();
-        Includes { header: Vec::new(), source }
-    }
-
-    fn source(&self) -> Result<ItemSource> {
-        let mut text = String::from("namespace anvil_ipm {\nnamespace {\n");
-        for header in HEADERS {
-            for line in header.lines().filter(|l| !l.starts_with("#include")) {
-                text.push_str(line);
-                text.push('\n');
-            }
-        }
-        text.push_str("}  // namespace\n}  // namespace anvil_ipm\n");
-        Ok(ItemSource { header: String::new(), source: text })
     }
 }
 

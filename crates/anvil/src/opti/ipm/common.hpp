@@ -1,0 +1,21 @@
+// Small helpers the interior-point runtime's parts share: included inside an anonymous
+// namespace (internal linkage) by the module's code and by the method's (interior_point.cpp),
+// so that code compiled with different flags never shares a definition. (Each part uses some
+// of them: [[maybe_unused]] keeps clang's -Wunused-function quiet about the others.)
+#ifndef ANVIL_IPM_COMMON_INCLUDED
+#define ANVIL_IPM_COMMON_INCLUDED
+
+// The length of an array that may be empty (C++ arrays may not).
+[[maybe_unused]] constexpr int ipm_storage(int n) { return n > 0 ? n : 1; }
+
+// max(a, b); a NaN argument gives the other.
+[[maybe_unused]] inline double max_of(double a, double b) { return a > b || b != b ? a : b; }
+
+[[maybe_unused]] inline bool all_finite(const double* v, int n) {
+  for (int i = 0; i < n; ++i) {
+    if (!std::isfinite(v[i])) return false;
+  }
+  return true;
+}
+
+#endif  // ANVIL_IPM_COMMON_INCLUDED
