@@ -224,18 +224,17 @@ class Front {
     }
   }
 
-  // v <- L'^-1 v with the factorised front at f.
+  // v <- L'^-1 v with the factorised front at f: from the last position down, each v_i, once
+  // final, is taken out of the pivots' v_t (t < i) through row i of L. The updates of one
+  // row are independent of each other, where a dot product per pivot would be one chain of
+  // dependent additions (the solve's latency). A 2x2 pivot's second column holds D's
+  // off-diagonal in its first column's row: no L entry.
   static void backward(const double* f, int lda, const int* kind, int p, int n, double* v) {
-    for (int t = p - 1; t >= 0; --t) {
-      if (kind[t] == kSecondOfTwo) continue;  // done with its first column
-      const bool two = kind[t] == kTwoByTwo;
-      double s0 = 0.0, s1 = 0.0;
-      for (int i = t + (two ? 2 : 1); i < n; ++i) {
-        s0 += entry(f, lda, i, t) * v[i];
-        if (two) s1 += entry(f, lda, i, t + 1) * v[i];
-      }
-      v[t] -= s0;
-      if (two) v[t + 1] -= s1;
+    for (int i = n - 1; i > 0; --i) {
+      const int last = i >= p ? p : kind[i] == kSecondOfTwo ? i - 1 : i;
+      const double vi = v[i];
+      const double* row = f + i;
+      for (int t = 0; t < last; ++t) v[t] -= row[t * (Lda > 0 ? Lda : lda)] * vi;
     }
   }
 

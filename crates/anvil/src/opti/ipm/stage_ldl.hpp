@@ -35,14 +35,19 @@ class StageLdl {
   static constexpr int kFront = Own + MaxDelay + Link;
   static constexpr int kCols = Own + Link;
 
-  // The caller's assembly, before factorize(): each stage's own unknowns (count, and their
-  // positions in the right-hand side) and entries. set_structure() once, then per matrix
-  // clear() and add()/add_link().
+  // The caller's assembly: each stage's own unknowns (count, and their positions in the
+  // right-hand side), set once, and entries: per matrix clear() and add()/add_link() before
+  // factorize(), or stage by stage as factorize() asks for them (clear_stage(k), then stage
+  // k's add()s and add_link()s).
   int count[Stages];
   int index[Stages * Own];
 
   void clear() {
     for (int k = 0; k < Stages * Own * kCols; ++k) a_[k] = 0.0;
+  }
+  void clear_stage(int k) {
+    double* block = a_ + k * Own * kCols;
+    for (int i = 0; i < Own * kCols; ++i) block[i] = 0.0;
   }
   // Own entries (r, c) and (c, r) of stage k.
   void add(int k, int r, int c, double v) {
@@ -61,14 +66,23 @@ class StageLdl {
   // at least as many negative eigenvalues as rows unless it is singular, so with no zero
   // pivot a stage with more is one no later stage can make up for: the matrix has more
   // negative eigenvalues than it has rows (a Riccati recursion's indefinite reduced Hessian).
-  Inertia factorize(double zero_pivot, bool stop_when_wrong = false) {
+  //
+  // `assemble(k)` makes stage k's block hold its entries (clear_stage(k), add()s); it is
+  // called from the last stage on, one stage ahead of the elimination, so that a factorisation
+  // that stops early assembles no more than it eliminates.
+  template <class Assemble>
+  Inertia factorize(double zero_pivot, bool stop_when_wrong, Assemble assemble) {
     Inertia inertia{0, 0, 0};
     for (int i = 0; i < Size; ++i) row_size_[i] = 0.0;
-    for (int k = 0; k < Stages; ++k) {
+    // Stage k's diagonals start the sums of terms before stage k + 1 adds to them.
+    const auto prepare = [&](int k) {
+      assemble(k);
       for (int c = 0; c < count[k]; ++c) terms_[index[k * Own + c]] = std::fabs(own(k, c, c));
-    }
+    };
+    prepare(Stages - 1);
     int delayed = 0;
     for (int k = Stages - 1; k >= 0; --k) {
+      if (k > 0) prepare(k - 1);
       measure_rows(k);
       const int negative_before = inertia.negative, received = delayed;
       delayed = factorize_stage(k, delayed, zero_pivot, &inertia);
@@ -79,6 +93,10 @@ class StageLdl {
       }
     }
     return inertia;
+  }
+  // With the whole matrix assembled (clear(), add()s).
+  Inertia factorize(double zero_pivot, bool stop_when_wrong = false) {
+    return factorize(zero_pivot, stop_when_wrong, [](int) {});
   }
 
   // A stabler factorisation from the next factorize() on (PivotThreshold); false if the
