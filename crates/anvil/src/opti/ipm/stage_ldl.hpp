@@ -253,20 +253,38 @@ class StageLdl {
     }
   }
 
-  // out -= A x with the assembled matrix.
+  // out -= A x with the assembled matrix, stage by stage: its own rows, and through its link
+  // the previous stage's. Each row's sum is its own chain of additions (a dot product per row,
+  // one after the other, was the residual's latency).
   void subtract_product(const double* x, double* out) const {
     for (int k = 0; k < Stages; ++k) {
       const int* idx = index + k * Own;
-      for (int r = 0; r < count[k]; ++r) {
-        double s = 0.0;
-        for (int c = 0; c < count[k]; ++c) s += own(k, r, c) * x[idx[c]];
-        for (int c = 0; c < Link && k > 0; ++c) {
-          const double v = link(k, r, c);
-          s += v * x[index[(k - 1) * Own + c]];
-          out[index[(k - 1) * Own + c]] -= v * x[idx[r]];
-        }
-        out[idx[r]] -= s;
+      const int m = count[k];
+      double xs[Own], sum[Own];
+      for (int r = 0; r < m; ++r) {
+        xs[r] = x[idx[r]];
+        sum[r] = 0.0;
       }
+      for (int c = 0; c < m; ++c) {
+        for (int r = 0; r < m; ++r) sum[r] += own(k, r, c) * xs[c];
+      }
+      if (k > 0) {
+        const int* previous = index + (k - 1) * Own;
+        double xp[Link], back[Link];
+        for (int c = 0; c < Link; ++c) {
+          xp[c] = x[previous[c]];
+          back[c] = 0.0;
+        }
+        for (int r = 0; r < m; ++r) {
+          for (int c = 0; c < Link; ++c) {
+            const double v = link(k, r, c);
+            sum[r] += v * xp[c];
+            back[c] += v * xs[r];
+          }
+        }
+        for (int c = 0; c < Link; ++c) out[previous[c]] -= back[c];
+      }
+      for (int r = 0; r < m; ++r) out[idx[r]] -= sum[r];
     }
   }
 };
