@@ -164,16 +164,23 @@ class StageLdl {
   // own and link entries; the next stage's link entries in the row were added when that
   // stage was assembled (stages are assembled from the last).
   void measure_rows(int k) {
+    const int links = k > 0 ? Link : 0;
+    // The link's columns' largest entries, gathered over the rows, then passed on once.
+    double link_size[Link];
+    for (int c = 0; c < links; ++c) link_size[c] = 0.0;
     for (int r = 0; r < count[k]; ++r) {
       const double* row = a_ + (k * Own + r) * kCols;
       double size = max2(row_size_[index[k * Own + r]], abs_max(row, count[k]));
-      for (int c = 0; c < Link && k > 0; ++c) {
+      for (int c = 0; c < links; ++c) {
         const double v = std::fabs(row[Own + c]);
         size = max2(size, v);
-        double& other = row_size_[index[(k - 1) * Own + c]];
-        other = max2(other, v);
+        link_size[c] = max2(link_size[c], v);
       }
       row_size_[index[k * Own + r]] = size;
+    }
+    for (int c = 0; c < links; ++c) {
+      double& other = row_size_[index[(k - 1) * Own + c]];
+      other = max2(other, link_size[c]);
     }
   }
 
@@ -186,11 +193,12 @@ class StageLdl {
     offset_[k] = k + 1 < Stages ? offset_[k + 1] + size_[k + 1] * size_[k + 1] : 0;
     double* f = front(k);
     // The own columns are copied whole (own rows, then zeros for the delayed, then the link);
-    // the delayed and link columns start at zero.
+    // the delayed and link columns start at zero. (The own block is symmetric: its column c
+    // is its row c, which lies contiguous.)
     for (int c = 0; c < m; ++c) {
       unknown[c] = index[k * Own + c];
       double* column = f + c * n;
-      for (int r = c; r < m; ++r) column[r] = own(k, r, c);
+      for (int r = c; r < m; ++r) column[r] = own(k, c, r);
       for (int r = m; r < nf; ++r) column[r] = 0.0;
       for (int r = 0; r < link_size; ++r) column[nf + r] = link(k, c, r);
     }
@@ -202,12 +210,21 @@ class StageLdl {
       // The next stage's trailing block: its delayed unknowns, then its link (our first Link).
       const double* g = front(k + 1);
       const int p = pivots_[k + 1], n1 = size_[k + 1], nf1 = n1 - Link;
-      const auto place = [&](int q) { return q < nf1 ? m + (q - p) : q - nf1; };
-      for (int q = p; q < nf1; ++q) unknown[place(q)] = unknown_[(k + 1) * kFront + q];
-      for (int q2 = p; q2 < n1; ++q2) {
-        for (int q1 = q2; q1 < n1; ++q1) {
-          const int i = place(q1), j = place(q2);
-          at(f, n, i > j ? i : j, i > j ? j : i) += at(g, n1, q1, q2);
+      if (p == nf1) {
+        // Nothing delayed: the trailing block is the link's alone, our first Link in order.
+        for (int j = 0; j < Link; ++j) {
+          const double* from = g + (nf1 + j) * n1 + nf1;
+          double* to = f + j * n;
+          for (int i = j; i < Link; ++i) to[i] += from[i];
+        }
+      } else {
+        const auto place = [&](int q) { return q < nf1 ? m + (q - p) : q - nf1; };
+        for (int q = p; q < nf1; ++q) unknown[place(q)] = unknown_[(k + 1) * kFront + q];
+        for (int q2 = p; q2 < n1; ++q2) {
+          for (int q1 = q2; q1 < n1; ++q1) {
+            const int i = place(q1), j = place(q2);
+            at(f, n, i > j ? i : j, i > j ? j : i) += at(g, n1, q1, q2);
+          }
         }
       }
     }
