@@ -443,12 +443,15 @@ def generate_module(
     verbosity: int = 0,
     directory: str | os.PathLike[str] | None = None,
 ) -> None:
-    """Writes ``<module_name>.hpp`` and ``<module_name>.cpp``.
+    """Writes ``<module_name>.hpp`` and ``<module_name>.cpp``, and beside them what its solvers
+    need compiled once per program: ``anvil_opti.cpp`` (PIQP-backed solvers: the solver runtime,
+    compiled against PIQP and Eigen, ``anvil.opti.include_dirs()``, or replaced by
+    ``anvil.opti.runtime_library()``) and ``anvil_ipm.cpp`` (interior-point solvers and SQP
+    solvers with ``qp_backend="ipm"``: the interior-point method, no third-party headers).
 
     Args:
       module_name: base name of the files (a C++ identifier).
-      fns: the functions and SQP solvers (names unique); a solver brings the functions it
-        calls, and compiles against PIQP and Eigen (``anvil.opti.include_dirs()``).
+      fns: the functions and solvers (names unique); a solver brings the functions it calls.
       constants: CodegenIntConstants to declare besides those the functions use.
       verbosity: if >= 1, print the file names.
       directory: where to write them (created if needed); default: the current directory.

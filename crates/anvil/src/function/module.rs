@@ -76,7 +76,8 @@ impl ModuleItem for SparseNumericalFunction {
 /// Writes `<module_name>.hpp` and `<module_name>.cpp` into `out_dir` (created if needed)
 /// and returns their paths. A module holding a PIQP-backed solver also writes the solver
 /// runtime's definitions, `anvil_opti.cpp`, to compile once and link (see
-/// [`crate::opti::runtime_library`] for a prebuilt one).
+/// [`crate::opti::runtime_library`] for a prebuilt one); one holding an interior-point solver
+/// (or an SQP solver with interior-point QPs) writes the method's, `anvil_ipm.cpp`.
 ///
 /// ```
 /// use anvil::{Arg, NumericalFunction, generate_module};
