@@ -323,12 +323,13 @@ void solves_report_their_residual() {
 // (x, u) and its rows: the initial state's (k = 0) or the dynamics x_k - A x_{k-1} - B u_{k-1}
 // (k > 0), and, with `terminal`, x_{S-1} = target, rows that pin states the dynamics
 // already fix (the factorisation must delay them to earlier stages). The stage factorisation
-// must agree with the dense one: inertia and solution.
-template <bool Terminal>
+// must agree with the dense one: inertia and solution. With `Pad`, the factorisation is
+// sized for stages Pad unknowns wider than these (a wide stage's scratch lives off the stack).
+template <bool Terminal, int Pad = 0>
 void stage_kkt(unsigned seed, double state_weight) {
-  constexpr int S = 6, NZ = 3, Rows = 2 + (Terminal ? 2 : 0), Own = NZ + Rows;
+  constexpr int S = 6, NZ = 3, Rows = 2 + (Terminal ? 2 : 0), Own = NZ + Rows + Pad;
   constexpr int N = S * NZ + 2 * S + (Terminal ? 2 : 0);
-  anvil_ipm::StageLdl<S, Own, NZ, Own, N> stage;
+  static anvil_ipm::StageLdl<S, Own, NZ, Own, N> stage;
   anvil_ipm::DenseLdl<N> dense;
   for (int k = 0; k < N * N; ++k) dense.a[k] = 0.0;
   stage.clear();
@@ -423,6 +424,7 @@ int main() {
   stage_kkt<false>(6, 0.0);
   stage_kkt<true>(7, 1.0);
   stage_kkt<true>(8, 0.0);
+  stage_kkt<true, 130>(9, 1.0);
   if (failures == 0) std::printf("ok\n");
   return failures == 0 ? 0 : 1;
 }
