@@ -607,6 +607,20 @@ class InteriorPoint::Method {
     ++filter_len_;
   }
 
+  // Whether the trial point (evaluated: xt_, st_, ft_, ct_, dt_; its violation in *theta_t)
+  // is acceptable after a step of length alpha from the reference (theta, phi, slope). If so,
+  // the filter is augmented after a step that is not an f-type one, and the step's kind is
+  // recorded: `f_kind` for an f-type step, else `h_kind`.
+  bool take_trial(double theta, double phi, double slope, double alpha, char f_kind, char h_kind, double* theta_t) {
+    *theta_t = constraint_violation(ct_, dt_, st_);
+    const double phi_t = barrier(ft_, xt_, st_);
+    bool ftype = false;
+    if (!acceptable(theta, phi, slope, *theta_t, phi_t, alpha, &ftype)) return false;
+    if (!ftype) augment_filter(theta, phi);
+    step_kind_ = ftype ? f_kind : h_kind;
+    return true;
+  }
+
   // Evaluates the trial point x + alpha dx, s + alpha ds; false if not finite.
   bool evaluate_trial(Problem& p, double alpha) {
     for (int j = 0; j < NX; ++j) xt_[j] = x[j] + alpha * dx_[j];
@@ -721,14 +735,11 @@ class InteriorPoint::Method {
     *backtracks = 0;
     const double alpha = primal_step_limit();
     if (evaluate_trial(p, alpha)) {
-      const double theta_t = constraint_violation(ct_, dt_, st_), phi_t = barrier(ft_, xt_, st_);
-      bool ftype = false;
-      if (acceptable(watchdog_theta_, watchdog_phi_, watchdog_slope_, theta_t, phi_t, alpha, &ftype)) {
-        if (!ftype) augment_filter(watchdog_theta_, watchdog_phi_);
+      double theta_t = 0.0;
+      if (take_trial(watchdog_theta_, watchdog_phi_, watchdog_slope_, alpha, 'f', 'h', &theta_t)) {
         in_watchdog_ = false;
         shortened_ = 0;
         *alpha_out = alpha;
-        step_kind_ = ftype ? 'f' : 'h';
         return true;
       }
       if (++watchdog_steps_ <= kWatchdogTrials) {
@@ -784,12 +795,9 @@ class InteriorPoint::Method {
     for (int k = skip_first ? 1 : 0; k < kMaxBacktracks; ++k, alpha *= 0.5, ++*backtracks) {
       if (alpha < alpha_min) return false;
       if (!evaluate_trial(p, alpha)) continue;
-      const double theta_t = constraint_violation(ct_, dt_, st_), phi_t = barrier(ft_, xt_, st_);
-      bool ftype = false;
-      if (acceptable(theta, phi, slope, theta_t, phi_t, alpha, &ftype)) {
-        if (!ftype) augment_filter(theta, phi);
+      double theta_t = 0.0;
+      if (take_trial(theta, phi, slope, alpha, 'f', 'h', &theta_t)) {
         *alpha_out = alpha;
-        step_kind_ = ftype ? 'f' : 'h';
         return true;
       }
       if (k == 0 && theta_t >= theta && o.max_soc > 0) {
@@ -814,11 +822,8 @@ class InteriorPoint::Method {
       direction(p, csoc_, dsoc_);
       const double a = primal_step_limit();
       if (!evaluate_trial(p, a)) return false;
-      const double theta_t = constraint_violation(ct_, dt_, st_), phi_t = barrier(ft_, xt_, st_);
-      bool ftype = false;
-      if (acceptable(theta, phi, slope, theta_t, phi_t, alpha, &ftype)) {
-        if (!ftype) augment_filter(theta, phi);
-        step_kind_ = ftype ? 'F' : 'H';
+      double theta_t = 0.0;
+      if (take_trial(theta, phi, slope, alpha, 'F', 'H', &theta_t)) {
         *taken = a;
         return true;
       }
