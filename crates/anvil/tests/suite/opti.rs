@@ -566,6 +566,28 @@ fn ipm_bad_settings_arguments_and_names_are_errors() {
     assert!(message.contains("tol"), "{message}");
 }
 
+/// The interior-point method's library is built with the solver's compiler options: a
+/// compiler that cannot run, or that rejects the flags, is an error that says so (never a
+/// panic), before any module is compiled.
+#[test]
+fn the_ipm_library_reports_a_missing_or_failing_compiler() {
+    use anvil::jit::CompilerOptions;
+    let missing = CompilerOptions { compiler: Some("no-such-compiler-anvil-ipm".into()), ..CompilerOptions::default() };
+    let solver =
+        IpmFunction::dense("ipm_no_compiler", &guide_problem(), IpmSettings::default()).unwrap().with_compiler(missing);
+    let err = solver.solve(&[0.5, 0.5, 0.0, 0.0], &[], &WarmStart::default()).unwrap_err();
+    assert!(matches!(err, Error::InvalidCompiler { .. }), "{err}");
+    assert!(err.to_string().contains("no-such-compiler-anvil-ipm"), "{err}");
+    let bad_flags = CompilerOptions {
+        flags: vec!["-include".into(), "/nonexistent/anvil_ipm.h".into()],
+        ..CompilerOptions::default()
+    };
+    let solver =
+        IpmFunction::dense("ipm_bad_flags", &guide_problem(), IpmSettings::default()).unwrap().with_compiler(bad_flags);
+    let err = solver.solve(&[0.5, 0.5, 0.0, 0.0], &[], &WarmStart::default()).unwrap_err();
+    assert!(err.to_string().contains("anvil_ipm.h"), "the compiler's message is kept: {err}");
+}
+
 /// A module holding only interior-point solvers needs no runtime library: it compiles with
 /// the method's `anvil_ipm.cpp`, without PIQP or Eigen.
 #[test]
