@@ -102,8 +102,31 @@ fn merge_movement(op: &Op, dtype: DType, shape: &[usize], srcs: &[NodeRef]) -> O
             Some(intern_simplified(Op::Permute(perm), dtype, shape, vec![src.srcs[0].clone()]))
         }
         (Op::Unary(UnaryOp::Neg), Op::Unary(UnaryOp::Neg)) => same(&src.srcs[0], dtype, shape),
+        (Op::Shrink(ranges), Op::Pad(pads)) => shrink_of_pad(ranges, pads, &src.srcs[0], dtype, shape),
         _ => None,
     }
+}
+
+/// A window of a zero-padded tensor that lies wholly in the padding is zeros, and one that
+/// lies wholly inside the tensor is a window of the tensor: the element picked from a unit
+/// direction (a one-hot tangent, padded around its 1) is then a constant, which the rules
+/// above fold into every product and sum it meets.
+fn shrink_of_pad(
+    ranges: &[(usize, usize)],
+    pads: &[(usize, usize)],
+    inner: &NodeRef,
+    dtype: DType,
+    shape: &[usize],
+) -> Option<NodeRef> {
+    let axes = || ranges.iter().zip(pads).zip(&inner.shape);
+    if axes().any(|((&(a, b), &(before, _)), &n)| a < b && (b <= before || a >= before + n)) {
+        return Some(constant(scalar::literal(dtype, 0.0, 0), dtype, shape));
+    }
+    if axes().all(|((&(a, b), &(before, _)), &n)| a >= before && b <= before + n) {
+        let inside = axes().map(|((&(a, b), &(before, _)), _)| (a - before, b - before)).collect();
+        return Some(intern_simplified(Op::Shrink(inside), dtype, shape, vec![inner.clone()]));
+    }
+    None
 }
 
 fn intern_simplified(op: Op, dtype: DType, shape: &[usize], srcs: Vec<NodeRef>) -> NodeRef {
@@ -274,5 +297,33 @@ mod tests {
         // A negation read by anything else stays.
         assert_eq!(op((-&x).sin()), Op::Unary(UnaryOp::Sin));
         assert!(matches!((-&x).node().unwrap().op, Op::Unary(UnaryOp::Neg)));
+    }
+
+    #[test]
+    fn a_window_of_the_padding_is_zeros_and_one_inside_the_padded_tensor_is_its_window() {
+        let x = Tensor::input(0, 3, DType::F64);
+        let padded = x.pad(&[(2, 4)]); // 0 0 x0 x1 x2 0 0 0 0
+        let node = |t: Tensor| t.node().unwrap().clone();
+        for window in [(0, 2), (5, 9), (6, 7)] {
+            let zeros = node(padded.shrink(&[window]));
+            assert!(literal_of(&zeros).is_some_and(|v| v.is(0.0)), "{window:?}: {zeros:?}");
+            assert_eq!(zeros.shape, vec![window.1 - window.0]);
+        }
+        let inside = node(padded.shrink(&[(3, 5)]));
+        assert_eq!(inside.op, Op::Shrink(vec![(1, 3)]));
+        assert_eq!(inside.srcs[0].id(), node(x.clone()).id());
+        assert_eq!(node(padded.shrink(&[(2, 5)])).id(), node(x.clone()).id());
+        // A window across the edge stays a window of the padded tensor.
+        assert!(matches!(node(padded.shrink(&[(1, 3)])).op, Op::Shrink(_)));
+        // An element of a unit direction is a constant: 1 at its position, 0 elsewhere.
+        let unit = Tensor::full([1], 1.0, DType::F64).pad(&[(2, 3)]);
+        for k in 0..6 {
+            let element = node(unit.shrink(&[(k, k + 1)]));
+            assert!(literal_of(&element).is_some_and(|v| v.is(if k == 2 { 1.0 } else { 0.0 })), "{k}: {element:?}");
+        }
+        // In two dimensions, one axis in the padding suffices.
+        let m = Tensor::input(1, [2, 2], DType::F64).pad(&[(1, 0), (0, 2)]);
+        assert!(literal_of(&node(m.shrink(&[(1, 3), (2, 4)]))).is_some());
+        assert!(matches!(node(m.shrink(&[(1, 3), (0, 2)])).op, Op::Input(_)));
     }
 }

@@ -8,8 +8,8 @@
 //! more than one kernel, it is broadcast (reached through an `expand`), or it is read at
 //! two different indices (through two different movement paths), or when its kernel
 //! would compute it with a reduction and vectorisable math reads it (the math then runs in
-//! a loop of its own). Constants and loads (with casts and movement on top) are cheap and
-//! always inlined.
+//! a loop of its own). Constants and loads (with casts and movement on top), and selections
+//! among constants, are cheap and always inlined.
 
 use super::index::IndexExpr;
 use super::kernel::Kernel;
@@ -315,15 +315,27 @@ impl<'g> Readers<'g> {
 }
 
 /// Nodes that cost no more to recompute than to load: constants, loads, and casts and
-/// movement of those.
+/// movement of those; and selections among constants by constant conditions (a mask joined
+/// from runs), which code generation decides wherever the loop is split at their bounds.
 fn cheap_nodes(order: &[NodeRef]) -> HashSet<u64> {
     let mut cheap = HashSet::new();
+    let mut constant = HashSet::new();
     for node in order {
-        let is_cheap = match node.op {
-            Op::Const(_) | Op::Input(_) | Op::Array(_) => true,
-            Op::Cast => cheap.contains(&node.srcs[0].id()),
-            _ => node.op.is_movement() && cheap.contains(&node.srcs[0].id()),
+        let from = |set: &HashSet<u64>| node.srcs.iter().all(|s| set.contains(&s.id()));
+        let is_constant = match node.op {
+            Op::Const(_) => true,
+            Op::Cast | Op::Where => from(&constant),
+            _ => node.op.is_movement() && from(&constant),
         };
+        let is_cheap = is_constant
+            || match node.op {
+                Op::Input(_) | Op::Array(_) => true,
+                Op::Cast => cheap.contains(&node.srcs[0].id()),
+                _ => node.op.is_movement() && cheap.contains(&node.srcs[0].id()),
+            };
+        if is_constant {
+            constant.insert(node.id());
+        }
         if is_cheap {
             cheap.insert(node.id());
         }

@@ -73,11 +73,75 @@ fn work(t: &Tensor) -> Result<usize> {
 }
 
 /// The dense Hessian of the scalar `y` with respect to `x`: forward over reverse, with
-/// exact zeros wherever the (symmetrized) structure has them.
+/// exact zeros wherever the (symmetrized) structure has them. For small `x` the directions
+/// are taken one at a time as well as all at once, and the form with less work kept (see
+/// [`forward_unit_directions`]).
 pub fn hessian(y: &Tensor, x: &Tensor) -> Result<Tensor> {
     let g = gradient(y, x)?;
     let pattern = dependency_pattern(g.node()?, x.node()?)?.symmetrized();
-    structural_zeros(&pattern, forward_jacobian(&g, x)?)
+    let batched = structural_zeros(&pattern, forward_jacobian(&g, x)?)?;
+    if x.numel() > UNIT_DIRECTIONS_MAX {
+        return Ok(batched);
+    }
+    let one_by_one = forward_unit_directions(&g, x, &pattern)?;
+    Ok(if work(&one_by_one)? < work(&batched)? { one_by_one } else { batched })
+}
+
+/// The most directions for which a derivative is also built one direction at a time.
+pub const UNIT_DIRECTIONS_MAX: usize = 64;
+
+/// Forward mode one unit direction at a time: `(numel y × numel x)`, zeros where `pattern`
+/// has none. Each direction is a zero-padded 1, so the tangent of every element read from
+/// `x` is a constant and the graph's rules drop each product and sum with a zero tangent:
+/// what is left is the work that depends on the direction, with the arithmetic of the
+/// batched form (whose seeds are data to its loop over the directions). Where a function
+/// reads `x` element by element (a stage's dynamics), that is a fraction of the batched
+/// work; where it computes with `x` whole, it is the same work and the batched form wins.
+fn forward_unit_directions(y: &Tensor, x: &Tensor, pattern: &SparsityPattern) -> Result<Tensor> {
+    let (m, n) = (y.numel(), x.numel());
+    let dtype = float_of(y.dtype());
+    let by_column = pattern.transpose();
+    let columns = (0..n)
+        .map(|j| {
+            let rows = by_column.row(j);
+            if rows.is_empty() {
+                return Ok(Tensor::zeros([m]).cast(dtype));
+            }
+            let unit = Tensor::full([1], 1.0, float_of(x.dtype())).pad(&[(j, n - 1 - j)]).reshape(x.shape().to_vec());
+            let column = jvp(y, x, &unit)?.flatten();
+            Ok(match runs_mask(m, rows) {
+                Some(mask) => mask.where_(column, 0.0),
+                None => column,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Tensor::stack(&columns, 1))
+}
+
+/// The mask of `len` elements true at the increasing positions `at`, joined from its runs of
+/// equal values (so that code generation decides it element by element, as it decides a
+/// join), or None if it is true everywhere.
+fn runs_mask(len: usize, at: &[usize]) -> Option<Tensor> {
+    if at.len() == len {
+        return None;
+    }
+    let mut runs: Vec<Tensor> = Vec::new();
+    let mut next = 0;
+    for (k, &i) in at.iter().enumerate() {
+        if k > 0 && at[k - 1] + 1 == i {
+            continue;
+        }
+        if i > next {
+            runs.push(Tensor::full([i - next], 0.0, DType::Bool));
+        }
+        let end = at[k..].iter().zip(i..).take_while(|(&a, b)| a == *b).count() + i;
+        runs.push(Tensor::full([end - i], 1.0, DType::Bool));
+        next = end;
+    }
+    if next < len {
+        runs.push(Tensor::full([len - next], 0.0, DType::Bool));
+    }
+    Some(Tensor::cat(&runs, 0))
 }
 
 /// `dense` with exact zeros where `pattern` has none. A unit direction multiplies partial
@@ -421,5 +485,60 @@ mod tests {
         let y = (x.sin() * &x).sum().reshape([1]);
         let j = jacobian(&y, &x).unwrap();
         assert_eq!(j.shape(), &[1, 300_000]);
+    }
+
+    /// The robot arm's rates (COPS): every variable read as an element.
+    fn arm_rates(z: &Tensor) -> Tensor {
+        let (rho, s) = (z.get(0), z.get(2).sin());
+        let far = -&rho + 5.0;
+        let i_phi = (&far * &far * &far + &rho * &rho * &rho) / 3.0;
+        let rates = [z.get(3), z.get(4), z.get(5), z.get(6) / 5.0, z.get(7) / (&i_phi * &s * &s), z.get(8) / &i_phi];
+        Tensor::stack(&rates, 0)
+    }
+
+    /// `values` evaluated by the reference interpreter at `z`.
+    fn at(values: &Tensor, z: &[f64]) -> Vec<f64> {
+        let input = crate::array::HostArray::F64(ndarray::ArrayD::from_shape_vec(vec![z.len()], z.to_vec()).unwrap());
+        match crate::graph::eval_nodes(&[values.node().unwrap().clone()], &[input]).unwrap().remove(0) {
+            crate::array::HostArray::F64(a) => a.iter().copied().collect(),
+            other => panic!("expected f64 values, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn hessians_of_element_reads_take_one_direction_at_a_time_with_the_batched_values() {
+        let z = Tensor::input(0, 9, DType::F64);
+        let weights = Tensor::from_array(&ndarray::Array1::from(vec![0.3, -1.2, 0.7, 2.0, -0.4, 1.5]));
+        let point = [1.3, 0.2, 0.9, 0.1, -0.3, 0.2, 0.5, -0.7, 0.25];
+        let batched = |y: &Tensor| {
+            let g = gradient(y, &z).unwrap();
+            let pattern = dependency_pattern(g.node().unwrap(), z.node().unwrap()).unwrap().symmetrized();
+            structural_zeros(&pattern, forward_jacobian(&g, &z).unwrap()).unwrap()
+        };
+        let y = (arm_rates(&z) * &weights).sum();
+        let (h, all_at_once) = (hessian(&y, &z).unwrap(), batched(&y));
+        // The batched form multiplies every partial by every direction's seed.
+        assert!(
+            work(&h).unwrap() < work(&all_at_once).unwrap(),
+            "{} {}",
+            work(&h).unwrap(),
+            work(&all_at_once).unwrap()
+        );
+        let (one, all) = (at(&h, &point), at(&all_at_once, &point));
+        assert!(
+            one.iter().zip(&all).all(|(a, b)| a.to_bits() == b.to_bits() || (*a == 0.0 && *b == 0.0)),
+            "{one:?}\n{all:?}"
+        );
+        assert!(one.iter().any(|v| *v != 0.0));
+        // A step that computes with its state whole: whichever form is kept, the same values.
+        let x = Tensor::input(0, 5, DType::F64);
+        let step = (cartpole_step(&x) * &weights.shrink(&[(0, 4)])).sum();
+        let h = hessian(&step, &x).unwrap();
+        let g = gradient(&step, &x).unwrap();
+        let pattern = dependency_pattern(g.node().unwrap(), x.node().unwrap()).unwrap().symmetrized();
+        let all_at_once = structural_zeros(&pattern, forward_jacobian(&g, &x).unwrap()).unwrap();
+        assert!(work(&h).unwrap() <= work(&all_at_once).unwrap());
+        let (one, all) = (at(&h, &point[..5]), at(&all_at_once, &point[..5]));
+        assert!(one.iter().zip(&all).all(|(a, b)| a.to_bits() == b.to_bits() || (*a == 0.0 && *b == 0.0)));
     }
 }

@@ -5,7 +5,7 @@ use crate::graph::scalar;
 use crate::lower::index::IndexExpr;
 use crate::lower::interchange::ACROSS_TILE;
 use crate::lower::kernel::{Bound, BufferId, Expr, ExprId, Kernel};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 /// Schedules `kernel` as a function of the given form; `fast(op, dtype)` says whether the
 /// target has fast in-loop functions for that math (see [`Math::Fast`]).
@@ -73,6 +73,10 @@ pub const FAST_MATH_MIN_TRIPS: i64 = 64;
 
 /// The most segments one loop is split into: beyond that, splitting only multiplies code.
 const MAX_SEGMENTS: usize = 1 << 16;
+
+/// The most iterations of a nest of loops that may be unrolled completely (see
+/// [`Scheduler::unrolling_pays`]).
+const MAX_UNROLLED_POINTS: i64 = 1024;
 
 /// The statement in the innermost loop of a nest.
 enum Body {
@@ -155,6 +159,11 @@ struct Scheduler<'k> {
     interchanging: bool,
     /// The loop variable being tiled, if any: its loops run over the current tile.
     tiled: Option<usize>,
+    /// Whether small nests may be unrolled completely (not on a grid, whose threads share a
+    /// loop's iterations), and the variables of the one being unrolled while its loops are
+    /// scheduled (see [`Scheduler::unrolling_pays`]).
+    may_unroll: bool,
+    unrolling: Vec<usize>,
     /// The statements of the scope being scheduled.
     out: Vec<Stmt>,
 }
@@ -186,6 +195,8 @@ impl<'k> Scheduler<'k> {
             arrays: vec![None; n],
             interchanging: false,
             tiled: None,
+            may_unroll: form == Form::Loops,
+            unrolling: Vec::new(),
             out: Vec::new(),
         }
     }
@@ -325,7 +336,18 @@ impl<'k> Scheduler<'k> {
             return;
         };
         let full = self.ranges[v];
-        let segments = if split { self.segments(v, &roots, inner.is_empty()) } else { vec![full] };
+        let unroll_from_here =
+            split && self.may_unroll && self.unrolling.is_empty() && self.unrolling_pays(vars, &roots);
+        if unroll_from_here {
+            self.unrolling = vars.to_vec();
+        }
+        let segments = if self.unrolling.contains(&v) {
+            (full.0..=full.1).map(|x| (x, x)).collect()
+        } else if split {
+            self.segments(v, &roots, inner.is_empty(), bound)
+        } else {
+            vec![full]
+        };
         // An innermost loop split into one-iteration blocks is unrolled: its blocks are
         // straight-line code in the body of the loop around them, which is the loop the
         // compiler vectorises.
@@ -335,10 +357,10 @@ impl<'k> Scheduler<'k> {
             self.vector_loop = self.open_loop;
         }
         let body_vector_loop = self.vector_loop;
-        // Before the loop, compute what every segment needs (loop-invariant code hoisted);
-        // what only some segments need is computed in them.
-        for e in self.common_to(v, &segments, &roots) {
-            if !self.emitted[e] && self.deps[e].iter().all(|d| bound.contains(d)) {
+        // Before the loop, compute what more than one segment needs (loop-invariant code
+        // hoisted); what a single segment needs is computed in it.
+        for e in self.hoisted(v, &segments, &roots, bound) {
+            if !self.emitted[e] {
                 self.emit(e, bound);
             }
         }
@@ -385,6 +407,70 @@ impl<'k> Scheduler<'k> {
         }
         self.vector_loop = enclosing_vector_loop;
         self.set_range(v, full);
+        if unroll_from_here {
+            self.unrolling.clear();
+        }
+    }
+
+    /// True if the nest of loops over `vars` (outermost first) is small and, unrolled
+    /// completely, takes at most about twice the code of its loops: a nest whose elements
+    /// each select their own values (a small dense derivative joined from its columns).
+    /// Splitting loop by loop cannot see that: the outer loop's pieces repeat the inner
+    /// loop's selections until the inner loop is split too.
+    fn unrolling_pays(&mut self, vars: &[usize], roots: &[ExprId]) -> bool {
+        let extents: Vec<i64> = vars.iter().map(|&v| self.ranges[v].1 - self.ranges[v].0 + 1).collect();
+        let points = extents.iter().try_fold(1i64, |p, &e| p.checked_mul(e)).unwrap_or(i64::MAX);
+        if !(2..=MAX_UNROLLED_POINTS).contains(&points) {
+            return false;
+        }
+        let live = self.live(roots);
+        let decided_by = |expr: &IndexExpr| vars.iter().any(|&v| expr.split_var(v).is_some_and(|(c, _)| c != 0));
+        if !self.conditions(&live).iter().any(|(expr, _, _)| decided_by(expr)) {
+            return false;
+        }
+        let budget = 2 * live.len() + 8;
+        self.unrolled_code(vars, &extents, roots, budget).is_some_and(|code| code.max(points as usize) <= budget)
+    }
+
+    /// The statements of the nest over `vars` unrolled completely, if at most `limit`: each
+    /// expression once per value of the loop variables up to the innermost it depends on
+    /// (what several points need is computed before the points that share it).
+    fn unrolled_code(&mut self, vars: &[usize], extents: &[i64], roots: &[ExprId], limit: usize) -> Option<usize> {
+        let starts: Vec<i64> = vars.iter().map(|&v| self.ranges[v].0).collect();
+        let depth = |deps: &[usize]| vars.iter().rposition(|v| deps.contains(v)).map_or(0, |p| p + 1);
+        let mut copies: HashSet<(ExprId, usize)> = HashSet::new();
+        let mut point = vec![0i64; vars.len()];
+        let mut within = true;
+        'points: loop {
+            for (k, &v) in vars.iter().enumerate() {
+                self.set_range(v, (starts[k] + point[k], starts[k] + point[k]));
+            }
+            // The point's position among the points that share its first d values, per d.
+            let mut prefix = vec![0usize; vars.len() + 1];
+            for k in 0..vars.len() {
+                prefix[k + 1] = prefix[k] * extents[k] as usize + point[k] as usize;
+            }
+            for e in self.live(roots) {
+                let d = depth(&self.deps[e]);
+                copies.insert((e, prefix[d] * (vars.len() + 1) + d));
+            }
+            if copies.len() > limit {
+                within = false;
+                break;
+            }
+            for k in (0..vars.len()).rev() {
+                point[k] += 1;
+                if point[k] < extents[k] {
+                    continue 'points;
+                }
+                point[k] = 0;
+            }
+            break;
+        }
+        for (k, &v) in vars.iter().enumerate() {
+            self.set_range(v, (starts[k], starts[k] + extents[k] - 1));
+        }
+        within.then_some(copies.len())
     }
 
     /// The innermost output loop over `v` with the reductions interchanged (see
@@ -479,22 +565,44 @@ impl<'k> Scheduler<'k> {
         self.push(Stmt::Call(self.parts.len() - 1));
     }
 
-    /// The live expressions every one of `segments` of `v`'s range needs, operands first.
-    fn common_to(&mut self, v: usize, segments: &[(i64, i64)], roots: &[ExprId]) -> Vec<ExprId> {
-        let full = self.ranges[v];
+    /// The live expressions computed once before the loop over `v` split into `segments`
+    /// (with `bound` the enclosing loops' variables), operands first: those whose variables
+    /// are bound and that more than one segment needs (all of them if there is one segment).
+    /// What a single segment needs is computed in it.
+    fn hoisted(&mut self, v: usize, segments: &[(i64, i64)], roots: &[ExprId], bound: &[usize]) -> Vec<ExprId> {
         let mut order = self.live(roots);
         if segments.len() > 1 {
-            let mut count: HashMap<ExprId, usize> = HashMap::new();
-            for &piece in segments {
-                self.set_range(v, piece);
-                for e in self.live(roots) {
-                    *count.entry(e).or_default() += 1;
-                }
-            }
-            self.set_range(v, full);
-            order.retain(|e| count.get(e) == Some(&segments.len()));
+            let (needs, _) = self.segment_needs(v, segments, roots, usize::MAX);
+            order.retain(|e| needs.get(e).is_some_and(|&n| n > 1));
         }
+        order.retain(|&e| self.deps[e].iter().all(|d| bound.contains(d)));
         order
+    }
+
+    /// How many of `pieces` of `v`'s range need each live expression under `roots`, and
+    /// whether their distinct expressions stayed within `limit` (the count stops there).
+    fn segment_needs(
+        &mut self,
+        v: usize,
+        pieces: &[(i64, i64)],
+        roots: &[ExprId],
+        limit: usize,
+    ) -> (HashMap<ExprId, usize>, bool) {
+        let full = self.ranges[v];
+        let mut needs: HashMap<ExprId, usize> = HashMap::new();
+        let mut within = true;
+        for &piece in pieces {
+            self.set_range(v, piece);
+            for e in self.live(roots) {
+                *needs.entry(e).or_default() += 1;
+            }
+            if needs.len() > limit {
+                within = false;
+                break;
+            }
+        }
+        self.set_range(v, full);
+        (needs, within)
     }
 
     /// The innermost statement, with its operands resolved.
@@ -515,7 +623,7 @@ impl<'k> Scheduler<'k> {
     /// How to split the loop over `v`: at every breakpoint of the live conditions when the
     /// segments' code stays within twice the unsplit code, else (innermost loops) into a
     /// clamp-free interior and its edges, else not at all.
-    fn segments(&mut self, v: usize, roots: &[ExprId], innermost: bool) -> Vec<(i64, i64)> {
+    fn segments(&mut self, v: usize, roots: &[ExprId], innermost: bool, bound: &[usize]) -> Vec<(i64, i64)> {
         let full = self.ranges[v];
         let live = self.live(roots);
         let conditions = self.conditions(&live);
@@ -533,7 +641,7 @@ impl<'k> Scheduler<'k> {
             bounds.extend(&cuts);
             bounds.push(full.1 + 1);
             let pieces: Vec<(i64, i64)> = bounds.windows(2).map(|w| (w[0], w[1] - 1)).collect();
-            if self.splitting_pays(v, &pieces, roots, live.len()) {
+            if self.splitting_pays(v, &pieces, roots, live.len(), bound) {
                 return pieces;
             }
         }
@@ -545,21 +653,25 @@ impl<'k> Scheduler<'k> {
         vec![full]
     }
 
-    /// True if computing each of `pieces` of `v`'s range takes at most about twice the
-    /// code of the unsplit loop (`unsplit` live expressions).
-    fn splitting_pays(&mut self, v: usize, pieces: &[(i64, i64)], roots: &[ExprId], unsplit: usize) -> bool {
-        let full = self.ranges[v];
+    /// True if the loop split into `pieces` takes at most about twice the code of the
+    /// unsplit loop (`unsplit` live expressions): each piece's own expressions, and once
+    /// those that several pieces share and that are computed before the loop (`hoisted`).
+    fn splitting_pays(
+        &mut self,
+        v: usize,
+        pieces: &[(i64, i64)],
+        roots: &[ExprId],
+        unsplit: usize,
+        bound: &[usize],
+    ) -> bool {
         let budget = 2 * unsplit + 8;
-        let mut total = 0;
-        for &piece in pieces {
-            self.set_range(v, piece);
-            total += self.live(roots).len().max(1);
-            if total > budget {
-                break;
-            }
+        let (needs, within) = self.segment_needs(v, pieces, roots, budget);
+        if !within {
+            return false;
         }
-        self.set_range(v, full);
-        total <= budget
+        let shared = |e: &ExprId, n: usize| n > 1 && self.deps[*e].iter().all(|d| bound.contains(d));
+        let code: usize = needs.iter().map(|(e, &n)| if shared(e, n) { 1 } else { n }).sum();
+        code.max(pieces.len()) <= budget
     }
 
     /// Every `lo <= expr < hi` the live code tests, or needs for a load to stay in bounds.

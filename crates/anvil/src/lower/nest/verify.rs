@@ -316,6 +316,41 @@ mod tests {
         assert!(math.iter().all(|(_, m)| *m == Math::Vector), "{math:?}");
     }
 
+    /// Every statement of `body`, nested ones included.
+    fn all_statements<'a>(body: &'a [Stmt], out: &mut Vec<&'a Stmt>) {
+        for s in body {
+            out.push(s);
+            if let Stmt::Loop { body, .. } | Stmt::Fixed { body, .. } | Stmt::Tiles { body, .. } = s {
+                all_statements(body, out);
+            }
+        }
+    }
+
+    #[test]
+    fn a_small_matrix_joined_from_columns_is_unrolled_into_one_store_per_element() {
+        // 12 columns of 12 products each (too large for straight-line lowering): looped, every
+        // element would select its value through the joins of columns and rows; unrolled, it
+        // stores its own value, and each product is computed once.
+        let n = 12;
+        let x = Tensor::input(0, n, DType::F64);
+        let column =
+            |j: usize| Tensor::stack(&(0..n).map(|i| x.get(i as isize) * x.get(j as isize)).collect::<Vec<_>>(), 0);
+        let m = Tensor::stack(&(0..n).map(column).collect::<Vec<_>>(), 1);
+        let program = lower(&[m.node().unwrap().clone()], &[(DType::F64, vec![n])]);
+        assert_eq!(program.kernels.len(), 1);
+        let kernel = &program.kernels[0];
+        let nest = schedule(kernel, Form::Loops, |_, _| false);
+        assert_eq!(verify(&nest, kernel), Ok(()));
+        let mut statements = Vec::new();
+        all_statements(&nest.body, &mut statements);
+        assert!(!statements.iter().any(|s| matches!(s, Stmt::Loop { .. })));
+        assert!(!statements.iter().any(|s| matches!(s, Stmt::Let { value: Value::Where(..), .. })));
+        let stores: usize = statements.iter().map(|s| if let Stmt::Stores(v) = s { v.len() } else { 0 }).sum();
+        assert_eq!(stores, n * n);
+        let products = statements.iter().filter(|s| matches!(s, Stmt::Let { value: Value::Binary(..), .. })).count();
+        assert_eq!(products, n * n, "each element's product, once");
+    }
+
     #[test]
     fn the_verifier_rejects_an_unclamped_load_outside_its_buffer() {
         let (kernel, mut nest) = padded_sine();
