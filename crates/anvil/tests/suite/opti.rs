@@ -610,9 +610,10 @@ fn ipm_module_needs_no_third_party_code() {
 }
 
 /// The interior-point runtime's sources compile on their own, warning-free with g++ and
-/// clang++ (-Wall -Wextra -Wshadow -Werror; clang++ checks the warnings only), and run clean
-/// under ASan and UBSan: the dense LDL' against matrices of known inertia, the method on a
-/// problem written against its interface by hand (tests/cpp/ipm_headers.cpp).
+/// clang++ (-Wall -Wextra -Wshadow -Werror; clang++ checks the warnings only), also at -O3
+/// (the JIT's level, where g++ analyses more paths and warns of more), and run clean under
+/// ASan and UBSan: the dense LDL' against matrices of known inertia, the method on a problem
+/// written against its interface by hand (tests/cpp/ipm_headers.cpp).
 #[test]
 fn ipm_headers_compile_on_their_own_and_pass_their_checks() {
     use std::process::Command;
@@ -623,10 +624,20 @@ fn ipm_headers_compile_on_their_own_and_pass_their_checks() {
     std::fs::create_dir_all(&dir).unwrap();
     let clang = Command::new("clang++").arg("--version").output().is_ok_and(|o| o.status.success());
     let compilers: &[&str] = if clang { &["g++", "clang++"] } else { &["g++"] };
+    let warnings = ["-Wall", "-Wextra", "-Wshadow", "-Werror"];
+    // g++'s -O3 warnings, in parallel with the checks' build (it takes as long).
+    let optimised = std::thread::spawn({
+        let (source, headers, object) = (source.clone(), headers.clone(), dir.join("check_o3.o"));
+        move || {
+            let mut cmd = Command::new("g++");
+            cmd.args(["-std=c++17", "-O3", "-march=native", "-c"]).args(warnings).arg("-I").arg(&headers);
+            cmd.arg(&source).arg("-o").arg(&object).output().expect("run the C++ compiler")
+        }
+    });
     for compiler in compilers {
         let exe = dir.join(format!("check_{compiler}"));
         let mut cmd = Command::new(compiler);
-        cmd.args(["-std=c++17", "-O1", "-g1", "-Wall", "-Wextra", "-Wshadow", "-Werror"]).arg("-I").arg(&headers);
+        cmd.args(["-std=c++17", "-O1", "-g1"]).args(warnings).arg("-I").arg(&headers);
         if *compiler != "g++" {
             // A second compiler's warnings; running the checks twice would find nothing new.
             let out = cmd.arg("-fsyntax-only").arg(&source).output().expect("run the C++ compiler");
@@ -644,6 +655,8 @@ fn ipm_headers_compile_on_their_own_and_pass_their_checks() {
             String::from_utf8_lossy(&run.stderr)
         );
     }
+    let out = optimised.join().unwrap();
+    assert!(out.status.success(), "g++ -O3:\n{}", String::from_utf8_lossy(&out.stderr));
     std::fs::remove_dir_all(dir).unwrap();
 }
 

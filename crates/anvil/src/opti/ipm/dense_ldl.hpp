@@ -191,7 +191,12 @@ class DenseLdl {
 
   // Symmetric interchange of rows and columns p < q of the trailing matrix, in its lower
   // triangle. The rows of L computed so far (columns before the current step) move with
-  // them, so that P A P' = L D L' with P all interchanges in order.
+  // them, so that P A P' = L D L' with P all interchanges in order. GCC 12 at -O3 warns of an access beyond the 2 x 2 matrix on a path it cannot rule out
+  // (p < q < N always holds: q is a pivot row below p).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Warray-bounds"
+#endif
   void swap(int p, int q) {
     swaps_[p] = q;
     if (p == q) return;
@@ -201,6 +206,9 @@ class DenseLdl {
     for (int i = p + 1; i < q; ++i) exchange(at(i, p), at(q, i));
     for (int i = q + 1; i < N; ++i) exchange(at(i, p), at(i, q));
   }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
   void eliminate_1x1(int k, double tiny, Inertia* inertia) {
     const double d = at(k, k);

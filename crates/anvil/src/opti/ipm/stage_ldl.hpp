@@ -282,7 +282,8 @@ class StageLdl {
     const auto product = [&](double* xs, double* sum, double* xp, double* back) {
       for (int k = 0; k < Stages; ++k) {
         const int* idx = index + k * Own;
-        const int m = count[k];
+        // At most Own, as set; said so that -O3 does not see the scratch overflow.
+        const int m = count[k] < Own ? count[k] : Own;
         for (int r = 0; r < m; ++r) {
           xs[r] = x[idx[r]];
           sum[r] = 0.0;
