@@ -45,9 +45,14 @@ class StageLdl {
   void clear() {
     for (int k = 0; k < Stages * Own * kCols; ++k) a_[k] = 0.0;
   }
+  // Only the entries a stage of count[k] unknowns has (a long horizon's stages are mostly
+  // narrower than the widest, the terminal one).
   void clear_stage(int k) {
-    double* block = a_ + k * Own * kCols;
-    for (int i = 0; i < Own * kCols; ++i) block[i] = 0.0;
+    for (int r = 0; r < count[k]; ++r) {
+      double* row = a_ + (k * Own + r) * kCols;
+      for (int c = 0; c < count[k]; ++c) row[c] = 0.0;
+      for (int c = Own; c < kCols; ++c) row[c] = 0.0;
+    }
   }
   // Own entries (r, c) and (c, r) of stage k.
   void add(int k, int r, int c, double v) {
