@@ -264,14 +264,30 @@ fn kkt_context(k: &SparseKkt) -> Value {
 
 /// The most constraint rows one stage owns in the stage-wise KKT matrix: its stage terms'
 /// rows, and a coupled term's rows in the stage they lead to.
-fn max_stage_rows(d: &StageDerived, stages: usize) -> usize {
+/// The rows each stage owns (a coupled term's rows are the next stage's).
+fn stage_rows(d: &StageDerived, stages: usize) -> Vec<usize> {
     let mut rows = vec![0; stages];
     for t in d.eq.iter().chain(&d.q) {
         for s in 0..t.count {
             rows[t.first + s + usize::from(t.coupled)] += t.rows;
         }
     }
-    rows.into_iter().max().unwrap_or(0)
+    rows
+}
+
+/// The most rows a stage owns.
+fn max_stage_rows(d: &StageDerived, stages: usize) -> usize {
+    stage_rows(d, stages).into_iter().max().unwrap_or(0)
+}
+
+/// The rows most stages own (the more of two as common): the stage factorisation's fronts
+/// of that size have their size at compile time.
+fn usual_stage_rows(d: &StageDerived, stages: usize) -> usize {
+    let mut counts: std::collections::BTreeMap<usize, usize> = std::collections::BTreeMap::new();
+    for r in stage_rows(d, stages) {
+        *counts.entry(r).or_default() += 1;
+    }
+    counts.into_iter().max_by_key(|&(rows, count)| (count, rows)).map_or(0, |(rows, _)| rows)
 }
 
 /// The interior-point solver's part of a module (the method itself is the `anvil_ipm` item).
@@ -343,6 +359,7 @@ pub(crate) fn render_ipm(l: &IpmLayout) -> ItemSource {
                 jac_q_len => jacobian_len(&d.q, s.nz),
                 coupled_hessian => if d.coupled_hessian { "true" } else { "false" },
                 max_rows => max_stage_rows(d, l.nx / s.nz),
+                usual_rows => usual_stage_rows(d, l.nx / s.nz),
                 shared_copies => s.shared_copies,
                 calls,
                 stage_out_len => stage_out_len(&d.calls, s.nz),

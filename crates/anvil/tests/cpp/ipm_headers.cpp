@@ -325,11 +325,13 @@ void solves_report_their_residual() {
 // already fix (the factorisation must delay them to earlier stages). The stage factorisation
 // must agree with the dense one: inertia and solution. With `Pad`, the factorisation is
 // sized for stages Pad unknowns wider than these (a wide stage's scratch lives off the stack).
-template <bool Terminal, int Pad = 0>
+// With `UsualRows`, the fronts of the stages with that many rows (not the widest) have their
+// size at compile time.
+template <bool Terminal, int Pad = 0, int UsualRows = -1>
 void stage_kkt(unsigned seed, double state_weight) {
   constexpr int S = 6, NZ = 3, Rows = 2 + (Terminal ? 2 : 0), Own = NZ + Rows + Pad;
   constexpr int N = S * NZ + 2 * S + (Terminal ? 2 : 0);
-  static anvil_ipm::StageLdl<S, Own, NZ, Own, N> stage;
+  static anvil_ipm::StageLdl<S, Own, NZ, Own, N, UsualRows < 0 ? Own : NZ + UsualRows> stage;
   anvil_ipm::DenseLdl<N> dense;
   for (int k = 0; k < N * N; ++k) dense.a[k] = 0.0;
   stage.clear();
@@ -425,6 +427,8 @@ int main() {
   stage_kkt<true>(7, 1.0);
   stage_kkt<true>(8, 0.0);
   stage_kkt<true, 130>(9, 1.0);
+  stage_kkt<true, 0, 2>(7, 1.0);
+  stage_kkt<true, 0, 2>(8, 0.0);
   if (failures == 0) std::printf("ok\n");
   return failures == 0 ? 0 : 1;
 }

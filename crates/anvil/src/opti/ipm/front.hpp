@@ -17,6 +17,7 @@
 // Part of anvil's interior-point runtime (see dense_ldl.hpp for how it is included).
 
 #include <cmath>
+#include <utility>
 
 // The threshold a front's pivots must pass: it starts at Ipopt's for MUMPS (1e-6: few
 // delays, the fill of the order) and rises, as Ipopt raises it (to the power 0.75), each time
@@ -142,6 +143,10 @@ class Front {
         return;
       }
       (d > 0.0 ? inertia->positive : inertia->negative) += 1;
+      if constexpr (N > 0 && N <= kFixedMax) {
+        update_at_position<N>(t, d, std::make_integer_sequence<int, N>{});
+        return;
+      }
       const double* __restrict pivot = f_ + t * lda();
       for (int j = t + 1; j < n; ++j) {
         // Zero entries (most of a stage's) are skipped before the division, whose latency
@@ -192,6 +197,12 @@ class Front {
   int factorize(int nf, int n, double zero_pivot, int* kind, Inertia* inertia, CanDelay can_delay) {
     int t = 0;
     while (t < nf) {
+      if constexpr (N > 0 && N <= kFixedMax) {
+        if (pivot_in_place_at_position<N>(t, zero_pivot, inertia, std::make_integer_sequence<int, N>{})) {
+          kind[t++] = kOneByOne;
+          continue;
+        }
+      }
       int size = threshold_pivot(t, nf, n, zero_pivot);
       if (size == 0) {
         if (can_delay(nf - t)) break;
@@ -263,6 +274,71 @@ class Front {
   double threshold_;
 
   int lda() const { return Lda > 0 ? Lda : lda_; }
+
+  // The fixed-size path (N, the front's size, known at compile time and its leading
+  // dimension): each pivot position T has its own step, every loop bound a constant, so that
+  // the compiler unrolls and vectorises each update for exactly its length. The same
+  // operations in the same order as the run-time-sized path, bit for bit (10 % off a
+  // multistage solve whose fronts are all 14 wide). Its code grows with N^3: fronts wider
+  // than kFixedMax take the run-time path.
+  static constexpr int kFixedMax = 24;
+
+  // The steps for the run-time position t (< N), through tables of the N positions' steps.
+  template <int N, int... T>
+  void update_at_position(int t, double d, std::integer_sequence<int, T...>) {
+    using Step = void (*)(Front&, double);
+    static constexpr Step steps[] = {[](Front& f, double pivot) { f.template update_at<N, T>(pivot); }...};
+    steps[t](*this, d);
+  }
+  template <int N, int... T>
+  bool pivot_in_place_at_position(int t, double zero_pivot, Inertia* inertia, std::integer_sequence<int, T...>) {
+    using Step = bool (*)(Front&, double, Inertia*);
+    static constexpr Step steps[] = {
+        [](Front& f, double zero, Inertia* counts) { return f.template pivot_in_place_at<N, T>(zero, counts); }...};
+    return steps[t](*this, zero_pivot, inertia);
+  }
+
+  // The 1x1 pivot at T, which passed the zero and threshold tests, eliminated (the
+  // run-time path's update of eliminate()).
+  template <int N, int T>
+  void update_at(double d) {
+    if constexpr (T < N) {
+      const double* __restrict pivot = f_ + T * N;
+      // (Unrolled whole: GCC's own limits stop short of that for the wider fronts.)
+#pragma GCC unroll 32
+      for (int j = T + 1; j < N; ++j) {
+        if (pivot[j] == 0.0) continue;
+        const double ljt = pivot[j] / d;
+        if (ljt == 0.0) continue;
+        double* __restrict column = f_ + j * N;
+#pragma GCC unroll 32
+        for (int i = j; i < N; ++i) column[i] -= pivot[i] * ljt;
+        terms_[unknown_[j]] += std::fabs(pivot[j] * ljt);
+      }
+      const double inverse = 1.0 / d;
+      double* __restrict own = f_ + T * N;
+#pragma GCC unroll 32
+      for (int i = T + 1; i < N; ++i) own[i] *= inverse;
+    }
+  }
+
+  // The usual step at T: its diagonal passes the zero and threshold tests (threshold_pivot's
+  // first test) and is eliminated in place; false (nothing done) if it does not.
+  template <int N, int T>
+  bool pivot_in_place_at(double zero_pivot, Inertia* inertia) {
+    if constexpr (T < N) {
+      const double* column = f_ + T * N;
+      const double d = column[T], size = std::fabs(d);
+      if (!(size > zero_pivot * terms_[unknown_[T]] && size >= threshold_ * abs_max(column + T + 1, N - T - 1))) {
+        return false;
+      }
+      (d > 0.0 ? inertia->positive : inertia->negative) += 1;
+      update_at<N, T>(d);
+      return true;
+    } else {
+      return false;
+    }
+  }
   static double entry(const double* f, int lda, int i, int j) { return f[j * (Lda > 0 ? Lda : lda) + i]; }
 
   // Column j's largest off-diagonal entry over the active rows [t, n) but `skip`, and the

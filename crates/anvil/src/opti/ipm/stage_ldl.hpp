@@ -28,8 +28,9 @@
 
 // Stages stages, each with at most Own own unknowns (its first Link of them the variables
 // the next stage links to), at most MaxDelay unknowns delayed into a front, Size unknowns in
-// all (the right-hand side's length).
-template <int Stages, int Own, int Link, int MaxDelay, int Size>
+// all (the right-hand side's length); most with Usual own unknowns (their fronts, nothing
+// delayed, have their size at compile time).
+template <int Stages, int Own, int Link, int MaxDelay, int Size, int Usual = Own>
 class StageLdl {
  public:
   static constexpr int kFront = Own + MaxDelay + Link;
@@ -161,9 +162,9 @@ class StageLdl {
   // Entry (i, j) of a front of size (and leading dimension) n.
   static double& at(double* f, int n, int i, int j) { return f[j * n + i]; }
   static double at(const double* f, int n, int i, int j) { return f[j * n + i]; }
-  // The usual front (its own unknowns and its link, nothing delayed) has its size at compile
-  // time; others are sized at run time.
-  static constexpr int kUsual = Own + Link;
+  // The usual front (a usual stage's own unknowns and its link, nothing delayed) has its
+  // size at compile time; others are sized at run time.
+  static constexpr int kUsual = Usual + Link;
   using StageFront = Front<0>;
   using UsualFront = Front<kUsual>;
   static double max2(double u, double v) { return StageFront::max2(u, v); }
