@@ -303,20 +303,23 @@ class Front {
   template <int N, int T>
   void update_at(double d) {
     if constexpr (T < N) {
-      const double* __restrict pivot = f_ + T * N;
-      // (Unrolled whole: GCC's own limits stop short of that for the wider fronts.)
+      {
+        // (The pivot column is only read in this block: its restrict ends before it is scaled.)
+        const double* __restrict pivot = f_ + T * N;
+        // (Unrolled whole: GCC's own limits stop short of that for the wider fronts.)
 #pragma GCC unroll 32
-      for (int j = T + 1; j < N; ++j) {
-        if (pivot[j] == 0.0) continue;
-        const double ljt = pivot[j] / d;
-        if (ljt == 0.0) continue;
-        double* __restrict column = f_ + j * N;
+        for (int j = T + 1; j < N; ++j) {
+          if (pivot[j] == 0.0) continue;
+          const double ljt = pivot[j] / d;
+          if (ljt == 0.0) continue;
+          double* __restrict column = f_ + j * N;
 #pragma GCC unroll 32
-        for (int i = j; i < N; ++i) column[i] -= pivot[i] * ljt;
-        terms_[unknown_[j]] += std::fabs(pivot[j] * ljt);
+          for (int i = j; i < N; ++i) column[i] -= pivot[i] * ljt;
+          terms_[unknown_[j]] += std::fabs(pivot[j] * ljt);
+        }
       }
       const double inverse = 1.0 / d;
-      double* __restrict own = f_ + T * N;
+      double* own = f_ + T * N;
 #pragma GCC unroll 32
       for (int i = T + 1; i < N; ++i) own[i] *= inverse;
     }
