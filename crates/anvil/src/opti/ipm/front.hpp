@@ -50,6 +50,10 @@ enum PivotKind { kSecondOfTwo = 0, kOneByOne = 1, kTwoByTwo = 2 };
 template <int Lda>
 class Front {
  public:
+  // The widest front whose steps and substitutions are compiled for its size (see
+  // update_at()).
+  static constexpr int kFixedMax = 24;
+
   Front(double* f, int lda, int* unknown, double* terms, const double* row_size, double threshold)
       : f_(f), lda_(Lda > 0 ? Lda : lda), unknown_(unknown), terms_(terms), row_size_(row_size),
         threshold_(threshold) {}
@@ -248,6 +252,30 @@ class Front {
       for (int t = 0; t < last; ++t) v[t] -= row[t * (Lda > 0 ? Lda : lda)] * vi;
     }
   }
+  // forward() and backward() for a front of N positions (leading dimension N) whose first P
+  // are 1x1 pivots: every loop bound a constant, the same operations in the same order.
+  template <int P>
+  static void forward_fixed(const double* f, double* v) {
+    static_assert(Lda > 0 && P <= Lda, "a fixed-size front");
+#pragma GCC unroll 32
+    for (int t = 0; t < P; ++t) {
+      const double vt = v[t];
+#pragma GCC unroll 32
+      for (int i = t + 1; i < Lda; ++i) v[i] -= f[t * Lda + i] * vt;
+      v[t] = vt / f[t * Lda + t];
+    }
+  }
+  template <int P>
+  static void backward_fixed(const double* f, double* v) {
+    static_assert(Lda > 0 && P <= Lda, "a fixed-size front");
+#pragma GCC unroll 32
+    for (int i = Lda - 1; i > 0; --i) {
+      const double vi = v[i];
+#pragma GCC unroll 32
+      for (int t = 0; t < (i >= P ? P : i); ++t) v[t] -= f[t * Lda + i] * vi;
+    }
+  }
+
 
   static double max2(double u, double v) { return u > v ? u : v; }
   // The largest |v[i]|, i < count, in four independent chains (a single chain of maxima is
@@ -281,7 +309,6 @@ class Front {
   // operations in the same order as the run-time-sized path, bit for bit (10 % off a
   // multistage solve whose fronts are all 14 wide). Its code grows with N^3: fronts wider
   // than kFixedMax take the run-time path.
-  static constexpr int kFixedMax = 24;
 
   // The steps for the run-time position t (< N), through tables of the N positions' steps.
   template <int N, int... T>

@@ -145,6 +145,9 @@ class StageLdl {
   int unknown_[Stages * kFront];
   int block_[Stages * kFront];
   int size_[Stages], pivots_[Stages];
+  // Whether stage k's front is the usual one with its Usual own unknowns pivoted 1x1 (its
+  // substitutions then have their sizes at compile time).
+  bool usual_[Stages];
   double row_size_[Size > 0 ? Size : 1];
   // Per unknown, the sum of the absolute terms its diagonal was computed from so far.
   double terms_[Size > 0 ? Size : 1];
@@ -167,6 +170,8 @@ class StageLdl {
   static constexpr int kUsual = Usual + Link;
   using StageFront = Front<0>;
   using UsualFront = Front<kUsual>;
+  // Whether the usual front's substitutions are compiled for its size.
+  static constexpr bool kFixedUsual = kUsual <= UsualFront::kFixedMax;
   static double max2(double u, double v) { return StageFront::max2(u, v); }
   static double abs_max(const double* v, int count) { return StageFront::abs_max(v, count); }
 
@@ -251,6 +256,8 @@ class StageLdl {
                               : StageFront(f, n, unknown, terms_, row_size_, threshold)
                                     .factorize(nf, n, zero_pivot, kinds, inertia, can_delay);
     pivots_[k] = t;
+    usual_[k] = kFixedUsual && n == kUsual && t == Usual;
+    for (int q = 0; q < t && usual_[k]; ++q) usual_[k] = kinds[q] == kOneByOne;
     return nf - t;
   }
 
@@ -261,7 +268,9 @@ class StageLdl {
       const int* unknown = unknown_ + k * kFront;
       const int n = size_[k];
       for (int q = 0; q < n; ++q) v_[q] = b[unknown[q]];
-      if (n == kUsual) {
+      if (usual_[k]) {
+        if constexpr (kFixedUsual) UsualFront::template forward_fixed<Usual>(front(k), v_);
+      } else if (n == kUsual) {
         UsualFront::forward(front(k), n, block_ + k * kFront, pivots_[k], n, v_);
       } else {
         StageFront::forward(front(k), n, block_ + k * kFront, pivots_[k], n, v_);
@@ -272,7 +281,9 @@ class StageLdl {
       const int* unknown = unknown_ + k * kFront;
       const int n = size_[k], p = pivots_[k];
       for (int q = 0; q < n; ++q) v_[q] = b[unknown[q]];
-      if (n == kUsual) {
+      if (usual_[k]) {
+        if constexpr (kFixedUsual) UsualFront::template backward_fixed<Usual>(front(k), v_);
+      } else if (n == kUsual) {
         UsualFront::backward(front(k), n, block_ + k * kFront, p, n, v_);
       } else {
         StageFront::backward(front(k), n, block_ + k * kFront, p, n, v_);
