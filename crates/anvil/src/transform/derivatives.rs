@@ -63,12 +63,7 @@ pub fn jacobian(y: &Tensor, x: &Tensor) -> Result<Tensor> {
     } else {
         reverse_jacobian(y, x)?
     };
-    let batched = structural_zeros(&pattern, dense)?;
-    if x.numel() > UNIT_DIRECTIONS_MAX {
-        return Ok(batched);
-    }
-    let one_by_one = forward_unit_directions(y, x, &pattern)?;
-    Ok(if work(&one_by_one)? < work(&batched)? { one_by_one } else { batched })
+    less_work_of(structural_zeros(&pattern, dense)?, y, x, &pattern)
 }
 
 /// The most elements of a Jacobian's input or output for which both modes are tried.
@@ -89,11 +84,16 @@ fn work(t: &Tensor) -> Result<usize> {
 pub fn hessian(y: &Tensor, x: &Tensor) -> Result<Tensor> {
     let g = gradient(y, x)?;
     let pattern = dependency_pattern(g.node()?, x.node()?)?.symmetrized();
-    let batched = structural_zeros(&pattern, forward_jacobian(&g, x)?)?;
+    less_work_of(structural_zeros(&pattern, forward_jacobian(&g, x)?)?, &g, x, &pattern)
+}
+
+/// `batched`, the derivative of `y` with respect to `x` (zeros where `pattern` has none), or
+/// the same derivative one unit direction at a time if `x` is small and that is less work.
+fn less_work_of(batched: Tensor, y: &Tensor, x: &Tensor, pattern: &SparsityPattern) -> Result<Tensor> {
     if x.numel() > UNIT_DIRECTIONS_MAX {
         return Ok(batched);
     }
-    let one_by_one = forward_unit_directions(&g, x, &pattern)?;
+    let one_by_one = forward_unit_directions(y, x, pattern)?;
     Ok(if work(&one_by_one)? < work(&batched)? { one_by_one } else { batched })
 }
 
@@ -551,5 +551,22 @@ mod tests {
         assert!(work(&h).unwrap() <= work(&all_at_once).unwrap());
         let (one, all) = (at(&h, &point[..5]), at(&all_at_once, &point[..5]));
         assert!(one.iter().zip(&all).all(|(a, b)| a.to_bits() == b.to_bits() || (*a == 0.0 && *b == 0.0)));
+    }
+
+    #[test]
+    fn one_direction_derivatives_keep_structural_zeros_where_a_partial_is_infinite() {
+        // sqrt at 0: its derivatives are infinite, and a direction that does not reach it
+        // must not turn them into NaN in the entries the structure says are zero.
+        let z = Tensor::input(0, 3, DType::F64);
+        let y = z.get(0).sqrt() * 2.0 + z.get(1) * z.get(2) * z.get(2);
+        let h = hessian(&y, &z).unwrap();
+        let values = at(&h, &[0.0, 1.5, -2.0]);
+        let want = [f64::NEG_INFINITY, 0.0, 0.0, 0.0, 0.0, -4.0, 0.0, -4.0, 3.0];
+        for (k, (v, w)) in values.iter().zip(want).enumerate() {
+            assert!(v == &w, "entry {k}: {v} (want {w}): {values:?}");
+        }
+        let g = Tensor::stack(&[z.get(0).sqrt(), z.get(1) * z.get(2)], 0);
+        let j = at(&jacobian(&g, &z).unwrap(), &[0.0, 1.5, -2.0]);
+        assert!(j[0].is_infinite() && j[1..].iter().all(|v| v.is_finite()), "{j:?}");
     }
 }

@@ -64,12 +64,8 @@ class Front {
   // Finds a pivot that passes the threshold test among the fully summed positions [t, nf)
   // and moves it to t (a 2x2 to t, t + 1); returns its size, 0 if there is none.
   int threshold_pivot(int t, int nf, int n, double zero_pivot) {
-    {
-      // The usual case first: the diagonal at t itself, against its contiguous column.
-      const double* column = f_ + t * lda();
-      const double d = std::fabs(column[t]);
-      if (d > zero_pivot * terms_[unknown_[t]] && d >= threshold_ * abs_max(column + t + 1, n - t - 1)) return 1;
-    }
+    // The usual case first: the diagonal at t itself, against its contiguous column.
+    if (passes_in_place(t, n, lda(), zero_pivot)) return 1;
     for (int j = t; j < nf; ++j) {
       int r = -1, unused = -1;
       const double cj = column_max(j, t, nf, n, -1, &r);
@@ -151,19 +147,7 @@ class Front {
         update_at_position<N>(t, d, std::make_integer_sequence<int, N>{});
         return;
       }
-      const double* __restrict pivot = f_ + t * lda();
-      for (int j = t + 1; j < n; ++j) {
-        // Zero entries (most of a stage's) are skipped before the division, whose latency
-        // the branch would otherwise wait for.
-        if (pivot[j] == 0.0) continue;
-        const double ljt = pivot[j] / d;
-        if (ljt == 0.0) continue;
-        double* __restrict column = f_ + j * lda();
-        for (int i = j; i < n; ++i) column[i] -= pivot[i] * ljt;
-        terms_[unknown_[j]] += std::fabs(pivot[j] * ljt);
-      }
-      const double inverse = 1.0 / d;
-      for (int i = t + 1; i < n; ++i) at(i, t) *= inverse;
+      update_1x1(t, n, lda(), d);
       return;
     }
     const double d11 = at(t, t), d21 = at(t + 1, t), d22 = at(t + 1, t + 1);
@@ -325,31 +309,10 @@ class Front {
     return steps[t](*this, zero_pivot, inertia);
   }
 
-  // The 1x1 pivot at T, which passed the zero and threshold tests, eliminated (the
-  // run-time path's update of eliminate()).
+  // The 1x1 pivot at T, which passed the zero and threshold tests, eliminated.
   template <int N, int T>
   void update_at(double d) {
-    if constexpr (T < N) {
-      {
-        // (The pivot column is only read in this block: its restrict ends before it is scaled.)
-        const double* __restrict pivot = f_ + T * N;
-        // (Unrolled whole: GCC's own limits stop short of that for the wider fronts.)
-#pragma GCC unroll 32
-        for (int j = T + 1; j < N; ++j) {
-          if (pivot[j] == 0.0) continue;
-          const double ljt = pivot[j] / d;
-          if (ljt == 0.0) continue;
-          double* __restrict column = f_ + j * N;
-#pragma GCC unroll 32
-          for (int i = j; i < N; ++i) column[i] -= pivot[i] * ljt;
-          terms_[unknown_[j]] += std::fabs(pivot[j] * ljt);
-        }
-      }
-      const double inverse = 1.0 / d;
-      double* own = f_ + T * N;
-#pragma GCC unroll 32
-      for (int i = T + 1; i < N; ++i) own[i] *= inverse;
-    }
+    if constexpr (T < N) update_1x1(T, N, N, d);
   }
 
   // The usual step at T: its diagonal passes the zero and threshold tests (threshold_pivot's
@@ -357,17 +320,50 @@ class Front {
   template <int N, int T>
   bool pivot_in_place_at(double zero_pivot, Inertia* inertia) {
     if constexpr (T < N) {
-      const double* column = f_ + T * N;
-      const double d = column[T], size = std::fabs(d);
-      if (!(size > zero_pivot * terms_[unknown_[T]] && size >= threshold_ * abs_max(column + T + 1, N - T - 1))) {
-        return false;
-      }
+      if (!passes_in_place(T, N, N, zero_pivot)) return false;
+      const double d = f_[T * N + T];
       (d > 0.0 ? inertia->positive : inertia->negative) += 1;
       update_at<N, T>(d);
       return true;
     } else {
       return false;
     }
+  }
+
+  // Whether the diagonal at t of a front of n positions (leading dimension lda) passes the
+  // zero and threshold tests as it stands. Inlined always, so that the fixed-size steps
+  // see their constants.
+  __attribute__((always_inline)) inline bool passes_in_place(int t, int n, int lda, double zero_pivot) const {
+    const double* column = f_ + t * lda;
+    const double d = std::fabs(column[t]);
+    return d > zero_pivot * terms_[unknown_[t]] && d >= threshold_ * abs_max(column + t + 1, n - t - 1);
+  }
+
+  // Eliminates the 1x1 pivot d at t from the front's n positions (leading dimension lda):
+  // the Schur complement's update, then L's column. Inlined always, for the same reason.
+  __attribute__((always_inline)) inline void update_1x1(int t, int n, int lda, double d) {
+    {
+      // (The pivot column is only read in this block: its restrict ends before it is scaled.)
+      const double* __restrict pivot = f_ + t * lda;
+      // (Unrolled whole where the bounds are constants: GCC's own limits stop short of that
+      // for the wider fronts.)
+#pragma GCC unroll 32
+      for (int j = t + 1; j < n; ++j) {
+        // Zero entries (most of a stage's) are skipped before the division, whose latency
+        // the branch would otherwise wait for.
+        if (pivot[j] == 0.0) continue;
+        const double ljt = pivot[j] / d;
+        if (ljt == 0.0) continue;
+        double* __restrict column = f_ + j * lda;
+#pragma GCC unroll 32
+        for (int i = j; i < n; ++i) column[i] -= pivot[i] * ljt;
+        terms_[unknown_[j]] += std::fabs(pivot[j] * ljt);
+      }
+    }
+    const double inverse = 1.0 / d;
+    double* own = f_ + t * lda;
+#pragma GCC unroll 32
+    for (int i = t + 1; i < n; ++i) own[i] *= inverse;
   }
   static double entry(const double* f, int lda, int i, int j) { return f[j * (Lda > 0 ? Lda : lda) + i]; }
 
