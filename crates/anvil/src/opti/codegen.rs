@@ -2,7 +2,7 @@
 //! templates in `templates/`.
 
 use super::derive::{Derived, Matrix, Storage};
-use super::ipm::{IpmForm, SparseKkt};
+use super::ipm::{stage_kkt, IpmForm, SparseKkt};
 use super::layout::{Gathered, Layout};
 use super::settings::{SettingField, SqpSettings, Status, MAX_MERIT_MEMORY};
 use super::solver::Bounds;
@@ -262,34 +262,6 @@ fn kkt_context(k: &SparseKkt) -> Value {
     }
 }
 
-/// The most constraint rows one stage owns in the stage-wise KKT matrix: its stage terms'
-/// rows, and a coupled term's rows in the stage they lead to.
-/// The rows each stage owns (a coupled term's rows are the next stage's).
-fn stage_rows(d: &StageDerived, stages: usize) -> Vec<usize> {
-    let mut rows = vec![0; stages];
-    for t in d.eq.iter().chain(&d.q) {
-        for s in 0..t.count {
-            rows[t.first + s + usize::from(t.coupled)] += t.rows;
-        }
-    }
-    rows
-}
-
-/// The most rows a stage owns.
-fn max_stage_rows(d: &StageDerived, stages: usize) -> usize {
-    stage_rows(d, stages).into_iter().max().unwrap_or(0)
-}
-
-/// The rows most stages own (the more of two as common): the stage factorisation's fronts
-/// of that size have their size at compile time.
-fn usual_stage_rows(d: &StageDerived, stages: usize) -> usize {
-    let mut counts: std::collections::BTreeMap<usize, usize> = std::collections::BTreeMap::new();
-    for r in stage_rows(d, stages) {
-        *counts.entry(r).or_default() += 1;
-    }
-    counts.into_iter().max_by_key(|&(rows, count)| (count, rows)).map_or(0, |(rows, _)| rows)
-}
-
 /// The interior-point solver's part of a module (the method itself is the `anvil_ipm` item).
 pub(crate) fn render_ipm(l: &IpmLayout) -> ItemSource {
     let b = l.bounds;
@@ -358,8 +330,8 @@ pub(crate) fn render_ipm(l: &IpmLayout) -> ItemSource {
                 jac_eq_len => jacobian_len(&d.eq, s.nz),
                 jac_q_len => jacobian_len(&d.q, s.nz),
                 coupled_hessian => if d.coupled_hessian { "true" } else { "false" },
-                max_rows => max_stage_rows(d, l.nx / s.nz),
-                usual_rows => usual_stage_rows(d, l.nx / s.nz),
+                max_rows => stage_kkt::max_stage_rows(d, l.nx / s.nz),
+                usual_front => usual_front_context(&stage_kkt::usual_front(d, l.nx / s.nz, s.nz)),
                 shared_copies => s.shared_copies,
                 calls,
                 stage_out_len => stage_out_len(&d.calls, s.nz),
@@ -372,6 +344,15 @@ pub(crate) fn render_ipm(l: &IpmLayout) -> ItemSource {
         }
     };
     ItemSource { header: render("solver_header.j2", ctx.clone()), source: render(template, ctx) }
+}
+
+/// The usual stage front's pattern as the template writes it (`compiled_front.hpp`).
+fn usual_front_context(front: &stage_kkt::UsualFront) -> Value {
+    context! {
+        size => front.size,
+        pivots => front.pivots,
+        entries => join(front.entries.iter().map(|&e| u8::from(e))),
+    }
 }
 
 /// What the templates need to know about a multistage solver with the Riccati backend.

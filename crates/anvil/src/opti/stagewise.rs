@@ -501,6 +501,12 @@ pub(crate) struct StageDerived {
     pub q_rows: Vec<usize>,
     /// Whether any term couples the curvature of neighbouring stages (`H_{i,i+1} ≠ 0`).
     pub coupled_hessian: bool,
+    /// The structural patterns of `eq`'s and `q`'s Jacobian blocks over their `w` (kept rows
+    /// × width), and of `H_{i,i+1}` (`nz × nz`: a variable of stage `i` with one of stage
+    /// `i + 1`): which entries of the KKT matrix by stages may be nonzero.
+    pub eq_patterns: Vec<SparsityPattern>,
+    pub q_patterns: Vec<SparsityPattern>,
+    pub coupling: SparsityPattern,
     /// The explicit dynamics, when the QP may eliminate the states (see [`Dynamics`]).
     pub dynamics: Option<Dynamics>,
 }
@@ -527,38 +533,50 @@ fn term_layout(t: &StageTerm, jac_offset: usize) -> TermLayout {
     }
 }
 
-/// A constraint term's `(y, J)`: kept rows and their dense Jacobian over `w`.
-fn dense_constraint_blocks(name: &str, problem: &MultistageProblem, t: &StageTerm) -> Result<NumericalFunction> {
-    NumericalFunction::trace(name, stage_args(problem, t.term), |s| -> Result<Vec<Tensor>> {
+/// A constraint term's `(y, J)`: kept rows and their dense Jacobian over `w`, and the
+/// Jacobian's structural pattern.
+fn dense_constraint_blocks(
+    name: &str,
+    problem: &MultistageProblem,
+    t: &StageTerm,
+) -> Result<(NumericalFunction, SparsityPattern)> {
+    let mut pattern = None;
+    let f = NumericalFunction::trace(name, stage_args(problem, t.term), |s| -> Result<Vec<Tensor>> {
         let y = stage_value(t.term, problem.nz, &s, Some(&t.rows))?;
+        pattern = Some(crate::transform::sparsity::dependency_pattern(y.node()?, s[0].node()?)?);
         let j = derivatives::jacobian(&y, &s[0])?.reshape([t.rows.len(), t.term.width(problem.nz)]);
         Ok(vec![y, j])
-    })
+    })?;
+    Ok((f, pattern.ok_or_else(|| tracing_failed(name))?))
 }
 
 /// The dense Hessian over `w` of a cost term, or of `λᵀ y` for a constraint term, and
-/// whether it couples the two stages of a coupled term.
+/// the entries `(i, j)` of its block between the two stages of a coupled term (a variable
+/// of the first with one of the second) that may be nonzero.
 fn dense_hessian_blocks(
     name: &str,
     problem: &MultistageProblem,
     t: &StageTerm,
     cost: bool,
-) -> Result<(NumericalFunction, bool)> {
+) -> Result<(NumericalFunction, Vec<(usize, usize)>)> {
     let mut inputs = stage_args(problem, t.term);
     if !cost {
         inputs.push(Arg::new(t.rows.len()));
     }
     let nz = problem.nz;
-    let mut couples = false;
+    let mut coupling = Vec::new();
     let f = NumericalFunction::trace(name, inputs, |s| -> Result<Tensor> {
         let y = stage_value(t.term, nz, &s, Some(&t.rows))?;
         let scalar = if cost { y.sum() } else { (&s[3] * &y).sum() };
         let g = derivatives::gradient(&scalar, &s[0])?;
         let pattern = crate::transform::sparsity::dependency_pattern(g.node()?, s[0].node()?)?;
-        couples = t.term.coupled && (0..nz).any(|i| pattern.row(i).iter().any(|&j| j >= nz));
+        if t.term.coupled {
+            coupling =
+                (0..nz).flat_map(|i| pattern.row(i).iter().filter(|&&j| j >= nz).map(move |&j| (i, j - nz))).collect();
+        }
         derivatives::hessian(&scalar, &s[0])
     })?;
-    Ok((f, couples))
+    Ok((f, coupling))
 }
 
 /// Derives the block-storage functions of a multistage problem.
@@ -581,8 +599,10 @@ pub(crate) fn derive_blocks(
             .collect()
     };
     let cost_fns = per_term(solver, "cost", &costs, |n, t| cost_blocks(n, problem, t))?;
-    let eq_fns = per_term(solver, "eq", &eqs, |n, t| dense_constraint_blocks(n, problem, t))?;
-    let q_fns = per_term(solver, "ineq", &ineqs, |n, t| dense_constraint_blocks(n, problem, t))?;
+    let (eq_fns, eq_patterns): (Vec<_>, Vec<_>) =
+        per_term(solver, "eq", &eqs, |n, t| dense_constraint_blocks(n, problem, t))?.into_iter().unzip();
+    let (q_fns, q_patterns): (Vec<_>, Vec<_>) =
+        per_term(solver, "ineq", &ineqs, |n, t| dense_constraint_blocks(n, problem, t))?.into_iter().unzip();
     let xp = vec![Arg::new(problem.nvars()), Arg::new(problem.np())];
     let evaluate = |s: &Symbols, derivatives: bool| -> Result<Vec<Tensor>> {
         let (f, grad) = summed_costs(&costs, &cost_fns, s, nz)?;
@@ -608,19 +628,23 @@ pub(crate) fn derive_blocks(
 
     let exact = approximation == HessianApproximation::Exact;
     let mut blocks: Vec<(&StageTerm, NumericalFunction, bool, Option<usize>)> = Vec::new();
+    let mut coupling = Vec::new();
     let hess_cost = per_term(solver, "cost_hess", &costs, |n, t| dense_hessian_blocks(n, problem, t, true))?;
-    for (t, (f, couples)) in costs.iter().zip(hess_cost) {
-        blocks.push((t, f, couples, None));
+    for (t, (f, entries)) in costs.iter().zip(hess_cost) {
+        blocks.push((t, f, !entries.is_empty(), None));
+        coupling.extend(entries);
     }
     if exact {
         for (k, (kind, terms)) in [("eq_hess", &eqs), ("ineq_hess", &ineqs)].into_iter().enumerate() {
             let hess = per_term(solver, kind, terms, |n, t| dense_hessian_blocks(n, problem, t, false))?;
-            for (t, (f, couples)) in terms.iter().zip(hess) {
-                blocks.push((t, f, couples, Some(2 + k)));
+            for (t, (f, entries)) in terms.iter().zip(hess) {
+                blocks.push((t, f, !entries.is_empty(), Some(2 + k)));
+                coupling.extend(entries);
             }
         }
     }
     let coupled_hessian = blocks.iter().any(|b| b.2);
+    let coupling = SparsityPattern::new(nz, nz, coupling).ok_or_else(|| tracing_failed(solver))?;
     let (eq_layouts, q_layouts) = (layouts(&eqs), layouts(&ineqs));
     let mut inputs = xp;
     inputs.extend([Arg::new(problem.neq()), Arg::new(q_rows.len())]);
@@ -681,6 +705,9 @@ pub(crate) fn derive_blocks(
         q: q_layouts,
         q_rows,
         coupled_hessian,
+        eq_patterns,
+        q_patterns,
+        coupling,
         dynamics,
     })
 }

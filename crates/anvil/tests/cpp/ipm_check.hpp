@@ -15,6 +15,7 @@ namespace {
 #include "common.hpp"
 #include "dense_ldl.hpp"
 #include "front.hpp"
+#include "compiled_front.hpp"
 #include "sparse_ldl.hpp"
 #include "stage_ldl.hpp"
 }  // namespace

@@ -319,19 +319,101 @@ void solves_report_their_residual() {
   check(!(ldl.solve(z) <= 1e-5), "a solve with a NaN reports no residual ratio");
 }
 
+// stage_kkt()'s usual front, as a module's codegen describes it: z_k = (x, u) dense, its two
+// rows (x_k in its defining rows) on their diagonals and with the previous stage's z.
+struct UsualStage {
+  static constexpr int kSize = 8, kPivots = 5;
+  static constexpr bool kEntries[kSize * kSize] = {
+      1, 0, 0, 0, 0, 0, 0, 0,  //
+      1, 1, 0, 0, 0, 0, 0, 0,  //
+      1, 1, 1, 0, 0, 0, 0, 0,  //
+      1, 0, 0, 1, 0, 0, 0, 0,  //
+      0, 1, 0, 0, 1, 0, 0, 0,  //
+      0, 0, 0, 1, 1, 0, 0, 0,  //
+      0, 0, 0, 1, 1, 0, 0, 0,  //
+      0, 0, 0, 1, 1, 0, 0, 0,  //
+  };
+};
+// Every entry may be nonzero.
+template <int Size, int Pivots>
+struct Dense {
+  static constexpr int kSize = Size, kPivots = Pivots;
+  struct All {
+    constexpr bool operator[](int) const { return true; }
+  };
+  static constexpr All kEntries{};
+};
+
+// A front of Pattern's nonzeros (random values; with `flat`, a position whose diagonal and
+// entries with the positions before it are 0, so that its in-place pivot fails): compiled
+// and then Front from where the compiled code stops give Front's factors, kinds, inertia and
+// terms bit for bit, and the same solves.
+template <class Pattern>
+void compiled_front_is_front(unsigned seed, int flat) {
+  using Compiled = anvil_ipm::CompiledFront<Pattern>;
+  constexpr int N = Pattern::kSize, P = Pattern::kPivots;
+  static_assert(Compiled::kCompiled, "a compiled pattern");
+  unsigned state = seed;
+  double a[N * N], b[N * N], terms_a[N], terms_b[N], row_size[N];
+  int unknown_a[N], unknown_b[N], kind_a[N], kind_b[N];
+  for (int j = 0; j < N; ++j) {
+    for (int i = 0; i < N; ++i) {
+      const bool entry = i >= j && Pattern::kEntries[i * N + j];
+      double v = entry && (i != flat || j == flat) ? uniform(&state) : 0.0;
+      if (i == j && j < 3) v = 4.0 + v;
+      if (i == j && j == flat) v = 0.0;
+      if (i == j && j >= 3 && j < P) v = -1e-3 * std::fabs(v);
+      if (i == j && j >= P) v = 0.0;
+      a[j * N + i] = b[j * N + i] = v;
+    }
+  }
+  for (int q = 0; q < N; ++q) {
+    unknown_a[q] = unknown_b[q] = q;
+    terms_a[q] = terms_b[q] = std::fabs(a[q * N + q]);
+    row_size[q] = 5.0;
+  }
+  const auto no_delay = [](int) { return false; };
+  anvil_ipm::Inertia in_a{0, 0, 0}, in_b{0, 0, 0};
+  const int pa = anvil_ipm::Front(a, N, unknown_a, terms_a, row_size, 1e-6).factorize(P, N, 1e-14, kind_a, &in_a, no_delay);
+  const int first = Compiled::factorize(b, unknown_b, terms_b, 1e-6, 1e-14, &in_b);
+  check(flat < 0 ? first == P : first == flat, "the compiled front stops where its in-place pivots do");
+  for (int q = 0; q < first; ++q) kind_b[q] = anvil_ipm::kOneByOne;
+  const int pb = first == P ? P
+                            : anvil_ipm::Front(b, N, unknown_b, terms_b, row_size, 1e-6)
+                                  .factorize(P, N, 1e-14, kind_b, &in_b, no_delay, first);
+  bool same = pa == pb && in_a.positive == in_b.positive && in_a.negative == in_b.negative && in_a.zero == in_b.zero;
+  for (int j = 0; j < N; ++j) {
+    for (int i = j; i < N; ++i) same = same && a[j * N + i] == b[j * N + i];
+    same = same && unknown_a[j] == unknown_b[j] && terms_a[j] == terms_b[j];
+  }
+  for (int q = 0; q < pa; ++q) same = same && kind_a[q] == kind_b[q];
+  check(same, "the compiled front's factors are Front's");
+  if (first == P) {
+    double v[N], w[N];
+    for (int q = 0; q < N; ++q) v[q] = w[q] = uniform(&state);
+    anvil_ipm::Front::forward(a, N, kind_a, pa, N, v);
+    anvil_ipm::Front::backward(a, N, kind_a, pa, N, v);
+    Compiled::forward(b, w);
+    Compiled::backward(b, w);
+    bool solved = true;
+    for (int q = 0; q < N; ++q) solved = solved && v[q] == w[q];
+    check(solved, "the compiled front's solves are Front's");
+  }
+}
+
 // A multistage KKT matrix (nx = 2 states, nu = 1 control, S stages): stage k owns z_k =
 // (x, u) and its rows: the initial state's (k = 0) or the dynamics x_k - A x_{k-1} - B u_{k-1}
 // (k > 0), and, with `terminal`, x_{S-1} = target, rows that pin states the dynamics
 // already fix (the factorisation must delay them to earlier stages). The stage factorisation
 // must agree with the dense one: inertia and solution. With `Pad`, the factorisation is
 // sized for stages Pad unknowns wider than these (a wide stage's scratch lives off the stack).
-// With `UsualRows`, the fronts of the stages with that many rows (not the widest) have their
-// size at compile time.
-template <bool Terminal, int Pad = 0, int UsualRows = -1>
+// With `Usual`, the fronts of the usual stages (two rows: not the widest) are compiled for
+// its pattern.
+template <bool Terminal, int Pad = 0, class Usual = anvil_ipm::NoCompiledFront>
 void stage_kkt(unsigned seed, double state_weight) {
   constexpr int S = 6, NZ = 3, Rows = 2 + (Terminal ? 2 : 0), Own = NZ + Rows + Pad;
   constexpr int N = S * NZ + 2 * S + (Terminal ? 2 : 0);
-  static anvil_ipm::StageLdl<S, Own, NZ, Own, N, UsualRows < 0 ? Own : NZ + UsualRows> stage;
+  static anvil_ipm::StageLdl<S, Own, NZ, Own, N, Usual> stage;
   anvil_ipm::DenseLdl<N> dense;
   for (int k = 0; k < N * N; ++k) dense.a[k] = 0.0;
   stage.clear();
@@ -427,8 +509,14 @@ int main() {
   stage_kkt<true>(7, 1.0);
   stage_kkt<true>(8, 0.0);
   stage_kkt<true, 130>(9, 1.0);
-  stage_kkt<true, 0, 2>(7, 1.0);
-  stage_kkt<true, 0, 2>(8, 0.0);
+  stage_kkt<true, 0, UsualStage>(7, 1.0);
+  stage_kkt<true, 0, UsualStage>(8, 0.0);
+  stage_kkt<false, 0, Dense<8, 5>>(5, 1.0);
+  stage_kkt<true, 0, Dense<8, 5>>(8, 0.0);
+  compiled_front_is_front<UsualStage>(10, -1);
+  compiled_front_is_front<UsualStage>(11, 2);
+  compiled_front_is_front<Dense<8, 5>>(12, -1);
+  compiled_front_is_front<Dense<8, 5>>(13, 4);
   if (failures == 0) std::printf("ok\n");
   return failures == 0 ? 0 : 1;
 }

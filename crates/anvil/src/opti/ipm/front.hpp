@@ -43,20 +43,14 @@ class PivotThreshold {
 // 0 for its second.
 enum PivotKind { kSecondOfTwo = 0, kOneByOne = 1, kTwoByTwo = 2 };
 
-// The front at `f` with leading dimension Lda (or, when Lda is 0, the run-time `lda`).
-// `unknown[q]`: the unknown at position q (an index into `terms` and `row_size`: per unknown,
-// the absolute terms its diagonal was computed from so far, and the largest entry of its row
-// of the assembled matrix).
-template <int Lda>
+// The front at `f` with leading dimension `lda`. `unknown[q]`: the unknown at position q (an
+// index into `terms` and `row_size`: per unknown, the absolute terms its diagonal was
+// computed from so far, and the largest entry of its row of the assembled matrix). (A front
+// whose sparsity is known at compile time has code of its own: compiled_front.hpp.)
 class Front {
  public:
-  // The widest front whose steps and substitutions are compiled for its size (see
-  // update_at()).
-  static constexpr int kFixedMax = 24;
-
   Front(double* f, int lda, int* unknown, double* terms, const double* row_size, double threshold)
-      : f_(f), lda_(Lda > 0 ? Lda : lda), unknown_(unknown), terms_(terms), row_size_(row_size),
-        threshold_(threshold) {}
+      : f_(f), lda_(lda), unknown_(unknown), terms_(terms), row_size_(row_size), threshold_(threshold) {}
 
   double& at(int i, int j) { return f_[j * lda() + i]; }
   double at(int i, int j) const { return f_[j * lda() + i]; }
@@ -65,7 +59,7 @@ class Front {
   // and moves it to t (a 2x2 to t, t + 1); returns its size, 0 if there is none.
   int threshold_pivot(int t, int nf, int n, double zero_pivot) {
     // The usual case first: the diagonal at t itself, against its contiguous column.
-    if (passes_in_place(t, n, lda(), zero_pivot)) return 1;
+    if (passes_in_place(t, n, zero_pivot)) return 1;
     for (int j = t; j < nf; ++j) {
       int r = -1, unused = -1;
       const double cj = column_max(j, t, nf, n, -1, &r);
@@ -128,11 +122,8 @@ class Front {
     return 2;
   }
 
-  // Eliminates the pivot at t (size 1 or 2) from the front's n positions (N of them when N is
-  // set: see factorize()).
-  template <int N = 0>
-  void eliminate(int t, int size, int n_run, double zero_pivot, Inertia* inertia) {
-    const int n = N > 0 ? N : n_run;
+  // Eliminates the pivot at t (size 1 or 2) from the front's n positions.
+  void eliminate(int t, int size, int n, double zero_pivot, Inertia* inertia) {
     if (size == 1) {
       const double d = at(t, t), tiny = zero_pivot * terms_[unknown_[t]];
       if (!(std::fabs(d) > tiny)) {
@@ -143,11 +134,7 @@ class Front {
         return;
       }
       (d > 0.0 ? inertia->positive : inertia->negative) += 1;
-      if constexpr (N > 0 && N <= kFixedMax) {
-        update_at_position<N>(t, d, std::make_integer_sequence<int, N>{});
-        return;
-      }
-      update_1x1(t, n, lda(), d);
+      update_1x1(t, n, d);
       return;
     }
     const double d11 = at(t, t), d21 = at(t + 1, t), d22 = at(t + 1, t + 1);
@@ -175,28 +162,21 @@ class Front {
     }
   }
 
-  // Pivots the fully summed [0, nf) of the front's n positions, recording each pivot's kind
-  // in `kind`; stops at the first position where no pivot passes the threshold test if
+  // Pivots the fully summed [first, nf) of the front's n positions (those before `first`
+  // pivoted in place already, as this would have), recording each pivot's kind in `kind`;
+  // stops at the first position where no pivot passes the threshold test if
   // `can_delay(left)` allows the `left` positions still unpivoted to be delayed, else pivots
-  // them by Bunch and Kaufman. Returns the number pivoted. N, when set, is n known at compile
-  // time: the updates' loops then have fixed bounds (4 % off a multistage solve whose fronts
-  // are all 14 wide).
-  template <int N = 0, class CanDelay>
-  int factorize(int nf, int n, double zero_pivot, int* kind, Inertia* inertia, CanDelay can_delay) {
-    int t = 0;
+  // them by Bunch and Kaufman. Returns the number pivoted.
+  template <class CanDelay>
+  int factorize(int nf, int n, double zero_pivot, int* kind, Inertia* inertia, CanDelay can_delay, int first = 0) {
+    int t = first;
     while (t < nf) {
-      if constexpr (N > 0 && N <= kFixedMax) {
-        if (pivot_in_place_at_position<N>(t, zero_pivot, inertia, std::make_integer_sequence<int, N>{})) {
-          kind[t++] = kOneByOne;
-          continue;
-        }
-      }
       int size = threshold_pivot(t, nf, n, zero_pivot);
       if (size == 0) {
         if (can_delay(nf - t)) break;
         size = forced_pivot(t, nf, n, zero_pivot);
       }
-      eliminate<N>(t, size, n, zero_pivot, inertia);
+      eliminate(t, size, n, zero_pivot, inertia);
       kind[t] = size == 2 ? kTwoByTwo : kOneByOne;
       if (size == 2) kind[t + 1] = kSecondOfTwo;
       t += size;
@@ -204,8 +184,8 @@ class Front {
     return t;
   }
 
-  // v <- (L D)^-1 v with the factorised front at f (leading dimension lda unless Lda is
-  // set; p pivots of kinds `kind`; v: the front's n values).
+  // v <- (L D)^-1 v with the factorised front at f (leading dimension lda; p pivots of kinds
+  // `kind`; v: the front's n values).
   static void forward(const double* f, int lda, const int* kind, int p, int n, double* v) {
     for (int t = 0; t < p; t += kind[t] == kTwoByTwo ? 2 : 1) {
       if (kind[t] == kOneByOne) {
@@ -233,34 +213,9 @@ class Front {
       const int last = i >= p ? p : kind[i] == kSecondOfTwo ? i - 1 : i;
       const double vi = v[i];
       const double* row = f + i;
-      for (int t = 0; t < last; ++t) v[t] -= row[t * (Lda > 0 ? Lda : lda)] * vi;
+      for (int t = 0; t < last; ++t) v[t] -= row[t * lda] * vi;
     }
   }
-  // forward() and backward() for a front of N positions (leading dimension N) whose first P
-  // are 1x1 pivots: every loop bound a constant, the same operations in the same order.
-  template <int P>
-  static void forward_fixed(const double* f, double* v) {
-    static_assert(Lda > 0 && P <= Lda, "a fixed-size front");
-#pragma GCC unroll 32
-    for (int t = 0; t < P; ++t) {
-      const double vt = v[t];
-#pragma GCC unroll 32
-      for (int i = t + 1; i < Lda; ++i) v[i] -= f[t * Lda + i] * vt;
-      v[t] = vt / f[t * Lda + t];
-    }
-  }
-  template <int P>
-  static void backward_fixed(const double* f, double* v) {
-    static_assert(Lda > 0 && P <= Lda, "a fixed-size front");
-#pragma GCC unroll 32
-    for (int i = Lda - 1; i > 0; --i) {
-      const double vi = v[i];
-#pragma GCC unroll 32
-      for (int t = 0; t < (i >= P ? P : i); ++t) v[t] -= f[t * Lda + i] * vi;
-    }
-  }
-
-
   static double max2(double u, double v) { return u > v ? u : v; }
   // The largest |v[i]|, i < count, in four independent chains (a single chain of maxima is
   // latency-bound, and the compiler may not reorder it).
@@ -285,69 +240,23 @@ class Front {
   const double* row_size_;
   double threshold_;
 
-  int lda() const { return Lda > 0 ? Lda : lda_; }
+  int lda() const { return lda_; }
 
-  // The fixed-size path (N, the front's size, known at compile time and its leading
-  // dimension): each pivot position T has its own step, every loop bound a constant, so that
-  // the compiler unrolls and vectorises each update for exactly its length. The same
-  // operations in the same order as the run-time-sized path, bit for bit (10 % off a
-  // multistage solve whose fronts are all 14 wide). Its code grows with N^3: fronts wider
-  // than kFixedMax take the run-time path.
-
-  // The steps for the run-time position t (< N), through tables of the N positions' steps.
-  template <int N, int... T>
-  void update_at_position(int t, double d, std::integer_sequence<int, T...>) {
-    using Step = void (*)(Front&, double);
-    static constexpr Step steps[] = {[](Front& f, double pivot) { f.template update_at<N, T>(pivot); }...};
-    steps[t](*this, d);
-  }
-  template <int N, int... T>
-  bool pivot_in_place_at_position(int t, double zero_pivot, Inertia* inertia, std::integer_sequence<int, T...>) {
-    using Step = bool (*)(Front&, double, Inertia*);
-    static constexpr Step steps[] = {
-        [](Front& f, double zero, Inertia* counts) { return f.template pivot_in_place_at<N, T>(zero, counts); }...};
-    return steps[t](*this, zero_pivot, inertia);
-  }
-
-  // The 1x1 pivot at T, which passed the zero and threshold tests, eliminated.
-  template <int N, int T>
-  void update_at(double d) {
-    if constexpr (T < N) update_1x1(T, N, N, d);
-  }
-
-  // The usual step at T: its diagonal passes the zero and threshold tests (threshold_pivot's
-  // first test) and is eliminated in place; false (nothing done) if it does not.
-  template <int N, int T>
-  bool pivot_in_place_at(double zero_pivot, Inertia* inertia) {
-    if constexpr (T < N) {
-      if (!passes_in_place(T, N, N, zero_pivot)) return false;
-      const double d = f_[T * N + T];
-      (d > 0.0 ? inertia->positive : inertia->negative) += 1;
-      update_at<N, T>(d);
-      return true;
-    } else {
-      return false;
-    }
-  }
-
-  // Whether the diagonal at t of a front of n positions (leading dimension lda) passes the
-  // zero and threshold tests as it stands. Inlined always, so that the fixed-size steps
-  // see their constants.
-  __attribute__((always_inline)) inline bool passes_in_place(int t, int n, int lda, double zero_pivot) const {
-    const double* column = f_ + t * lda;
+  // Whether the diagonal at t of a front of n positions passes the zero and threshold tests
+  // as it stands.
+  bool passes_in_place(int t, int n, double zero_pivot) const {
+    const double* column = f_ + t * lda();
     const double d = std::fabs(column[t]);
     return d > zero_pivot * terms_[unknown_[t]] && d >= threshold_ * abs_max(column + t + 1, n - t - 1);
   }
 
-  // Eliminates the 1x1 pivot d at t from the front's n positions (leading dimension lda):
-  // the Schur complement's update, then L's column. Inlined always, for the same reason.
-  __attribute__((always_inline)) inline void update_1x1(int t, int n, int lda, double d) {
+  // Eliminates the 1x1 pivot d at t from the front's n positions: the Schur complement's
+  // update, then L's column.
+  void update_1x1(int t, int n, double d) {
+    const int lda = lda_;
     {
       // (The pivot column is only read in this block: its restrict ends before it is scaled.)
       const double* __restrict pivot = f_ + t * lda;
-      // (Unrolled whole where the bounds are constants: GCC's own limits stop short of that
-      // for the wider fronts.)
-#pragma GCC unroll 32
       for (int j = t + 1; j < n; ++j) {
         // Zero entries (most of a stage's) are skipped before the division, whose latency
         // the branch would otherwise wait for.
@@ -355,17 +264,15 @@ class Front {
         const double ljt = pivot[j] / d;
         if (ljt == 0.0) continue;
         double* __restrict column = f_ + j * lda;
-#pragma GCC unroll 32
         for (int i = j; i < n; ++i) column[i] -= pivot[i] * ljt;
         terms_[unknown_[j]] += std::fabs(pivot[j] * ljt);
       }
     }
     const double inverse = 1.0 / d;
     double* own = f_ + t * lda;
-#pragma GCC unroll 32
     for (int i = t + 1; i < n; ++i) own[i] *= inverse;
   }
-  static double entry(const double* f, int lda, int i, int j) { return f[j * (Lda > 0 ? Lda : lda) + i]; }
+  static double entry(const double* f, int lda, int i, int j) { return f[j * lda + i]; }
 
   // Column j's largest off-diagonal entry over the active rows [t, n) but `skip`, and the
   // fully summed row (below nf) of its largest entry.

@@ -6,7 +6,8 @@
 //! module writes it beside itself; [`runtime`]). A module holds, as the `anvil_ipm` item, the
 //! method's interface and the LDLᵀ factorisations of its KKT systems, templated on the sizes:
 //! dense, `dense_ldl.hpp`, or sparse on a structure analysed at generation, `sparse_ldl.hpp`
-//! and [`sparse_kkt`], or by stages, `stage_ldl.hpp`. The generated glue
+//! and [`sparse_kkt`], or by stages, `stage_ldl.hpp`, its usual stage's front compiled for the
+//! nonzeros [`stage_kkt`] finds (`compiled_front.hpp`). The generated glue
 //! (`templates/ipm_source.j2`) adapts a problem's derived functions to the interface: scaled
 //! values, derivatives and the KKT matrix. It needs neither PIQP nor Eigen, and compiles in
 //! about a second.
@@ -14,6 +15,7 @@
 mod runtime;
 mod settings;
 mod sparse_kkt;
+pub(crate) mod stage_kkt;
 
 pub(crate) use runtime::{library as runtime_library, IpmRuntime};
 pub use settings::{IpmSettings, MuStrategy};

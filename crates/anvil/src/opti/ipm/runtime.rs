@@ -1,7 +1,7 @@
 //! The interior-point runtime as a module item: the method's interface
 //! (`interior_point.hpp`), declared in each module that holds an interior-point solver (or
 //! an SQP solver with interior-point QPs), with the KKT factorisations, which are templated on
-//! the sizes (`dense_ldl.hpp`, `front.hpp`, `sparse_ldl.hpp`, `stage_ldl.hpp`, with internal
+//! the sizes (`dense_ldl.hpp`, `front.hpp`, `compiled_front.hpp`, `sparse_ldl.hpp`, `stage_ldl.hpp`, with internal
 //! linkage); and the method itself (`interior_point.cpp`), compiled apart: written beside a
 //! generated module as `anvil_ipm.cpp`, to compile once per program, or built once per
 //! compiler and flags as the library the JIT links ([`library`]).
@@ -19,9 +19,10 @@ const METHOD: &str = include_str!("interior_point.cpp");
 /// Small helpers every part includes with internal linkage.
 const COMMON: &str = include_str!("common.hpp");
 /// The KKT factorisations, in the order they build on each other.
-const FACTORISATIONS: [&str; 4] = [
+const FACTORISATIONS: [&str; 5] = [
     include_str!("dense_ldl.hpp"),
     include_str!("front.hpp"),
+    include_str!("compiled_front.hpp"),
     include_str!("sparse_ldl.hpp"),
     include_str!("stage_ldl.hpp"),
 ];

@@ -170,7 +170,7 @@ class SparseLdl {
   }
 
  private:
-  using SparseFront = Front<0>;
+  using SparseFront = Front;
   PivotThreshold threshold_;
 
   // Where front s's factors are (offsets into factor_, unknown_ and kind_), its size and

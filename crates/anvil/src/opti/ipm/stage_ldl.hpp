@@ -28,9 +28,10 @@
 
 // Stages stages, each with at most Own own unknowns (its first Link of them the variables
 // the next stage links to), at most MaxDelay unknowns delayed into a front, Size unknowns in
-// all (the right-hand side's length); most with Usual own unknowns (their fronts, nothing
-// delayed, have their size at compile time).
-template <int Stages, int Own, int Link, int MaxDelay, int Size, int Usual = Own>
+// all (the right-hand side's length); most of them "usual", with the front UsualPattern
+// describes (compiled_front.hpp: its own unknowns and its link, nothing delayed), which is
+// factorised by code compiled for its nonzeros.
+template <int Stages, int Own, int Link, int MaxDelay, int Size, class UsualPattern = NoCompiledFront>
 class StageLdl {
  public:
   static constexpr int kFront = Own + MaxDelay + Link;
@@ -145,8 +146,8 @@ class StageLdl {
   int unknown_[Stages * kFront];
   int block_[Stages * kFront];
   int size_[Stages], pivots_[Stages];
-  // Whether stage k's front is the usual one with its Usual own unknowns pivoted 1x1 (its
-  // substitutions then have their sizes at compile time).
+  // Whether stage k's front is a usual one that UsualFront pivoted whole (its substitutions
+  // are then UsualFront's).
   bool usual_[Stages];
   double row_size_[Size > 0 ? Size : 1];
   // Per unknown, the sum of the absolute terms its diagonal was computed from so far.
@@ -165,13 +166,12 @@ class StageLdl {
   // Entry (i, j) of a front of size (and leading dimension) n.
   static double& at(double* f, int n, int i, int j) { return f[j * n + i]; }
   static double at(const double* f, int n, int i, int j) { return f[j * n + i]; }
-  // The usual front (a usual stage's own unknowns and its link, nothing delayed) has its
-  // size at compile time; others are sized at run time.
-  static constexpr int kUsual = Usual + Link;
-  using StageFront = Front<0>;
-  using UsualFront = Front<kUsual>;
-  // Whether the usual front's substitutions are compiled for its size.
-  static constexpr bool kFixedUsual = kUsual <= UsualFront::kFixedMax;
+  using StageFront = Front;
+  using UsualFront = CompiledFront<UsualPattern>;
+  // A usual stage's own unknowns, if its front is compiled (its size is theirs and the link's).
+  static constexpr int kUsualOwn = UsualFront::kCompiled && UsualFront::kSize == UsualFront::kPivots + Link
+                                       ? UsualFront::kPivots
+                                       : -1;
   static double max2(double u, double v) { return StageFront::max2(u, v); }
   static double abs_max(const double* v, int count) { return StageFront::abs_max(v, count); }
 
@@ -251,13 +251,18 @@ class StageLdl {
     };
     int* kinds = block_ + k * kFront;
     const double threshold = threshold_.value();
-    const int t = n == kUsual ? UsualFront(f, n, unknown, terms_, row_size_, threshold)
-                                    .template factorize<kUsual>(nf, n, zero_pivot, kinds, inertia, can_delay)
-                              : StageFront(f, n, unknown, terms_, row_size_, threshold)
-                                    .factorize(nf, n, zero_pivot, kinds, inertia, can_delay);
+    // A usual stage's front goes as far as its in-place pivots go by its compiled code, and
+    // on from there (the same front, the same steps) as any other.
+    int first = 0;
+    if (kUsualOwn > 0 && m == kUsualOwn && delayed == 0 && link_size == Link) {
+      first = UsualFront::factorize(f, unknown, terms_, threshold, zero_pivot, inertia);
+      for (int q = 0; q < first; ++q) kinds[q] = kOneByOne;
+    }
+    usual_[k] = kUsualOwn > 0 && first == kUsualOwn;
+    const int t = usual_[k] ? first
+                            : StageFront(f, n, unknown, terms_, row_size_, threshold)
+                                  .factorize(nf, n, zero_pivot, kinds, inertia, can_delay, first);
     pivots_[k] = t;
-    usual_[k] = kFixedUsual && n == kUsual && t == Usual;
-    for (int q = 0; q < t && usual_[k]; ++q) usual_[k] = kinds[q] == kOneByOne;
     return nf - t;
   }
 
@@ -269,9 +274,7 @@ class StageLdl {
       const int n = size_[k];
       for (int q = 0; q < n; ++q) v_[q] = b[unknown[q]];
       if (usual_[k]) {
-        if constexpr (kFixedUsual) UsualFront::template forward_fixed<Usual>(front(k), v_);
-      } else if (n == kUsual) {
-        UsualFront::forward(front(k), n, block_ + k * kFront, pivots_[k], n, v_);
+        UsualFront::forward(front(k), v_);
       } else {
         StageFront::forward(front(k), n, block_ + k * kFront, pivots_[k], n, v_);
       }
@@ -282,9 +285,7 @@ class StageLdl {
       const int n = size_[k], p = pivots_[k];
       for (int q = 0; q < n; ++q) v_[q] = b[unknown[q]];
       if (usual_[k]) {
-        if constexpr (kFixedUsual) UsualFront::template backward_fixed<Usual>(front(k), v_);
-      } else if (n == kUsual) {
-        UsualFront::backward(front(k), n, block_ + k * kFront, p, n, v_);
+        UsualFront::backward(front(k), v_);
       } else {
         StageFront::backward(front(k), n, block_ + k * kFront, p, n, v_);
       }
