@@ -397,7 +397,11 @@ const CARTPOLE_IPOPT_ITERATIONS: usize = 48;
 fn interior_point_by_stages_solves_the_swing_up_like_ipopt() {
     let problem = MultistageProblem::from_dynamics(&cartpole(50)).unwrap();
     let ipm = IpmFunction::multistage("cartpole_ipm", &problem, IpmSettings::default()).unwrap();
-    assert!(ipm.jit_source().unwrap().contains("StageLdl<"), "the KKT matrix is factorised by stages");
+    let source = ipm.jit_source().unwrap();
+    assert!(source.contains("StageLdl<"), "the KKT matrix is factorised by stages");
+    // The usual stage's front (z = (x, u), the four dynamics rows, the previous z) is
+    // compiled for its nonzeros.
+    assert!(source.contains("static constexpr int kSize = 14, kPivots = 9;"), "the usual front is compiled");
     let solution = ipm.solve(&[0.0; 255], &[0.0; 4], &WarmStart::default()).unwrap();
     assert_eq!(solution.info.status, Status::Solved, "{:?}", solution.info);
     assert!((solution.info.objective - CARTPOLE_OPTIMUM).abs() < 1e-6, "J = {}", solution.info.objective);
