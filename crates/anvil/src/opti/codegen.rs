@@ -331,7 +331,7 @@ pub(crate) fn render_ipm(l: &IpmLayout) -> ItemSource {
                 jac_q_len => jacobian_len(&d.q, s.nz),
                 coupled_hessian => if d.coupled_hessian { "true" } else { "false" },
                 max_rows => stage_kkt::max_stage_rows(d, l.nx / s.nz),
-                usual_front => usual_front_context(&stage_kkt::usual_front(d, l.nx / s.nz, s.nz)),
+                usual_front => stage_kkt::usual_front(d, l.nx / s.nz, s.nz).as_ref().map(usual_front_context),
                 shared_copies => s.shared_copies,
                 calls,
                 stage_out_len => stage_out_len(&d.calls, s.nz),

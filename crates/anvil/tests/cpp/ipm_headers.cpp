@@ -344,6 +344,12 @@ struct Dense {
   static constexpr All kEntries{};
 };
 
+// A front too wide (or too dense) for straight-line code is left to Front; its pattern is
+// never expanded (this compiles in moments).
+static_assert(!anvil_ipm::CompiledFront<Dense<200, 150>>::kCompiled, "a wide front is not compiled");
+static_assert(!anvil_ipm::CompiledFront<Dense<60, 40>>::kCompiled, "a dense front of 60 is too much code");
+static_assert(anvil_ipm::CompiledFront<Dense<8, 5>>::kCompiled, "a small front is compiled");
+
 // A front of Pattern's nonzeros (random values; with `flat`, a position whose diagonal and
 // entries with the positions before it are 0, so that its in-place pivot fails): compiled
 // and then Front from where the compiled code stops give Front's factors, kinds, inertia and

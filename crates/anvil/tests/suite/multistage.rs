@@ -758,6 +758,31 @@ fn wide_stages_keep_their_scratch_off_the_stack() {
     assert!(solutions.1.x.iter().all(|v| (v - 1.0).abs() < 1e-8));
 }
 
+/// A usual stage front wider than the compiled fronts' limit (here 98 positions: 34
+/// variables, 30 dynamics rows, the previous stage's 34) is factorised by the run-time front:
+/// the module compiles without expanding its pattern, and the interior-point solver agrees
+/// with the SQP solver.
+#[test]
+fn a_usual_front_too_wide_to_compile_is_factorised_at_run_time() {
+    let (nx, nu) = (30, 4);
+    let xup = || [Arg::new(nx), Arg::new(nu), Arg::new(0)];
+    let f =
+        NumericalFunction::new("wide_ipm_f", |[x, u, _p]| &x * 0.9 + (x.sin() * 0.05) + u.sum() * 0.1, xup()).unwrap();
+    let l =
+        NumericalFunction::new("wide_ipm_l", |[x, u, _p]| (&x - 0.5).square().sum() + u.square().sum(), xup()).unwrap();
+    let ocp = ControlProblem::new(3, nx, nu, 0, &f).unwrap().stage_cost(&l).unwrap().control_bounds(-1.0, 1.0).unwrap();
+    let problem = MultistageProblem::from_dynamics(&ocp).unwrap();
+    let ipm = IpmFunction::multistage("wide_ipm", &problem, IpmSettings::default()).unwrap();
+    assert!(ipm.jit_source().unwrap().contains("using UsualFront = anvil_ipm::NoCompiledFront;"));
+    let sqp = SqpFunction::multistage("wide_ipm_sqp", &problem, SqpSettings::default(), QpBackend::Riccati).unwrap();
+    let (nv, x_init) = (problem.nvars(), vec![0.3; nx]);
+    let by_ipm = ipm.solve(&vec![0.0; nv], &x_init, &WarmStart::default()).unwrap();
+    let by_sqp = sqp.solve(&vec![0.0; nv], &x_init, &WarmStart::default()).unwrap();
+    assert_eq!(by_ipm.info.status, Status::Solved, "{:?}", by_ipm.info);
+    assert_eq!(by_sqp.info.status, Status::Solved, "{:?}", by_sqp.info);
+    assert_close("x", &by_ipm.x, &by_sqp.x, 1e-6);
+}
+
 /// Gauss-Newton keeps only the stage costs' Hessian: with linear costs that is nothing, and
 /// the solver says so when it is built (not with curved costs, nor with the exact Hessian).
 #[test]

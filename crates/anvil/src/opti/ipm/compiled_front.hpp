@@ -32,9 +32,12 @@ template <class Pattern>
 class CompiledFront {
  public:
   static constexpr int kSize = Pattern::kSize, kPivots = Pattern::kPivots;
+  // The widest front compiled (its fill, computed at compile time, grows with the cube).
+  static constexpr int kMaxSize = 64;
 
  private:
-  static constexpr int N = kSize > 0 ? kSize : 1, P = kPivots > 0 ? kPivots : 1;
+  static constexpr bool kSmall = kSize > 0 && kSize <= kMaxSize && kPivots > 0 && kPivots <= kSize;
+  static constexpr int N = kSmall ? kSize : 1, P = kSmall ? kPivots : 1;
 
   // The filled pattern, by pivot column and by row: for pivot t, the rows below it that may
   // be nonzero when it is eliminated; for row i, the pivot columns t < i whose L entry in
@@ -72,12 +75,12 @@ class CompiledFront {
     }
     return s;
   }
-  static constexpr Structure kStructure = structure();
+  static constexpr Structure kStructure = kSmall ? structure() : Structure{};
 
  public:
   // Whether the pattern is compiled: a front at all, and one whose elimination is small
   // enough to be straight-line code (the operations' count bounds the code's size).
-  static constexpr bool kCompiled = kSize > 0 && kPivots > 0 && kStructure.work <= 6000;
+  static constexpr bool kCompiled = kSmall && kStructure.work <= 6000;
 
   // Eliminates the pivots of the front at f (column-major, leading dimension kSize) in
   // place, in order, while they pass Front's in-place test (front.hpp: passes_in_place);

@@ -35,6 +35,10 @@ pub(crate) fn usual_stage_rows(d: &StageDerived, stages: usize) -> usize {
     counts.into_iter().max_by_key(|&(rows, count)| (count, rows)).map_or(0, |(rows, _)| rows)
 }
 
+/// The widest usual front whose factorisation is compiled (`compiled_front.hpp`'s
+/// `kMaxSize`: the pattern's fill is computed when the module compiles).
+pub(crate) const MAX_COMPILED_FRONT: usize = 64;
+
 /// The front of a usual stage (one that owns the usual rows, after the first) with nothing
 /// delayed into it: `size` positions (its `nz` variables, its rows, the previous stage's
 /// `nz` variables), the first `pivots` its own; `entries[i * size + j]` (`i ≥ j`) whether
@@ -46,14 +50,17 @@ pub(crate) struct UsualFront {
     pub entries: Vec<bool>,
 }
 
-/// The usual front of `d`'s KKT matrix by `stages` stages of `nz` variables. Its variables'
-/// block is taken as dense (the later stages' Schur complement fills it), each row's
+/// The usual front of `d`'s KKT matrix by `stages` stages of `nz` variables (none if it is
+/// wider than [`MAX_COMPILED_FRONT`]). Its variables' block is taken as dense (the later stages' Schur complement fills it), each row's
 /// diagonal as nonzero (the regularisation, or an inequality's barrier term); the rows'
 /// entries are their Jacobians' structural nonzeros, and the link's entries with the
 /// variables the coupling Hessian's.
-pub(crate) fn usual_front(d: &StageDerived, stages: usize, nz: usize) -> UsualFront {
+pub(crate) fn usual_front(d: &StageDerived, stages: usize, nz: usize) -> Option<UsualFront> {
     let rows = usual_stage_rows(d, stages);
     let (pivots, size) = (nz + rows, 2 * nz + rows);
+    if size > MAX_COMPILED_FRONT {
+        return None;
+    }
     let mut entries = vec![false; size * size];
     let mut set = |i: usize, j: usize| entries[i.max(j) * size + i.min(j)] = true;
     for i in 0..nz {
@@ -78,7 +85,7 @@ pub(crate) fn usual_front(d: &StageDerived, stages: usize, nz: usize) -> UsualFr
             }
         }
     }
-    UsualFront { size, pivots, entries }
+    Some(UsualFront { size, pivots, entries })
 }
 
 /// The entries `(r, c)` of `H_{k-1,k}`: variable `r` of the previous stage with variable `c`.
@@ -132,7 +139,7 @@ mod tests {
     fn the_usual_front_holds_the_jacobians_structural_nonzeros() {
         let problem = double_integrator(5);
         let d = derive_blocks("sk_di", &problem, HessianApproximation::Exact).unwrap();
-        let front = usual_front(&d, 6, problem.nz);
+        let front = usual_front(&d, 6, problem.nz).unwrap();
         // Positions: z_k = (p, v, u) 0..3, its dynamics rows 3..5, z_{k-1} 5..8.
         assert_eq!((front.size, front.pivots), (8, 5));
         let variables = (0..3).flat_map(|i| (0..=i).map(move |j| (i, j)));
@@ -163,7 +170,7 @@ mod tests {
         let problem = problem.eq_interstage(&dynamics).unwrap();
         let d = derive_blocks("sk_z", &problem, HessianApproximation::Exact).unwrap();
         assert!(d.coupled_hessian);
-        let front = usual_front(&d, 5, problem.nz);
+        let front = usual_front(&d, 5, problem.nz).unwrap();
         let (n, link) = (front.size, front.pivots);
         assert!(front.entries[(link + 2) * n + 2], "the link's u meets this stage's u");
         assert!((0..3).all(|j| !front.entries[link * n + j]), "the link's p meets no variable of this stage");
