@@ -51,10 +51,10 @@ pub(crate) struct UsualFront {
 }
 
 /// The usual front of `d`'s KKT matrix by `stages` stages of `nz` variables (none if it is
-/// wider than [`MAX_COMPILED_FRONT`]). Its variables' block is taken as dense (the later stages' Schur complement fills it), each row's
-/// diagonal as nonzero (the regularisation, or an inequality's barrier term); the rows'
-/// entries are their Jacobians' structural nonzeros, and the link's entries with the
-/// variables the coupling Hessian's.
+/// wider than [`MAX_COMPILED_FRONT`]). Its variables' block is taken as dense (the later
+/// stages' Schur complement fills it), each row's diagonal as nonzero (the regularisation,
+/// or an inequality's barrier term); the rows' entries are their Jacobians' structural
+/// nonzeros, and the link's entries with the variables the coupling Hessian's.
 pub(crate) fn usual_front(d: &StageDerived, stages: usize, nz: usize) -> Option<UsualFront> {
     let rows = usual_stage_rows(d, stages);
     let (pivots, size) = (nz + rows, 2 * nz + rows);
