@@ -407,6 +407,24 @@ void compiled_front_is_front(unsigned seed, int flat) {
   }
 }
 
+// A NaN where a pivot would be: the compiled front stops there (its test fails, as Front's
+// does), leaving Front to decide, with the pivots before it done.
+void compiled_front_stops_at_a_nan() {
+  constexpr int N = UsualStage::kSize;
+  double f[N * N], terms[N];
+  int unknown[N];
+  for (int q = 0; q < N * N; ++q) f[q] = 0.0;
+  for (int q = 0; q < N; ++q) {
+    f[q * N + q] = q < 3 ? 4.0 : -1e-3;
+    unknown[q] = q;
+    terms[q] = std::fabs(f[q * N + q]);
+  }
+  f[1 * N + 1] = std::numeric_limits<double>::quiet_NaN();
+  anvil_ipm::Inertia in{0, 0, 0};
+  const int first = anvil_ipm::CompiledFront<UsualStage>::factorize(f, unknown, terms, 1e-6, 1e-14, &in);
+  check(first == 1 && in.positive == 1 && in.negative == 0, "the compiled front stops at a NaN pivot");
+}
+
 // A multistage KKT matrix (nx = 2 states, nu = 1 control, S stages): stage k owns z_k =
 // (x, u) and its rows: the initial state's (k = 0) or the dynamics x_k - A x_{k-1} - B u_{k-1}
 // (k > 0), and, with `terminal`, x_{S-1} = target, rows that pin states the dynamics
@@ -523,6 +541,7 @@ int main() {
   compiled_front_is_front<UsualStage>(11, 2);
   compiled_front_is_front<Dense<8, 5>>(12, -1);
   compiled_front_is_front<Dense<8, 5>>(13, 4);
+  compiled_front_stops_at_a_nan();
   if (failures == 0) std::printf("ok\n");
   return failures == 0 ? 0 : 1;
 }

@@ -95,8 +95,6 @@ class CompiledFront {
   static void backward(const double* f, double* v) { backward_steps(f, v, std::make_integer_sequence<int, N>{}); }
 
  private:
-  static double max2(double u, double v) { return u > v ? u : v; }
-
   template <int... T>
   static int pivots(double* f, const int* unknown, double* terms, double threshold, double zero_pivot,
                     Inertia* inertia, std::integer_sequence<int, T...>) {
@@ -111,9 +109,8 @@ class CompiledFront {
     constexpr int count = kStructure.below_count[T];
     const double d = f[T * N + T];
     const double size = std::fabs(d);
-    if (!(size > zero_pivot * terms[unknown[T]] && size >= threshold * column_max<T>(f, std::make_integer_sequence<int, count>{}))) {
-      return false;
-    }
+    const double largest = column_max<T>(f, std::make_integer_sequence<int, count>{});
+    if (!(size > zero_pivot * terms[unknown[T]] && size >= threshold * largest)) return false;
     (d > 0.0 ? inertia->positive : inertia->negative) += 1;
     update<T>(f, d, unknown, terms, std::make_integer_sequence<int, count>{});
     const double inverse = 1.0 / d;
@@ -126,7 +123,7 @@ class CompiledFront {
   template <int T, int... A>
   static double column_max([[maybe_unused]] const double* f, std::integer_sequence<int, A...>) {
     double largest = 0.0;
-    ((largest = max2(largest, std::fabs(f[T * N + kStructure.below[T][A]]))), ...);
+    ((largest = Front::max2(largest, std::fabs(f[T * N + kStructure.below[T][A]]))), ...);
     return largest;
   }
 

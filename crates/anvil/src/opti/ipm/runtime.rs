@@ -1,8 +1,8 @@
 //! The interior-point runtime as a module item: the method's interface
 //! (`interior_point.hpp`), declared in each module that holds an interior-point solver (or
 //! an SQP solver with interior-point QPs), with the KKT factorisations, which are templated on
-//! the sizes (`dense_ldl.hpp`, `front.hpp`, `compiled_front.hpp`, `sparse_ldl.hpp`, `stage_ldl.hpp`, with internal
-//! linkage); and the method itself (`interior_point.cpp`), compiled apart: written beside a
+//! the sizes (`dense_ldl.hpp`, `front.hpp`, `compiled_front.hpp`, `sparse_ldl.hpp`,
+//! `stage_ldl.hpp`, with internal linkage); and the method itself (`interior_point.cpp`), compiled apart: written beside a
 //! generated module as `anvil_ipm.cpp`, to compile once per program, or built once per
 //! compiler and flags as the library the JIT links ([`library`]).
 
