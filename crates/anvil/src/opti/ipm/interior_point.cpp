@@ -151,6 +151,8 @@ class InteriorPoint::Method {
   double *xb_, *sb_, *ycb_, *ydb_;
   double *zlb_, *zub_, *vlb_, *vub_;
   int soft_steps_;
+  // Whether the multipliers were started again by least squares since the last step taken.
+  bool multipliers_restarted_;
   // The watchdog: consecutive shortened steps; whether it runs, its full steps so far; the
   // point, direction and line-search references (theta, phi, slope) where it started.
   int shortened_, watchdog_steps_;
@@ -291,6 +293,7 @@ class InteriorPoint::Method {
     acceptable_count_ = 0;
     tiny_step_ = false;
     soft_steps_ = 0;
+    multipliers_restarted_ = false;
     shortened_ = 0;
     in_watchdog_ = false;
     free_mode_ = o.adaptive_mu;
@@ -1003,6 +1006,13 @@ class InteriorPoint::Method {
         accept(alpha, alpha_du);
         soft_steps_ = 0;
         if (!p.linearize(x, &f_, grad_, c_, d_)) return IpmOutcome::NonFinite;
+        // A step that changes nothing only because the Hessian's regularisation is huge is
+        // no sign of a solution.
+        if (!tiny_step_) {
+          multipliers_restarted_ = false;
+        } else if (delta_w_ > 0.0 && restart_multipliers(p)) {
+          tiny_step_ = false;
+        }
         continue;
       }
       if (soft_steps_ < kMaxSoftSteps && finite(dx_, NX) && soft_restoration(p, &alpha_pr)) {
@@ -1018,6 +1028,7 @@ class InteriorPoint::Method {
           unscaled_ok(p, 1e10, 1e-2, 1e-2)) {
         return IpmOutcome::Solved;
       }
+      if (restart_multipliers(p)) continue;
       const IpmOutcome restored = restore(p, o, &k);
       if (restored != IpmOutcome::Solved) {
         *iterations = k;
@@ -1028,6 +1039,21 @@ class InteriorPoint::Method {
       alpha_pr = alpha_du = 1.0;
       ls = 0;
     }
+  }
+
+  // The multipliers started again by least squares at a (nearly) feasible point where no
+  // step makes progress (none is found, or only a tiny one under the Hessian's
+  // regularisation), once until a step is taken; false if not. The restoration phase cannot
+  // reduce a violation that is nearly zero already: what went wrong are the multipliers,
+  // equality multipliers grown with the regularisation (y ~ delta_w c), each making the
+  // other larger until the direction is rounding (the COPS chain from a plain guess).
+  bool restart_multipliers(Problem& p) {
+    if (!Outer || multipliers_restarted_ || constraint_violation(c_, d_, s) > kTinyStepViolation) return false;
+    multipliers_restarted_ = true;
+    least_squares_multipliers(p);
+    delta_w_last_ = 0.0;
+    step_kind_ = 'y';
+    return true;
   }
 
   // Ipopt's soft restoration, tried when the line search fails: the primal-dual step with
