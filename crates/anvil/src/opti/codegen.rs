@@ -352,6 +352,7 @@ fn usual_front_context(front: &stage_kkt::UsualFront) -> Value {
         size => front.size,
         pivots => front.pivots,
         entries => join(front.entries.iter().map(|&e| u8::from(e))),
+        partners => join(front.partners.iter().map(|p| p.map_or(-1, |row| row as i64))),
     }
 }
 

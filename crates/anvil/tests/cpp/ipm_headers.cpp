@@ -344,6 +344,11 @@ struct Dense {
   static constexpr All kEntries{};
 };
 
+// UsualStage in a Riccati recursion's order: each state with the row that defines it.
+struct RiccatiStage : UsualStage {
+  static constexpr int kPartner[kPivots] = {3, 4, -1, -1, -1};
+};
+
 // A front too wide (or too dense) for straight-line code is left to Front; its pattern is
 // never expanded (this compiles in moments).
 static_assert(!anvil_ipm::CompiledFront<Dense<200, 150>>::kCompiled, "a wide front is not compiled");
@@ -381,9 +386,8 @@ void compiled_front_is_front(unsigned seed, int flat) {
   const auto no_delay = [](int) { return false; };
   anvil_ipm::Inertia in_a{0, 0, 0}, in_b{0, 0, 0};
   const int pa = anvil_ipm::Front(a, N, unknown_a, terms_a, row_size, 1e-6).factorize(P, N, 1e-14, kind_a, &in_a, no_delay);
-  const int first = Compiled::factorize(b, unknown_b, terms_b, 1e-6, 1e-14, &in_b);
+  const int first = Compiled::factorize(b, unknown_b, terms_b, row_size, 1e-6, 1e-14, kind_b, &in_b);
   check(flat < 0 ? first == P : first == flat, "the compiled front stops where its in-place pivots do");
-  for (int q = 0; q < first; ++q) kind_b[q] = anvil_ipm::kOneByOne;
   const int pb = first == P ? P
                             : anvil_ipm::Front(b, N, unknown_b, terms_b, row_size, 1e-6)
                                   .factorize(P, N, 1e-14, kind_b, &in_b, no_delay, first);
@@ -399,8 +403,8 @@ void compiled_front_is_front(unsigned seed, int flat) {
     for (int q = 0; q < N; ++q) v[q] = w[q] = uniform(&state);
     anvil_ipm::Front::forward(a, N, kind_a, pa, N, v);
     anvil_ipm::Front::backward(a, N, kind_a, pa, N, v);
-    Compiled::forward(b, w);
-    Compiled::backward(b, w);
+    Compiled::forward(b, kind_b, w);
+    Compiled::backward(b, kind_b, w);
     bool solved = true;
     for (int q = 0; q < N; ++q) solved = solved && v[q] == w[q];
     check(solved, "the compiled front's solves are Front's");
@@ -411,18 +415,78 @@ void compiled_front_is_front(unsigned seed, int flat) {
 // does), leaving Front to decide, with the pivots before it done.
 void compiled_front_stops_at_a_nan() {
   constexpr int N = UsualStage::kSize;
-  double f[N * N], terms[N];
-  int unknown[N];
+  double f[N * N], terms[N], row_size[N];
+  int unknown[N], kind[N];
   for (int q = 0; q < N * N; ++q) f[q] = 0.0;
   for (int q = 0; q < N; ++q) {
     f[q * N + q] = q < 3 ? 4.0 : -1e-3;
     unknown[q] = q;
     terms[q] = std::fabs(f[q * N + q]);
+    row_size[q] = 4.0;
   }
   f[1 * N + 1] = std::numeric_limits<double>::quiet_NaN();
   anvil_ipm::Inertia in{0, 0, 0};
-  const int first = anvil_ipm::CompiledFront<UsualStage>::factorize(f, unknown, terms, 1e-6, 1e-14, &in);
+  const int first =
+      anvil_ipm::CompiledFront<UsualStage>::factorize(f, unknown, terms, row_size, 1e-6, 1e-14, kind, &in);
   check(first == 1 && in.positive == 1 && in.negative == 0, "the compiled front stops at a NaN pivot");
+}
+
+// A front of RiccatiStage's nonzeros (random values; the states' curvature `weight` times a
+// random one, 0 for none): its compiled code, which reorders it, pivots it whole (the
+// states with their rows as 2x2 pivots where they have no curvature) and leaves the same
+// Schur complement and inertia as Front, and its solves are Front's to rounding.
+void reordered_front_is_front(unsigned seed, double weight) {
+  using Compiled = anvil_ipm::CompiledFront<RiccatiStage>;
+  constexpr int N = RiccatiStage::kSize, P = RiccatiStage::kPivots;
+  unsigned state = seed;
+  double a[N * N], b[N * N], terms_a[N], terms_b[N], row_size[N];
+  int unknown_a[N], unknown_b[N], kind_a[N], kind_b[N];
+  for (int j = 0; j < N; ++j) {
+    for (int i = 0; i < N; ++i) {
+      double v = i >= j && RiccatiStage::kEntries[i * N + j] ? uniform(&state) : 0.0;
+      if (i == j) v = j < 2 ? weight * (1.0 + v) : j == 2 ? 2.0 + v : 0.0;
+      if (j < 2 && i < 2 && i != j) v *= weight;
+      if (j < 2 && i == j + 3) v = 1.0;
+      a[j * N + i] = b[j * N + i] = v;
+    }
+  }
+  for (int q = 0; q < N; ++q) {
+    unknown_a[q] = unknown_b[q] = q;
+    terms_a[q] = terms_b[q] = std::fabs(a[q * N + q]);
+    row_size[q] = 3.0;
+  }
+  anvil_ipm::Inertia in_a{0, 0, 0}, in_b{0, 0, 0};
+  const auto no_delay = [](int) { return false; };
+  const int pa = anvil_ipm::Front(a, N, unknown_a, terms_a, row_size, 1e-6).factorize(P, N, 1e-14, kind_a, &in_a, no_delay);
+  const int pb = Compiled::factorize(b, unknown_b, terms_b, row_size, 1e-6, 1e-14, kind_b, &in_b);
+  check(pa == P && pb == P, "the reordered front is pivoted whole");
+  check(weight != 0.0 || (kind_b[0] == anvil_ipm::kTwoByTwo && kind_b[1] == anvil_ipm::kTwoByTwo),
+        "states without curvature pivot with their rows");
+  check(in_a.positive == in_b.positive && in_a.negative == in_b.negative && in_a.zero == in_b.zero,
+        "the reordered front's inertia is Front's");
+  // The Schur complement on the link: whatever the order of the pivots, the same.
+  double diff = 0.0, size = 0.0;
+  for (int j = P; j < N; ++j) {
+    for (int i = j; i < N; ++i) {
+      diff = std::fmax(diff, std::fabs(a[j * N + i] - b[j * N + i]));
+      size = std::fmax(size, std::fabs(a[j * N + i]));
+    }
+  }
+  check(diff <= 1e-12 * (1.0 + size), "the reordered front passes Front's Schur complement on");
+  // (Front's interchanges moved its unknowns: position q holds unknown_a[q].)
+  double rhs[N], v[N], w[N];
+  for (int u = 0; u < N; ++u) rhs[u] = w[u] = uniform(&state);
+  for (int q = 0; q < N; ++q) v[q] = rhs[unknown_a[q]];
+  anvil_ipm::Front::forward(a, N, kind_a, pa, N, v);
+  anvil_ipm::Front::backward(a, N, kind_a, pa, N, v);
+  Compiled::forward(b, kind_b, w);
+  Compiled::backward(b, kind_b, w);
+  diff = size = 0.0;
+  for (int q = 0; q < N; ++q) {
+    diff = std::fmax(diff, std::fabs(v[q] - w[unknown_a[q]]));
+    size = std::fmax(size, std::fabs(v[q]));
+  }
+  check(diff <= 1e-10 * (1.0 + size), "the reordered front's solves are Front's");
 }
 
 // A multistage KKT matrix (nx = 2 states, nu = 1 control, S stages): stage k owns z_k =
@@ -481,6 +545,13 @@ void stage_kkt(unsigned seed, double state_weight) {
   check(got.positive == want.positive && got.negative == want.negative && got.zero == want.zero,
         Terminal ? "stage inertia (terminal rows)" : "stage inertia");
   check(got.positive == S * NZ && got.negative == N - S * NZ && got.zero == 0, "stage inertia is the KKT one");
+  // In a Riccati recursion's order every usual stage's front is the compiled code's, with
+  // curvature on the states or without.
+  check(!std::is_same<Usual, RiccatiStage>::value || Terminal || stage.compiled_stages() == S - 1,
+        "the compiled code pivots every usual front in a Riccati recursion's order");
+  // In place, in order, a state without curvature of its own fails as a 1x1 pivot.
+  check(!std::is_same<Usual, UsualStage>::value || Terminal || state_weight != 0.0 || stage.compiled_stages() == 0,
+        "in place, no usual front without curvature on its states is the compiled code's");
   // Asked to stop where the inertia proves wrong, a factorisation whose inertia is right
   // runs to the end, with the same inertia.
   const anvil_ipm::Inertia whole = stage.factorize(1e-14, true);
@@ -533,6 +604,7 @@ int main() {
   stage_kkt<true>(7, 1.0);
   stage_kkt<true>(8, 0.0);
   stage_kkt<true, 130>(9, 1.0);
+  stage_kkt<false, 0, UsualStage>(6, 0.0);
   stage_kkt<true, 0, UsualStage>(7, 1.0);
   stage_kkt<true, 0, UsualStage>(8, 0.0);
   stage_kkt<false, 0, Dense<8, 5>>(5, 1.0);
@@ -542,6 +614,13 @@ int main() {
   compiled_front_is_front<Dense<8, 5>>(12, -1);
   compiled_front_is_front<Dense<8, 5>>(13, 4);
   compiled_front_stops_at_a_nan();
+  reordered_front_is_front(14, 0.0);
+  reordered_front_is_front(15, 1.0);
+  reordered_front_is_front(16, 1e-9);
+  stage_kkt<false, 0, RiccatiStage>(5, 1.0);
+  stage_kkt<false, 0, RiccatiStage>(6, 0.0);
+  stage_kkt<true, 0, RiccatiStage>(7, 1.0);
+  stage_kkt<true, 0, RiccatiStage>(8, 0.0);
   if (failures == 0) std::printf("ok\n");
   return failures == 0 ? 0 : 1;
 }

@@ -4,21 +4,29 @@
 // previous stage's variables, and whose variables meet those not at all unless the Hessian
 // couples stages.
 //
-// It does what Front (front.hpp) does for a front whose pivots all pass the threshold test
-// in place, in order: the same tests, and each entry that changes receives the same
-// operations in the same order (so the factors and the inertia are the same, bit for bit);
-// the multiples of structural zeros are not computed. Where a pivot fails the test, it
-// stops there, with the front as Front leaves it after the same steps, so that Front goes on
-// from that position.
-//
 // The pattern is a type: `kSize` positions, the first `kPivots` of them pivoted,
 // `kEntries[i * kSize + j]` (i >= j) whether entry (i, j) of the assembled front may be
-// nonzero; the fill of the elimination is derived from it when the module is compiled. A
-// pattern with kSize 0 compiles nothing (NoCompiledFront).
+// nonzero, and optionally `kPartner[kPivots]`: for a variable, the row that defines it (a
+// later position), or -1. The elimination takes the positions in order, each with its
+// partner right after it: a Riccati recursion's order, in which a state without curvature
+// of its own (a position or a velocity whose cost-to-go is zero) meets the row of its
+// dynamics as a 2x2 pivot [p b; b c], b the dynamics' coefficient, instead of failing as a
+// 1x1 pivot. The fill of that order is derived when the module is compiled, and the
+// multiples of structural zeros are never computed.
+//
+// Every pivot passes Front's test (front.hpp): a 1x1 pivot where it stands (a partner's
+// variable first as a 1x1 pivot, then its row; where the variable fails, the pair as a 2x2
+// pivot, Duff and Reid's test). A front without partners is Front's elimination, the same
+// operations in the same order (the factors and the inertia are the same, bit for bit);
+// where a pivot fails, it stops, with the front as Front leaves it after the same steps, so
+// that Front goes on from there. Where a pivot of a reordered front fails, the front is
+// Front's to factorise again from its assembly. A pattern with kSize 0 compiles nothing
+// (NoCompiledFront).
 //
 // Part of anvil's interior-point runtime (see dense_ldl.hpp for how it is included).
 
 #include <cmath>
+#include <type_traits>
 #include <utility>
 
 // No front compiled for its pattern. (Unused in a module without a multistage solver.)
@@ -28,149 +36,309 @@ struct NoCompiledFront {
   [[maybe_unused]] static constexpr bool kEntries[1] = {false};
 };
 
+// A pattern's partners (none where it lists none).
+template <class Pattern, class = void>
+struct PartnersOf {
+  static constexpr int of(int) { return -1; }
+};
+template <class Pattern>
+struct PartnersOf<Pattern, std::void_t<decltype(Pattern::kPartner)>> {
+  static constexpr int of(int p) { return Pattern::kPartner[p]; }
+};
+
+// Pattern's front without its partners: its positions pivoted in place, in order.
+template <class Pattern>
+struct InPlace {
+  static constexpr int kSize = Pattern::kSize, kPivots = Pattern::kPivots;
+  static constexpr const auto& kEntries = Pattern::kEntries;
+};
+
 template <class Pattern>
 class CompiledFront {
  public:
   static constexpr int kSize = Pattern::kSize, kPivots = Pattern::kPivots;
   // The widest front compiled (its fill, computed at compile time, grows with the cube).
   static constexpr int kMaxSize = 64;
+  // What factorize() returns where a reordered front's pivot fails.
+  static constexpr int kAgain = -1;
 
  private:
   static constexpr bool kSmall = kSize > 0 && kSize <= kMaxSize && kPivots > 0 && kPivots <= kSize;
   static constexpr int N = kSmall ? kSize : 1, P = kSmall ? kPivots : 1;
 
-  // The filled pattern, by pivot column and by row: for pivot t, the rows below it that may
-  // be nonzero when it is eliminated; for row i, the pivot columns t < i whose L entry in
-  // row i may be nonzero.
+  // The elimination's steps, each a position (`first`) and its partner (`second`, -1 for
+  // none), and the filled pattern: `below`, the positions left that meet `first` when it is
+  // eliminated (its partner among them), in ascending order; `rest`, those that meet the
+  // partner after that (the pair's neighbours). `in_place`: the leading steps that pivot
+  // their own position (step t at position t), after which the front is Front's.
   struct Structure {
-    int below[P][N];
-    int below_count[P];
-    int left[N][P];
-    int left_count[N];
+    int steps, in_place;
+    int first[P], second[P];
+    int below[P][N], below_count[P];
+    int rest[P][N], rest_count[P];
     long work;
+    bool valid;
   };
+  static constexpr int partner(int p) { return PartnersOf<Pattern>::of(p); }
   static constexpr Structure structure() {
     Structure s{};
+    s.valid = true;
     bool nonzero[N][N] = {};
     for (int i = 0; i < kSize; ++i) {
-      for (int j = 0; j <= i; ++j) nonzero[i][j] = Pattern::kEntries[i * kSize + j];
+      for (int j = 0; j <= i; ++j) nonzero[i][j] = nonzero[j][i] = Pattern::kEntries[i * kSize + j];
     }
-    for (int t = 0; t < kPivots; ++t) {
+    bool gone[N] = {};
+    // The positions left that meet c, ascending, into `list`; their pairs then meet.
+    const auto eliminate = [&](int c, int* list) {
       int count = 0;
-      for (int i = t + 1; i < kSize; ++i) {
-        if (nonzero[i][t]) s.below[t][count++] = i;
+      for (int i = 0; i < kSize; ++i) {
+        if (i != c && !gone[i] && nonzero[i][c]) list[count++] = i;
       }
-      s.below_count[t] = count;
       for (int a = 0; a < count; ++a) {
-        for (int b = a; b < count; ++b) nonzero[s.below[t][b]][s.below[t][a]] = true;
+        for (int b = 0; b < count; ++b) nonzero[list[a]][list[b]] = true;
       }
+      gone[c] = true;
       s.work += static_cast<long>(count) * (count + 1) / 2;
-    }
-    for (int i = 0; i < kSize; ++i) {
-      int count = 0;
-      for (int t = 0; t < kPivots && t < i; ++t) {
-        if (nonzero[i][t]) s.left[i][count++] = t;
+      return count;
+    };
+    for (int p = 0; p < kPivots; ++p) {
+      if (gone[p]) continue;
+      int q = partner(p);
+      if (q >= 0 && !(q > p && q < kPivots && !gone[q] && nonzero[q][p] && partner(q) < 0)) {
+        s.valid = false;
+        q = -1;
       }
-      s.left_count[i] = count;
+      const int t = s.steps++;
+      s.first[t] = p;
+      s.second[t] = q;
+      s.below_count[t] = eliminate(p, s.below[t]);
+      if (q >= 0) s.rest_count[t] = eliminate(q, s.rest[t]), s.work += s.rest_count[t] * (s.rest_count[t] + 1);
+      if (s.in_place == t && p == t && q < 0) ++s.in_place;
     }
     return s;
   }
   static constexpr Structure kStructure = kSmall ? structure() : Structure{};
+  static_assert(!kSmall || kStructure.valid,
+                "a partner must be a later pivot that meets its variable and has no partner of its own");
+
+  // Entry (i, j) of the lower triangle (column-major, leading dimension N).
+  static constexpr int slot(int i, int j) { return i > j ? j * N + i : i * N + j; }
+  // The positions a step's pivot column meets: its first's (below) or its partner's (rest).
+  template <int S, bool Rest>
+  static constexpr int at(int a) { return Rest ? kStructure.rest[S][a] : kStructure.below[S][a]; }
+  template <int S, bool Rest>
+  static constexpr int count() { return Rest ? kStructure.rest_count[S] : kStructure.below_count[S]; }
 
  public:
   // Whether the pattern is compiled: a front at all, and one whose elimination is small
   // enough to be straight-line code (the operations' count bounds the code's size).
   static constexpr bool kCompiled = kSmall && kStructure.work <= 6000;
+  // Whether any position is pivoted with its partner (the front reordered).
+  static constexpr bool kReordered = kStructure.in_place < kStructure.steps;
 
   // Eliminates the pivots of the front at f (column-major, leading dimension kSize) in
-  // place, in order, while they pass Front's in-place test (front.hpp: passes_in_place);
-  // returns how many did (kPivots if all). `unknown`, `terms`: as Front's.
-  static int factorize(double* f, const int* unknown, double* terms, double threshold, double zero_pivot,
-                       Inertia* inertia) {
-    return pivots(f, unknown, terms, threshold, zero_pivot, inertia, std::make_integer_sequence<int, P>{});
+  // place, step by step, while they pass Front's tests; records each position's pivot kind
+  // (front.hpp) in `kind`. Returns kPivots if all did; else, where the front is Front's
+  // after the in-place pivots before the failing one, their number; else kAgain.
+  // `unknown`, `terms`, `row_size`: as Front's.
+  static int factorize(double* f, const int* unknown, double* terms, const double* row_size, double threshold,
+                       double zero_pivot, int* kind, Inertia* inertia) {
+    return steps(Scope{f, unknown, terms, row_size, threshold, zero_pivot, kind, inertia},
+                 std::make_integer_sequence<int, P>{});
   }
 
-  // Front::forward() and Front::backward() for a front that factorize() pivoted whole.
-  static void forward(const double* f, double* v) { forward_steps(f, v, std::make_integer_sequence<int, P>{}); }
-  static void backward(const double* f, double* v) { backward_steps(f, v, std::make_integer_sequence<int, N>{}); }
+  // Front::forward() and Front::backward() for a front that factorize() pivoted whole, with
+  // the kinds it recorded.
+  static void forward(const double* f, const int* kind, double* v) {
+    forward_steps(f, kind, v, std::make_integer_sequence<int, P>{});
+  }
+  static void backward(const double* f, const int* kind, double* v) {
+    backward_steps(f, kind, v, std::make_integer_sequence<int, P>{});
+  }
 
  private:
-  template <int... T>
-  static int pivots(double* f, const int* unknown, double* terms, double threshold, double zero_pivot,
-                    Inertia* inertia, std::integer_sequence<int, T...>) {
+  struct Scope {
+    double* f;
+    const int* unknown;
+    double* terms;
+    const double* row_size;
+    double threshold, zero_pivot;
+    int* kind;
+    Inertia* inertia;
+  };
+
+  template <int... S>
+  static int steps(const Scope& s, std::integer_sequence<int, S...>) {
     int done = 0;
-    ((done == T && pivot<T>(f, unknown, terms, threshold, zero_pivot, inertia) ? ++done : 0), ...);
-    return done;
+    bool clean = true;
+    ((done == S && step<S>(s, &clean) ? ++done : 0), ...);
+    if (done == kStructure.steps) return kPivots;
+    return clean && done <= kStructure.in_place ? done : kAgain;
   }
 
-  template <int T>
-  static bool pivot(double* f, const int* unknown, double* terms, double threshold, double zero_pivot,
-                    Inertia* inertia) {
-    constexpr int count = kStructure.below_count[T];
-    const double d = f[T * N + T];
+  // One step: its position as a 1x1 pivot, and its partner's after it; or, where the
+  // position fails, the pair as a 2x2 pivot. `clean` false if it changed the front and failed.
+  template <int S>
+  static bool step(const Scope& s, bool* clean) {
+    if constexpr (S >= kStructure.steps) {
+      return false;
+    } else {
+      constexpr int p = kStructure.first[S], q = kStructure.second[S];
+      if (single<S, false, p>(s)) {
+        if constexpr (q < 0) {
+          return true;
+        } else {
+          *clean = single<S, true, q>(s);
+          return *clean;
+        }
+      }
+      if constexpr (q < 0) {
+        return false;
+      } else {
+        return pair<S, p, q>(s, std::make_integer_sequence<int, count<S, true>()>{});
+      }
+    }
+  }
+
+  // The 1x1 pivot at C, whose column meets the step's list (Front::passes_in_place(), then
+  // Front::update_1x1()).
+  template <int S, bool Rest, int C>
+  static bool single(const Scope& s) {
+    return single<S, Rest, C>(s, std::make_integer_sequence<int, count<S, Rest>()>{});
+  }
+  template <int S, bool Rest, int C, int... A>
+  static bool single(const Scope& s, std::integer_sequence<int, A...>) {
+    double* f = s.f;
+    const double d = f[slot(C, C)];
     const double size = std::fabs(d);
-    const double largest = column_max<T>(f, std::make_integer_sequence<int, count>{});
-    if (!(size > zero_pivot * terms[unknown[T]] && size >= threshold * largest)) return false;
-    (d > 0.0 ? inertia->positive : inertia->negative) += 1;
-    update<T>(f, d, unknown, terms, std::make_integer_sequence<int, count>{});
+    double largest = 0.0;
+    ((largest = Front::max2(largest, std::fabs(f[slot(at<S, Rest>(A), C)]))), ...);
+    if (!(size > s.zero_pivot * s.terms[s.unknown[C]] && size >= s.threshold * largest)) return false;
+    (d > 0.0 ? s.inertia->positive : s.inertia->negative) += 1;
+    s.kind[C] = kOneByOne;
+    (update_column<S, Rest, C, A>(s, d, std::make_integer_sequence<int, count<S, Rest>() - A>{}), ...);
     const double inverse = 1.0 / d;
-    scale<T>(f, inverse, std::make_integer_sequence<int, count>{});
+    ((f[slot(at<S, Rest>(A), C)] *= inverse), ...);
     return true;
   }
-
-  // (A pack may be empty: a column with no nonzero below its pivot, a row with none left of
-  // its diagonal.)
-  template <int T, int... A>
-  static double column_max([[maybe_unused]] const double* f, std::integer_sequence<int, A...>) {
-    double largest = 0.0;
-    ((largest = Front::max2(largest, std::fabs(f[T * N + kStructure.below[T][A]]))), ...);
-    return largest;
-  }
-
-  // The Schur complement's update by pivot T: column by column, each its rows at and below
-  // the diagonal (Front::update_1x1()).
-  template <int T, int... A>
-  static void update([[maybe_unused]] double* f, [[maybe_unused]] double d, [[maybe_unused]] const int* unknown,
-                     [[maybe_unused]] double* terms, std::integer_sequence<int, A...>) {
-    (update_column<T, A>(f, d, unknown, terms, std::make_integer_sequence<int, kStructure.below_count[T] - A>{}), ...);
-  }
-  template <int T, int A, int... B>
-  static void update_column(double* f, double d, const int* unknown, double* terms, std::integer_sequence<int, B...>) {
-    constexpr int j = kStructure.below[T][A];
-    const double* pivot = f + T * N;
-    const double ljt = pivot[j] / d;
+  template <int S, bool Rest, int C, int A, int... B>
+  static void update_column(const Scope& s, double d, std::integer_sequence<int, B...>) {
+    constexpr int j = at<S, Rest>(A);
+    double* f = s.f;
+    const double ljt = f[slot(j, C)] / d;
     if (ljt == 0.0) return;
-    double* column = f + j * N;
-    ((column[kStructure.below[T][A + B]] -= pivot[kStructure.below[T][A + B]] * ljt), ...);
-    terms[unknown[j]] += std::fabs(pivot[j] * ljt);
-  }
-  template <int T, int... A>
-  static void scale([[maybe_unused]] double* f, [[maybe_unused]] double inverse, std::integer_sequence<int, A...>) {
-    ((f[T * N + kStructure.below[T][A]] *= inverse), ...);
+    ((f[slot(at<S, Rest>(A + B), j)] -= f[slot(at<S, Rest>(A + B), C)] * ljt), ...);
+    s.terms[s.unknown[j]] += std::fabs(f[slot(j, C)] * ljt);
   }
 
-  template <int... T>
-  static void forward_steps(const double* f, double* v, std::integer_sequence<int, T...>) {
-    (forward_step<T>(f, v, std::make_integer_sequence<int, kStructure.below_count[T]>{}), ...);
-  }
-  template <int T, int... A>
-  static void forward_step(const double* f, double* v, std::integer_sequence<int, A...>) {
-    const double vt = v[T];
-    ((v[kStructure.below[T][A]] -= f[T * N + kStructure.below[T][A]] * vt), ...);
-    v[T] = vt / f[T * N + T];
-  }
-
-  // From the last row up (Front::backward()).
-  template <int... I>
-  static void backward_steps(const double* f, double* v, std::integer_sequence<int, I...>) {
-    (backward_step<N - 1 - I>(f, v, std::make_integer_sequence<int, kStructure.left_count[N - 1 - I]>{}), ...);
-  }
-  template <int I, int... A>
-  static void backward_step([[maybe_unused]] const double* f, [[maybe_unused]] double* v,
-                            std::integer_sequence<int, A...>) {
-    if constexpr (sizeof...(A) > 0) {
-      const double vi = v[I];
-      ((v[kStructure.left[I][A]] -= f[kStructure.left[I][A] * N + I] * vi), ...);
+  // The 2x2 pivot on (p, q) over the pair's neighbours (Front::threshold_pivot()'s test,
+  // then Front::eliminate()).
+  template <int S, int p, int q, int... A>
+  static bool pair(const Scope& s, std::integer_sequence<int, A...>) {
+    double* f = s.f;
+    const double a = f[slot(p, p)], b = f[slot(q, p)], c = f[slot(q, q)];
+    const double det = a * c - b * b;
+    double mp = 0.0, mq = 0.0;
+    ((mp = Front::max2(mp, std::fabs(f[slot(at<S, true>(A), p)]))), ...);
+    ((mq = Front::max2(mq, std::fabs(f[slot(at<S, true>(A), q)]))), ...);
+    const double scale = Front::max2(s.row_size[s.unknown[p]], s.row_size[s.unknown[q]]);
+    const double bound = std::fabs(det) / s.threshold;
+    if (!(std::fabs(b) > s.zero_pivot * scale && std::fabs(det) > 1e-14 * (std::fabs(a * c) + b * b) &&
+          std::fabs(c) * mp + std::fabs(b) * mq <= bound && std::fabs(b) * mp + std::fabs(a) * mq <= bound)) {
+      return false;
     }
+    if (det < 0.0) {
+      s.inertia->positive += 1;
+      s.inertia->negative += 1;
+    } else {
+      (a + c > 0.0 ? s.inertia->positive : s.inertia->negative) += 2;
+    }
+    s.kind[p] = kTwoByTwo;
+    s.kind[q] = kSecondOfTwo;
+    (pair_column<S, p, q, A>(s, a, b, c, det, std::make_integer_sequence<int, count<S, true>() - A>{}), ...);
+    ((pair_multipliers<at<S, true>(A), p, q>(f, a, b, c, det)), ...);
+    return true;
+  }
+  template <int S, int p, int q, int A, int... B>
+  static void pair_column(const Scope& s, double a, double b, double c, double det, std::integer_sequence<int, B...>) {
+    constexpr int j = at<S, true>(A);
+    double* f = s.f;
+    const double ajp = f[slot(j, p)], ajq = f[slot(j, q)];
+    const double l0 = (c * ajp - b * ajq) / det;
+    const double l1 = (a * ajq - b * ajp) / det;
+    ((f[slot(at<S, true>(A + B), j)] -= f[slot(at<S, true>(A + B), p)] * l0 + f[slot(at<S, true>(A + B), q)] * l1),
+     ...);
+    s.terms[s.unknown[j]] += std::fabs(ajp * l0) + std::fabs(ajq * l1);
+  }
+  template <int i, int p, int q>
+  static void pair_multipliers(double* f, double a, double b, double c, double det) {
+    const double aip = f[slot(i, p)], aiq = f[slot(i, q)];
+    f[slot(i, p)] = (c * aip - b * aiq) / det;
+    f[slot(i, q)] = (a * aiq - b * aip) / det;
+  }
+
+  template <int... S>
+  static void forward_steps(const double* f, const int* kind, double* v, std::integer_sequence<int, S...>) {
+    (forward_step<S>(f, kind, v), ...);
+  }
+  template <int S>
+  static void forward_step([[maybe_unused]] const double* f, [[maybe_unused]] const int* kind,
+                           [[maybe_unused]] double* v) {
+    if constexpr (S < kStructure.steps) {
+      constexpr int p = kStructure.first[S], q = kStructure.second[S];
+      if constexpr (q < 0) {
+        forward_single<S, false, p>(f, v, std::make_integer_sequence<int, count<S, false>()>{});
+      } else if (kind[p] == kOneByOne) {
+        forward_single<S, false, p>(f, v, std::make_integer_sequence<int, count<S, false>()>{});
+        forward_single<S, true, q>(f, v, std::make_integer_sequence<int, count<S, true>()>{});
+      } else {
+        forward_pair<S, p, q>(f, v, std::make_integer_sequence<int, count<S, true>()>{});
+      }
+    }
+  }
+  template <int S, bool Rest, int C, int... A>
+  static void forward_single(const double* f, double* v, std::integer_sequence<int, A...>) {
+    const double vc = v[C];
+    ((v[at<S, Rest>(A)] -= f[slot(at<S, Rest>(A), C)] * vc), ...);
+    v[C] = vc / f[slot(C, C)];
+  }
+  template <int S, int p, int q, int... A>
+  static void forward_pair(const double* f, double* v, std::integer_sequence<int, A...>) {
+    const double v0 = v[p], v1 = v[q];
+    ((v[at<S, true>(A)] -= f[slot(at<S, true>(A), p)] * v0 + f[slot(at<S, true>(A), q)] * v1), ...);
+    const double a = f[slot(p, p)], b = f[slot(q, p)], c = f[slot(q, q)];
+    const double det = a * c - b * b;
+    v[p] = (c * v0 - b * v1) / det;
+    v[q] = (a * v1 - b * v0) / det;
+  }
+
+  // From the last step back: each pivot's value, once the positions after it are final,
+  // less its column's L times theirs, from the last position up (Front::backward()'s order
+  // for each pivot).
+  template <int... S>
+  static void backward_steps(const double* f, const int* kind, double* v, std::integer_sequence<int, S...>) {
+    (backward_step<P - 1 - S>(f, kind, v), ...);
+  }
+  template <int S>
+  static void backward_step([[maybe_unused]] const double* f, [[maybe_unused]] const int* kind,
+                            [[maybe_unused]] double* v) {
+    if constexpr (S < kStructure.steps) {
+      constexpr int p = kStructure.first[S], q = kStructure.second[S];
+      if constexpr (q < 0) {
+        backward_single<S, false, p>(f, v, std::make_integer_sequence<int, count<S, false>()>{});
+      } else if (kind[p] == kOneByOne) {
+        backward_single<S, true, q>(f, v, std::make_integer_sequence<int, count<S, true>()>{});
+        backward_single<S, false, p>(f, v, std::make_integer_sequence<int, count<S, false>()>{});
+      } else {
+        backward_single<S, true, p>(f, v, std::make_integer_sequence<int, count<S, true>()>{});
+        backward_single<S, true, q>(f, v, std::make_integer_sequence<int, count<S, true>()>{});
+      }
+    }
+  }
+  template <int S, bool Rest, int C, int... A>
+  static void backward_single([[maybe_unused]] const double* f, [[maybe_unused]] double* v,
+                              std::integer_sequence<int, A...>) {
+    constexpr int n = sizeof...(A);
+    ((v[C] -= f[slot(at<S, Rest>(n - 1 - A), C)] * v[at<S, Rest>(n - 1 - A)]), ...);
   }
 };

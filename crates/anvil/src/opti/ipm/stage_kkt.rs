@@ -42,12 +42,16 @@ pub(crate) const MAX_COMPILED_FRONT: usize = 64;
 /// The front of a usual stage (one that owns the usual rows, after the first) with nothing
 /// delayed into it: `size` positions (its `nz` variables, its rows, the previous stage's
 /// `nz` variables), the first `pivots` its own; `entries[i * size + j]` (`i ≥ j`) whether
-/// entry `(i, j)` may be nonzero once assembled, in any usual stage.
+/// entry `(i, j)` may be nonzero once assembled, in any usual stage; `partners[v]`, for a
+/// variable, the position of the row that defines it (the `v`-th row of the stage's
+/// dynamics: the first coupled equality term), which the elimination takes right after it,
+/// as a Riccati recursion does (`compiled_front.hpp`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct UsualFront {
     pub size: usize,
     pub pivots: usize,
     pub entries: Vec<bool>,
+    pub partners: Vec<Option<usize>>,
 }
 
 /// The usual front of `d`'s KKT matrix by `stages` stages of `nz` variables (none if it is
@@ -73,7 +77,7 @@ pub(crate) fn usual_front(d: &StageDerived, stages: usize, nz: usize) -> Option<
     }
     let counts = stage_rows(d, stages);
     for k in (1..stages).filter(|&k| counts[k] == rows) {
-        for (p, (t, pattern, r)) in owned_rows(d, k).into_iter().enumerate() {
+        for (p, (t, pattern, r, _)) in owned_rows(d, k).into_iter().enumerate() {
             let row = nz + p;
             set(row, row);
             for &c in pattern.row(r) {
@@ -85,7 +89,21 @@ pub(crate) fn usual_front(d: &StageDerived, stages: usize, nz: usize) -> Option<
             }
         }
     }
-    Some(UsualFront { size, pivots, entries })
+    let owned = (1..stages).find(|&k| counts[k] == rows).map(|k| owned_rows(d, k)).unwrap_or_default();
+    let partners = (0..pivots)
+        .map(|v| {
+            let row = nz + defining_row(&owned, v).filter(|_| v < nz)?;
+            entries[row * size + v].then_some(row)
+        })
+        .collect();
+    Some(UsualFront { size, pivots, entries, partners })
+}
+
+/// Among a stage's rows (`owned_rows`), the one that defines its variable `v`: the `v`-th
+/// row of its dynamics (its first coupled equality term), if it has that many.
+fn defining_row(owned: &[(&TermLayout, &SparsityPattern, usize, bool)], v: usize) -> Option<usize> {
+    let first = owned.iter().position(|(t, _, _, eq)| *eq && t.coupled)?;
+    (v < owned[first].0.rows).then_some(first + v)
 }
 
 /// The entries `(r, c)` of `H_{k-1,k}`: variable `r` of the previous stage with variable `c`.
@@ -94,16 +112,17 @@ fn coupled_entries(coupling: &SparsityPattern) -> Vec<(usize, usize)> {
     (0..rows).flat_map(|r| coupling.row(r).iter().map(move |&c| (r, c))).collect()
 }
 
-/// Stage `k`'s rows in the order it owns them: each its term, the term's Jacobian pattern
-/// and its row there.
-fn owned_rows(d: &StageDerived, k: usize) -> Vec<(&TermLayout, &SparsityPattern, usize)> {
-    let terms = d.eq.iter().zip(&d.eq_patterns).chain(d.q.iter().zip(&d.q_patterns));
-    terms
-        .filter(|(t, _)| {
+/// Stage `k`'s rows in the order it owns them: each its term, the term's Jacobian pattern,
+/// its row there and whether it is an equality.
+fn owned_rows(d: &StageDerived, k: usize) -> Vec<(&TermLayout, &SparsityPattern, usize, bool)> {
+    let eq = d.eq.iter().zip(&d.eq_patterns).map(|(t, p)| (t, p, true));
+    let q = d.q.iter().zip(&d.q_patterns).map(|(t, p)| (t, p, false));
+    eq.chain(q)
+        .filter(|(t, _, _)| {
             let first = t.first + usize::from(t.coupled);
             (first..first + t.count).contains(&k)
         })
-        .flat_map(|(t, pattern)| (0..t.rows).map(move |r| (t, pattern, r)))
+        .flat_map(|(t, pattern, is_eq)| (0..t.rows).map(move |r| (t, pattern, r, is_eq)))
         .collect()
 }
 
@@ -149,6 +168,8 @@ mod tests {
         let mut want: Vec<(usize, usize)> = variables.chain(rows).collect();
         want.sort_unstable();
         assert_eq!(nonzeros(&front), want);
+        // Each state is defined by its row of the dynamics; the control by none.
+        assert_eq!(front.partners, [Some(3), Some(4), None, None, None]);
     }
 
     #[test]

@@ -106,10 +106,22 @@ class StageLdl {
     return factorize(zero_pivot, stop_when_wrong, [](int) {});
   }
 
+  // How many stages' fronts the last factorize() pivoted by the compiled code alone.
+  int compiled_stages() const {
+    int compiled = 0;
+    for (int k = 0; k < Stages; ++k) compiled += usual_[k] != kByFront ? 1 : 0;
+    return compiled;
+  }
+
   // A stabler factorisation from the next factorize() on (PivotThreshold); false if the
   // threshold is at its largest already.
   bool increase_quality() { return threshold_.increase(); }
-  void reset_quality() { threshold_.reset(); }
+  // Back to the first threshold, and every stage to the in-place order first (a solve's
+  // start, so that solving again takes the same steps).
+  void reset_quality() {
+    threshold_.reset();
+    for (int k = 0; k < Stages; ++k) prefer_paired_[k] = false;
+  }
 
   // Solves A x = b in place (b becomes x), refined against the assembled matrix (refine());
   // returns the residual ratio reached.
@@ -133,6 +145,8 @@ class StageLdl {
   }
 
  private:
+  // How a stage's front was pivoted: by Front, or by the compiled code in place or reordered.
+  enum UsualPlan : char { kByFront, kCompiledInPlace, kCompiledPaired };
   double a_[Stages * Own * kCols];
   // Each stage's front after factorize(): column-major, lower triangle: L below the diagonal
   // of its pivot columns, D on it, the Schur complement passed on in the trailing block. Its
@@ -146,9 +160,11 @@ class StageLdl {
   int unknown_[Stages * kFront];
   int block_[Stages * kFront];
   int size_[Stages], pivots_[Stages];
-  // Whether stage k's front is a usual one that UsualFront pivoted whole (its substitutions
-  // are then UsualFront's).
-  bool usual_[Stages];
+  // How stage k's front was pivoted (the substitutions follow).
+  UsualPlan usual_[Stages];
+  // Whether stage k's front goes reordered first (its last one was pivoted reordered, or
+  // failed in place after changing the front).
+  bool prefer_paired_[Stages] = {};
   double row_size_[Size > 0 ? Size : 1];
   // Per unknown, the sum of the absolute terms its diagonal was computed from so far.
   double terms_[Size > 0 ? Size : 1];
@@ -167,7 +183,12 @@ class StageLdl {
   static double& at(double* f, int n, int i, int j) { return f[j * n + i]; }
   static double at(const double* f, int n, int i, int j) { return f[j * n + i]; }
   using StageFront = Front;
-  using UsualFront = CompiledFront<UsualPattern>;
+  // A usual stage's front compiled twice: its pivots in place, in order (most stages'), and
+  // reordered with each variable's defining row right after it (where a variable without
+  // curvature fails in place: a Riccati recursion's order).
+  using UsualFront = CompiledFront<InPlace<UsualPattern>>;
+  using PairedFront = CompiledFront<UsualPattern>;
+  static constexpr bool kPaired = PairedFront::kCompiled && PairedFront::kReordered;
   // A usual stage's own unknowns, if its front is compiled (its size is theirs and the link's).
   static constexpr int kUsualOwn = UsualFront::kCompiled && UsualFront::kSize == UsualFront::kPivots + Link
                                        ? UsualFront::kPivots
@@ -207,6 +228,78 @@ class StageLdl {
     const int m = count[k], link_size = k > 0 ? Link : 0;
     const int nf = m + delayed, n = nf + link_size;
     offset_[k] = k + 1 < Stages ? offset_[k + 1] + size_[k + 1] * size_[k + 1] : 0;
+    size_[k] = n;
+    assemble_front(k, delayed);
+    double* f = front(k);
+    const auto can_delay = [&](int left) {
+      // Unless this is the first stage or the next front has no room for them.
+      return link_size > 0 && left <= MaxDelay;
+    };
+    int* kinds = block_ + k * kFront;
+    const double threshold = threshold_.value();
+    // A usual stage's front goes as far as its compiled code goes (factorize_usual), and on
+    // from there as any other.
+    usual_[k] = kByFront;
+    int first = 0;
+    if (kUsualOwn > 0 && m == kUsualOwn && delayed == 0 && link_size == Link) {
+      if constexpr (kPaired) {
+        first = factorize_usual(k, zero_pivot, inertia);
+      } else {
+        first = UsualFront::factorize(f, unknown, terms_, row_size_, threshold, zero_pivot, kinds, inertia);
+        if (first == kUsualOwn) usual_[k] = kCompiledInPlace;
+      }
+    }
+    const int t = usual_[k] != kByFront ? first
+                                        : StageFront(f, n, unknown, terms_, row_size_, threshold)
+                                              .factorize(nf, n, zero_pivot, kinds, inertia, can_delay, first);
+    pivots_[k] = t;
+    return nf - t;
+  }
+
+  // A usual stage's front by the compiled code: in place, or reordered where the last
+  // factorisation's front failed in place (most stages keep their plan from one iteration to
+  // the next); the other plan where the first fails before changing the front. Returns the
+  // positions pivoted in place from which Front goes on (0: from the assembled front).
+  // Only the reordered plan may have to start again from the assembly (a pivot failing
+  // after others): the sums of terms are kept for it then, and only then.
+  int factorize_usual(int k, double zero_pivot, Inertia* inertia) {
+    double* f = front(k);
+    const int* unknown = unknown_ + k * kFront;
+    int* kinds = block_ + k * kFront;
+    const double threshold = threshold_.value();
+    const auto paired = [&] {
+      const Inertia before = *inertia;
+      double kept[UsualFront::kSize];
+      for (int q = 0; q < UsualFront::kSize; ++q) kept[q] = terms_[unknown[q]];
+      const int done = PairedFront::factorize(f, unknown, terms_, row_size_, threshold, zero_pivot, kinds, inertia);
+      prefer_paired_[k] = done == kUsualOwn;
+      if (done == kUsualOwn) usual_[k] = kCompiledPaired;
+      if (done != PairedFront::kAgain) return done;
+      *inertia = before;
+      for (int q = 0; q < UsualFront::kSize; ++q) terms_[unknown[q]] = kept[q];
+      assemble_front(k, 0);
+      return 0;
+    };
+    const bool paired_first = prefer_paired_[k];
+    if (paired_first && paired() == kUsualOwn) return kUsualOwn;
+    const int first = UsualFront::factorize(f, unknown, terms_, row_size_, threshold, zero_pivot, kinds, inertia);
+    if (first == kUsualOwn) {
+      usual_[k] = kCompiledInPlace;
+      return first;
+    }
+    // Failed after changing the front: Front goes on from there, the reordered plan next time.
+    if (first > 0 || paired_first) {
+      prefer_paired_[k] = first > 0;
+      return first;
+    }
+    return paired();
+  }
+
+  // Stage k's front (of size_[k] positions, `delayed` of them received): its own block, the
+  // link's entries with it, and the next stage's trailing block added.
+  void assemble_front(int k, int delayed) {
+    int* unknown = unknown_ + k * kFront;
+    const int m = count[k], n = size_[k], nf = m + delayed, link_size = n - nf;
     double* f = front(k);
     // The own columns are copied whole (own rows, then zeros for the delayed, then the link);
     // the delayed and link columns start at zero. (The own block is symmetric: its column c
@@ -222,48 +315,27 @@ class StageLdl {
       for (int i = j; i < n; ++i) at(f, n, i, j) = 0.0;
     }
     for (int c = 0; c < link_size; ++c) unknown[nf + c] = index[(k - 1) * Own + c];
-    if (k + 1 < Stages) {
-      // The next stage's trailing block: its delayed unknowns, then its link (our first Link).
-      const double* g = front(k + 1);
-      const int p = pivots_[k + 1], n1 = size_[k + 1], nf1 = n1 - Link;
-      if (p == nf1) {
-        // Nothing delayed: the trailing block is the link's alone, our first Link in order.
-        for (int j = 0; j < Link; ++j) {
-          const double* from = g + (nf1 + j) * n1 + nf1;
-          double* to = f + j * n;
-          for (int i = j; i < Link; ++i) to[i] += from[i];
-        }
-      } else {
-        const auto place = [&](int q) { return q < nf1 ? m + (q - p) : q - nf1; };
-        for (int q = p; q < nf1; ++q) unknown[place(q)] = unknown_[(k + 1) * kFront + q];
-        for (int q2 = p; q2 < n1; ++q2) {
-          for (int q1 = q2; q1 < n1; ++q1) {
-            const int i = place(q1), j = place(q2);
-            at(f, n, i > j ? i : j, i > j ? j : i) += at(g, n1, q1, q2);
-          }
-        }
+    if (k + 1 == Stages) return;
+    // The next stage's trailing block: its delayed unknowns, then its link (our first Link).
+    const double* g = front(k + 1);
+    const int p = pivots_[k + 1], n1 = size_[k + 1], nf1 = n1 - Link;
+    if (p == nf1) {
+      // Nothing delayed: the trailing block is the link's alone, our first Link in order.
+      for (int j = 0; j < Link; ++j) {
+        const double* from = g + (nf1 + j) * n1 + nf1;
+        double* to = f + j * n;
+        for (int i = j; i < Link; ++i) to[i] += from[i];
+      }
+      return;
+    }
+    const auto place = [&](int q) { return q < nf1 ? m + (q - p) : q - nf1; };
+    for (int q = p; q < nf1; ++q) unknown[place(q)] = unknown_[(k + 1) * kFront + q];
+    for (int q2 = p; q2 < n1; ++q2) {
+      for (int q1 = q2; q1 < n1; ++q1) {
+        const int i = place(q1), j = place(q2);
+        at(f, n, i > j ? i : j, i > j ? j : i) += at(g, n1, q1, q2);
       }
     }
-    size_[k] = n;
-    const auto can_delay = [&](int left) {
-      // Unless this is the first stage or the next front has no room for them.
-      return link_size > 0 && left <= MaxDelay;
-    };
-    int* kinds = block_ + k * kFront;
-    const double threshold = threshold_.value();
-    // A usual stage's front goes as far as its in-place pivots go by its compiled code, and
-    // on from there (the same front, the same steps) as any other.
-    int first = 0;
-    if (kUsualOwn > 0 && m == kUsualOwn && delayed == 0 && link_size == Link) {
-      first = UsualFront::factorize(f, unknown, terms_, threshold, zero_pivot, inertia);
-      for (int q = 0; q < first; ++q) kinds[q] = kOneByOne;
-    }
-    usual_[k] = kUsualOwn > 0 && first == kUsualOwn;
-    const int t = usual_[k] ? first
-                            : StageFront(f, n, unknown, terms_, row_size_, threshold)
-                                  .factorize(nf, n, zero_pivot, kinds, inertia, can_delay, first);
-    pivots_[k] = t;
-    return nf - t;
   }
 
   // v <- A^-1 v with the factors: forwards through the stages in elimination order (L and
@@ -273,8 +345,10 @@ class StageLdl {
       const int* unknown = unknown_ + k * kFront;
       const int n = size_[k];
       for (int q = 0; q < n; ++q) v_[q] = b[unknown[q]];
-      if (usual_[k]) {
-        UsualFront::forward(front(k), v_);
+      if (usual_[k] == kCompiledInPlace) {
+        UsualFront::forward(front(k), block_ + k * kFront, v_);
+      } else if (usual_[k] == kCompiledPaired) {
+        if constexpr (kPaired) PairedFront::forward(front(k), block_ + k * kFront, v_);
       } else {
         StageFront::forward(front(k), n, block_ + k * kFront, pivots_[k], n, v_);
       }
@@ -284,8 +358,10 @@ class StageLdl {
       const int* unknown = unknown_ + k * kFront;
       const int n = size_[k], p = pivots_[k];
       for (int q = 0; q < n; ++q) v_[q] = b[unknown[q]];
-      if (usual_[k]) {
-        UsualFront::backward(front(k), v_);
+      if (usual_[k] == kCompiledInPlace) {
+        UsualFront::backward(front(k), block_ + k * kFront, v_);
+      } else if (usual_[k] == kCompiledPaired) {
+        if constexpr (kPaired) PairedFront::backward(front(k), block_ + k * kFront, v_);
       } else {
         StageFront::backward(front(k), n, block_ + k * kFront, p, n, v_);
       }
