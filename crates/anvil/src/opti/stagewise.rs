@@ -507,6 +507,9 @@ pub(crate) struct StageDerived {
     pub eq_patterns: Vec<SparsityPattern>,
     pub q_patterns: Vec<SparsityPattern>,
     pub coupling: SparsityPattern,
+    /// Per variable of a stage, whether some term's Hessian may have its diagonal entry
+    /// (its curvature of its own, in the Hessian the solver uses).
+    pub curved: Vec<bool>,
     /// The explicit dynamics, when the QP may eliminate the states (see [`Dynamics`]).
     pub dynamics: Option<Dynamics>,
 }
@@ -550,33 +553,44 @@ fn dense_constraint_blocks(
     Ok((f, pattern.ok_or_else(|| tracing_failed(name))?))
 }
 
-/// The dense Hessian over `w` of a cost term, or of `λᵀ y` for a constraint term, and
-/// the entries `(i, j)` of its block between the two stages of a coupled term (a variable
-/// of the first with one of the second) that may be nonzero.
+/// Which entries of the stages' Hessian blocks a term may make nonzero.
+#[derive(Default)]
+struct HessianEntries {
+    /// `(i, j)` of the block between the two stages of a coupled term (a variable of the
+    /// first with one of the second).
+    coupling: Vec<(usize, usize)>,
+    /// The variables (of a stage) whose diagonal entry it may make nonzero.
+    curved: Vec<usize>,
+}
+
+/// The dense Hessian over `w` of a cost term, or of `λᵀ y` for a constraint term, and the
+/// entries of the stages' blocks it may make nonzero.
 fn dense_hessian_blocks(
     name: &str,
     problem: &MultistageProblem,
     t: &StageTerm,
     cost: bool,
-) -> Result<(NumericalFunction, Vec<(usize, usize)>)> {
+) -> Result<(NumericalFunction, HessianEntries)> {
     let mut inputs = stage_args(problem, t.term);
     if !cost {
         inputs.push(Arg::new(t.rows.len()));
     }
     let nz = problem.nz;
-    let mut coupling = Vec::new();
+    let mut entries = HessianEntries::default();
     let f = NumericalFunction::trace(name, inputs, |s| -> Result<Tensor> {
         let y = stage_value(t.term, nz, &s, Some(&t.rows))?;
         let scalar = if cost { y.sum() } else { (&s[3] * &y).sum() };
         let g = derivatives::gradient(&scalar, &s[0])?;
         let pattern = crate::transform::sparsity::dependency_pattern(g.node()?, s[0].node()?)?;
         if t.term.coupled {
-            coupling =
+            entries.coupling =
                 (0..nz).flat_map(|i| pattern.row(i).iter().filter(|&&j| j >= nz).map(move |&j| (i, j - nz))).collect();
         }
+        let width = pattern.shape().0;
+        entries.curved = (0..width).filter(|&i| pattern.row(i).contains(&i)).map(|i| i % nz).collect();
         derivatives::hessian(&scalar, &s[0])
     })?;
-    Ok((f, coupling))
+    Ok((f, entries))
 }
 
 /// Derives the block-storage functions of a multistage problem.
@@ -628,18 +642,22 @@ pub(crate) fn derive_blocks(
 
     let exact = approximation == HessianApproximation::Exact;
     let mut blocks: Vec<(&StageTerm, NumericalFunction, bool, Option<usize>)> = Vec::new();
-    let mut coupling = Vec::new();
+    let (mut coupling, mut curved) = (Vec::new(), vec![false; nz]);
+    let mut add = |entries: HessianEntries| {
+        let couples = !entries.coupling.is_empty();
+        coupling.extend(entries.coupling);
+        entries.curved.into_iter().for_each(|j| curved[j] = true);
+        couples
+    };
     let hess_cost = per_term(solver, "cost_hess", &costs, |n, t| dense_hessian_blocks(n, problem, t, true))?;
     for (t, (f, entries)) in costs.iter().zip(hess_cost) {
-        blocks.push((t, f, !entries.is_empty(), None));
-        coupling.extend(entries);
+        blocks.push((t, f, add(entries), None));
     }
     if exact {
         for (k, (kind, terms)) in [("eq_hess", &eqs), ("ineq_hess", &ineqs)].into_iter().enumerate() {
             let hess = per_term(solver, kind, terms, |n, t| dense_hessian_blocks(n, problem, t, false))?;
             for (t, (f, entries)) in terms.iter().zip(hess) {
-                blocks.push((t, f, !entries.is_empty(), Some(2 + k)));
-                coupling.extend(entries);
+                blocks.push((t, f, add(entries), Some(2 + k)));
             }
         }
     }
@@ -708,6 +726,7 @@ pub(crate) fn derive_blocks(
         eq_patterns,
         q_patterns,
         coupling,
+        curved,
         dynamics,
     })
 }

@@ -403,8 +403,8 @@ void compiled_front_is_front(unsigned seed, int flat) {
     for (int q = 0; q < N; ++q) v[q] = w[q] = uniform(&state);
     anvil_ipm::Front::forward(a, N, kind_a, pa, N, v);
     anvil_ipm::Front::backward(a, N, kind_a, pa, N, v);
-    Compiled::forward(b, kind_b, w);
-    Compiled::backward(b, kind_b, w);
+    Compiled::forward(b, w);
+    Compiled::backward(b, w);
     bool solved = true;
     for (int q = 0; q < N; ++q) solved = solved && v[q] == w[q];
     check(solved, "the compiled front's solves are Front's");
@@ -433,8 +433,8 @@ void compiled_front_stops_at_a_nan() {
 
 // A front of RiccatiStage's nonzeros (random values; the states' curvature `weight` times a
 // random one, 0 for none): its compiled code, which reorders it, pivots it whole (the
-// states with their rows as 2x2 pivots where they have no curvature) and leaves the same
-// Schur complement and inertia as Front, and its solves are Front's to rounding.
+// states with their rows as 2x2 pivots) and leaves the same Schur complement and inertia as
+// Front, and its solves are Front's to rounding.
 void reordered_front_is_front(unsigned seed, double weight) {
   using Compiled = anvil_ipm::CompiledFront<RiccatiStage>;
   constexpr int N = RiccatiStage::kSize, P = RiccatiStage::kPivots;
@@ -460,8 +460,8 @@ void reordered_front_is_front(unsigned seed, double weight) {
   const int pa = anvil_ipm::Front(a, N, unknown_a, terms_a, row_size, 1e-6).factorize(P, N, 1e-14, kind_a, &in_a, no_delay);
   const int pb = Compiled::factorize(b, unknown_b, terms_b, row_size, 1e-6, 1e-14, kind_b, &in_b);
   check(pa == P && pb == P, "the reordered front is pivoted whole");
-  check(weight != 0.0 || (kind_b[0] == anvil_ipm::kTwoByTwo && kind_b[1] == anvil_ipm::kTwoByTwo),
-        "states without curvature pivot with their rows");
+  check(kind_b[0] == anvil_ipm::kTwoByTwo && kind_b[1] == anvil_ipm::kTwoByTwo,
+        "states pivot with their rows");
   check(in_a.positive == in_b.positive && in_a.negative == in_b.negative && in_a.zero == in_b.zero,
         "the reordered front's inertia is Front's");
   // The Schur complement on the link: whatever the order of the pivots, the same.
@@ -479,8 +479,8 @@ void reordered_front_is_front(unsigned seed, double weight) {
   for (int q = 0; q < N; ++q) v[q] = rhs[unknown_a[q]];
   anvil_ipm::Front::forward(a, N, kind_a, pa, N, v);
   anvil_ipm::Front::backward(a, N, kind_a, pa, N, v);
-  Compiled::forward(b, kind_b, w);
-  Compiled::backward(b, kind_b, w);
+  Compiled::forward(b, w);
+  Compiled::backward(b, w);
   diff = size = 0.0;
   for (int q = 0; q < N; ++q) {
     diff = std::fmax(diff, std::fabs(v[q] - w[unknown_a[q]]));

@@ -8,18 +8,17 @@
 // `kEntries[i * kSize + j]` (i >= j) whether entry (i, j) of the assembled front may be
 // nonzero, and optionally `kPartner[kPivots]`: for a variable, the row that defines it (a
 // later position), or -1. The elimination takes the positions in order, each with its
-// partner right after it: a Riccati recursion's order, in which a state without curvature
-// of its own (a position or a velocity whose cost-to-go is zero) meets the row of its
-// dynamics as a 2x2 pivot [p b; b c], b the dynamics' coefficient, instead of failing as a
-// 1x1 pivot. The fill of that order is derived when the module is compiled, and the
-// multiples of structural zeros are never computed.
+// partner as a 2x2 pivot [p b; b c], b the dynamics' coefficient: a Riccati recursion's
+// order, in which a state without curvature of its own (a position or a velocity whose
+// cost-to-go is zero) meets the row of its dynamics instead of failing as a 1x1 pivot. The
+// fill of that order is derived when the module is compiled, and the multiples of
+// structural zeros are never computed.
 //
-// Every pivot passes Front's test (front.hpp): a 1x1 pivot where it stands (a partner's
-// variable first as a 1x1 pivot, then its row; where the variable fails, the pair as a 2x2
-// pivot, Duff and Reid's test). A front without partners is Front's elimination, the same
-// operations in the same order (the factors and the inertia are the same, bit for bit);
-// where a pivot fails, it stops, with the front as Front leaves it after the same steps, so
-// that Front goes on from there. Where a pivot of a reordered front fails, the front is
+// Every pivot passes Front's test (front.hpp): a 1x1 pivot where it stands, a 2x2 pivot
+// Duff and Reid's. A front without partners is Front's elimination, the same operations in
+// the same order (the factors and the inertia are the same, bit for bit); where a pivot
+// fails, it stops, with the front as Front leaves it after the same steps, so that Front
+// goes on from there. Where a pivot of a reordered front fails after others, the front is
 // Front's to factorise again from its assembly. A pattern with kSize 0 compiles nothing
 // (NoCompiledFront).
 //
@@ -67,15 +66,13 @@ class CompiledFront {
   static constexpr int N = kSmall ? kSize : 1, P = kSmall ? kPivots : 1;
 
   // The elimination's steps, each a position (`first`) and its partner (`second`, -1 for
-  // none), and the filled pattern: `below`, the positions left that meet `first` when it is
-  // eliminated (its partner among them), in ascending order; `rest`, those that meet the
-  // partner after that (the pair's neighbours). `in_place`: the leading steps that pivot
+  // none), and the filled pattern: `below`, the positions left that meet the step's pivot
+  // when it is eliminated, in ascending order. `in_place`: the leading steps that pivot
   // their own position (step t at position t), after which the front is Front's.
   struct Structure {
     int steps, in_place;
     int first[P], second[P];
     int below[P][N], below_count[P];
-    int rest[P][N], rest_count[P];
     long work;
     bool valid;
   };
@@ -88,19 +85,6 @@ class CompiledFront {
       for (int j = 0; j <= i; ++j) nonzero[i][j] = nonzero[j][i] = Pattern::kEntries[i * kSize + j];
     }
     bool gone[N] = {};
-    // The positions left that meet c, ascending, into `list`; their pairs then meet.
-    const auto eliminate = [&](int c, int* list) {
-      int count = 0;
-      for (int i = 0; i < kSize; ++i) {
-        if (i != c && !gone[i] && nonzero[i][c]) list[count++] = i;
-      }
-      for (int a = 0; a < count; ++a) {
-        for (int b = 0; b < count; ++b) nonzero[list[a]][list[b]] = true;
-      }
-      gone[c] = true;
-      s.work += static_cast<long>(count) * (count + 1) / 2;
-      return count;
-    };
     for (int p = 0; p < kPivots; ++p) {
       if (gone[p]) continue;
       int q = partner(p);
@@ -111,8 +95,19 @@ class CompiledFront {
       const int t = s.steps++;
       s.first[t] = p;
       s.second[t] = q;
-      s.below_count[t] = eliminate(p, s.below[t]);
-      if (q >= 0) s.rest_count[t] = eliminate(q, s.rest[t]), s.work += s.rest_count[t] * (s.rest_count[t] + 1);
+      gone[p] = true;
+      if (q >= 0) gone[q] = true;
+      // The positions left that meet the pivot, ascending; their pairs then meet.
+      int* list = s.below[t];
+      int count = 0;
+      for (int i = 0; i < kSize; ++i) {
+        if (!gone[i] && (nonzero[i][p] || (q >= 0 && nonzero[i][q]))) list[count++] = i;
+      }
+      for (int a = 0; a < count; ++a) {
+        for (int b = 0; b < count; ++b) nonzero[list[a]][list[b]] = true;
+      }
+      s.below_count[t] = count;
+      s.work += static_cast<long>(count) * (count + 1) / 2 * (q >= 0 ? 2 : 1);
       if (s.in_place == t && p == t && q < 0) ++s.in_place;
     }
     return s;
@@ -123,18 +118,20 @@ class CompiledFront {
 
   // Entry (i, j) of the lower triangle (column-major, leading dimension N).
   static constexpr int slot(int i, int j) { return i > j ? j * N + i : i * N + j; }
-  // The positions a step's pivot column meets: its first's (below) or its partner's (rest).
-  template <int S, bool Rest>
-  static constexpr int at(int a) { return Rest ? kStructure.rest[S][a] : kStructure.below[S][a]; }
-  template <int S, bool Rest>
-  static constexpr int count() { return Rest ? kStructure.rest_count[S] : kStructure.below_count[S]; }
+  // The positions step S's pivot meets.
+  template <int S>
+  static constexpr int at(int a) { return kStructure.below[S][a]; }
+  template <int S>
+  static constexpr int count() { return kStructure.below_count[S]; }
 
  public:
   // Whether the pattern is compiled: a front at all, and one whose elimination is small
   // enough to be straight-line code (the operations' count bounds the code's size).
   static constexpr bool kCompiled = kSmall && kStructure.work <= 6000;
-  // Whether any position is pivoted with its partner (the front reordered).
+  // Whether any position is pivoted with its partner (the front reordered); the elimination's
+  // multiply-adds (its code's size).
   static constexpr bool kReordered = kStructure.in_place < kStructure.steps;
+  static constexpr long kWork = kStructure.work;
 
   // Eliminates the pivots of the front at f (column-major, leading dimension kSize) in
   // place, step by step, while they pass Front's tests; records each position's pivot kind
@@ -147,14 +144,9 @@ class CompiledFront {
                  std::make_integer_sequence<int, P>{});
   }
 
-  // Front::forward() and Front::backward() for a front that factorize() pivoted whole, with
-  // the kinds it recorded.
-  static void forward(const double* f, const int* kind, double* v) {
-    forward_steps(f, kind, v, std::make_integer_sequence<int, P>{});
-  }
-  static void backward(const double* f, const int* kind, double* v) {
-    backward_steps(f, kind, v, std::make_integer_sequence<int, P>{});
-  }
+  // Front::forward() and Front::backward() for a front that factorize() pivoted whole.
+  static void forward(const double* f, double* v) { forward_steps(f, v, std::make_integer_sequence<int, P>{}); }
+  static void backward(const double* f, double* v) { backward_steps(f, v, std::make_integer_sequence<int, P>{}); }
 
  private:
   struct Scope {
@@ -167,67 +159,54 @@ class CompiledFront {
     Inertia* inertia;
   };
 
+  // A step's tests come before it changes the front: where one fails, the front is as the
+  // steps before it left it.
   template <int... S>
   static int steps(const Scope& s, std::integer_sequence<int, S...>) {
     int done = 0;
-    bool clean = true;
-    ((done == S && step<S>(s, &clean) ? ++done : 0), ...);
+    ((done == S && step<S>(s) ? ++done : 0), ...);
     if (done == kStructure.steps) return kPivots;
-    return clean && done <= kStructure.in_place ? done : kAgain;
+    return done <= kStructure.in_place ? done : kAgain;
   }
 
-  // One step: its position as a 1x1 pivot, and its partner's after it; or, where the
-  // position fails, the pair as a 2x2 pivot. `clean` false if it changed the front and failed.
+  // One step: its position as a 1x1 pivot, or with its partner as a 2x2 pivot.
   template <int S>
-  static bool step(const Scope& s, bool* clean) {
+  static bool step(const Scope& s) {
     if constexpr (S >= kStructure.steps) {
       return false;
     } else {
       constexpr int p = kStructure.first[S], q = kStructure.second[S];
-      if (single<S, false, p>(s)) {
-        if constexpr (q < 0) {
-          return true;
-        } else {
-          *clean = single<S, true, q>(s);
-          return *clean;
-        }
-      }
       if constexpr (q < 0) {
-        return false;
+        return single<S, p>(s, std::make_integer_sequence<int, count<S>()>{});
       } else {
-        return pair<S, p, q>(s, std::make_integer_sequence<int, count<S, true>()>{});
+        return pair<S, p, q>(s, std::make_integer_sequence<int, count<S>()>{});
       }
     }
   }
 
-  // The 1x1 pivot at C, whose column meets the step's list (Front::passes_in_place(), then
-  // Front::update_1x1()).
-  template <int S, bool Rest, int C>
-  static bool single(const Scope& s) {
-    return single<S, Rest, C>(s, std::make_integer_sequence<int, count<S, Rest>()>{});
-  }
-  template <int S, bool Rest, int C, int... A>
+  // The 1x1 pivot at C (Front::passes_in_place(), then Front::update_1x1()).
+  template <int S, int C, int... A>
   static bool single(const Scope& s, std::integer_sequence<int, A...>) {
     double* f = s.f;
     const double d = f[slot(C, C)];
     const double size = std::fabs(d);
     double largest = 0.0;
-    ((largest = Front::max2(largest, std::fabs(f[slot(at<S, Rest>(A), C)]))), ...);
+    ((largest = Front::max2(largest, std::fabs(f[slot(at<S>(A), C)]))), ...);
     if (!(size > s.zero_pivot * s.terms[s.unknown[C]] && size >= s.threshold * largest)) return false;
     (d > 0.0 ? s.inertia->positive : s.inertia->negative) += 1;
     s.kind[C] = kOneByOne;
-    (update_column<S, Rest, C, A>(s, d, std::make_integer_sequence<int, count<S, Rest>() - A>{}), ...);
+    (update_column<S, C, A>(s, d, std::make_integer_sequence<int, count<S>() - A>{}), ...);
     const double inverse = 1.0 / d;
-    ((f[slot(at<S, Rest>(A), C)] *= inverse), ...);
+    ((f[slot(at<S>(A), C)] *= inverse), ...);
     return true;
   }
-  template <int S, bool Rest, int C, int A, int... B>
+  template <int S, int C, int A, int... B>
   static void update_column(const Scope& s, double d, std::integer_sequence<int, B...>) {
-    constexpr int j = at<S, Rest>(A);
+    constexpr int j = at<S>(A);
     double* f = s.f;
     const double ljt = f[slot(j, C)] / d;
     if (ljt == 0.0) return;
-    ((f[slot(at<S, Rest>(A + B), j)] -= f[slot(at<S, Rest>(A + B), C)] * ljt), ...);
+    ((f[slot(at<S>(A + B), j)] -= f[slot(at<S>(A + B), C)] * ljt), ...);
     s.terms[s.unknown[j]] += std::fabs(f[slot(j, C)] * ljt);
   }
 
@@ -239,8 +218,8 @@ class CompiledFront {
     const double a = f[slot(p, p)], b = f[slot(q, p)], c = f[slot(q, q)];
     const double det = a * c - b * b;
     double mp = 0.0, mq = 0.0;
-    ((mp = Front::max2(mp, std::fabs(f[slot(at<S, true>(A), p)]))), ...);
-    ((mq = Front::max2(mq, std::fabs(f[slot(at<S, true>(A), q)]))), ...);
+    ((mp = Front::max2(mp, std::fabs(f[slot(at<S>(A), p)]))), ...);
+    ((mq = Front::max2(mq, std::fabs(f[slot(at<S>(A), q)]))), ...);
     const double scale = Front::max2(s.row_size[s.unknown[p]], s.row_size[s.unknown[q]]);
     const double bound = std::fabs(det) / s.threshold;
     if (!(std::fabs(b) > s.zero_pivot * scale && std::fabs(det) > 1e-14 * (std::fabs(a * c) + b * b) &&
@@ -255,18 +234,18 @@ class CompiledFront {
     }
     s.kind[p] = kTwoByTwo;
     s.kind[q] = kSecondOfTwo;
-    (pair_column<S, p, q, A>(s, a, b, c, det, std::make_integer_sequence<int, count<S, true>() - A>{}), ...);
-    ((pair_multipliers<at<S, true>(A), p, q>(f, a, b, c, det)), ...);
+    (pair_column<S, p, q, A>(s, a, b, c, det, std::make_integer_sequence<int, count<S>() - A>{}), ...);
+    ((pair_multipliers<at<S>(A), p, q>(f, a, b, c, det)), ...);
     return true;
   }
   template <int S, int p, int q, int A, int... B>
   static void pair_column(const Scope& s, double a, double b, double c, double det, std::integer_sequence<int, B...>) {
-    constexpr int j = at<S, true>(A);
+    constexpr int j = at<S>(A);
     double* f = s.f;
     const double ajp = f[slot(j, p)], ajq = f[slot(j, q)];
     const double l0 = (c * ajp - b * ajq) / det;
     const double l1 = (a * ajq - b * ajp) / det;
-    ((f[slot(at<S, true>(A + B), j)] -= f[slot(at<S, true>(A + B), p)] * l0 + f[slot(at<S, true>(A + B), q)] * l1),
+    ((f[slot(at<S>(A + B), j)] -= f[slot(at<S>(A + B), p)] * l0 + f[slot(at<S>(A + B), q)] * l1),
      ...);
     s.terms[s.unknown[j]] += std::fabs(ajp * l0) + std::fabs(ajq * l1);
   }
@@ -278,34 +257,30 @@ class CompiledFront {
   }
 
   template <int... S>
-  static void forward_steps(const double* f, const int* kind, double* v, std::integer_sequence<int, S...>) {
-    (forward_step<S>(f, kind, v), ...);
+  static void forward_steps(const double* f, double* v, std::integer_sequence<int, S...>) {
+    (forward_step<S>(f, v), ...);
   }
   template <int S>
-  static void forward_step([[maybe_unused]] const double* f, [[maybe_unused]] const int* kind,
-                           [[maybe_unused]] double* v) {
+  static void forward_step([[maybe_unused]] const double* f, [[maybe_unused]] double* v) {
     if constexpr (S < kStructure.steps) {
       constexpr int p = kStructure.first[S], q = kStructure.second[S];
       if constexpr (q < 0) {
-        forward_single<S, false, p>(f, v, std::make_integer_sequence<int, count<S, false>()>{});
-      } else if (kind[p] == kOneByOne) {
-        forward_single<S, false, p>(f, v, std::make_integer_sequence<int, count<S, false>()>{});
-        forward_single<S, true, q>(f, v, std::make_integer_sequence<int, count<S, true>()>{});
+        forward_single<S, p>(f, v, std::make_integer_sequence<int, count<S>()>{});
       } else {
-        forward_pair<S, p, q>(f, v, std::make_integer_sequence<int, count<S, true>()>{});
+        forward_pair<S, p, q>(f, v, std::make_integer_sequence<int, count<S>()>{});
       }
     }
   }
-  template <int S, bool Rest, int C, int... A>
+  template <int S, int C, int... A>
   static void forward_single(const double* f, double* v, std::integer_sequence<int, A...>) {
     const double vc = v[C];
-    ((v[at<S, Rest>(A)] -= f[slot(at<S, Rest>(A), C)] * vc), ...);
+    ((v[at<S>(A)] -= f[slot(at<S>(A), C)] * vc), ...);
     v[C] = vc / f[slot(C, C)];
   }
   template <int S, int p, int q, int... A>
   static void forward_pair(const double* f, double* v, std::integer_sequence<int, A...>) {
     const double v0 = v[p], v1 = v[q];
-    ((v[at<S, true>(A)] -= f[slot(at<S, true>(A), p)] * v0 + f[slot(at<S, true>(A), q)] * v1), ...);
+    ((v[at<S>(A)] -= f[slot(at<S>(A), p)] * v0 + f[slot(at<S>(A), q)] * v1), ...);
     const double a = f[slot(p, p)], b = f[slot(q, p)], c = f[slot(q, q)];
     const double det = a * c - b * b;
     v[p] = (c * v0 - b * v1) / det;
@@ -316,29 +291,21 @@ class CompiledFront {
   // less its column's L times theirs, from the last position up (Front::backward()'s order
   // for each pivot).
   template <int... S>
-  static void backward_steps(const double* f, const int* kind, double* v, std::integer_sequence<int, S...>) {
-    (backward_step<P - 1 - S>(f, kind, v), ...);
+  static void backward_steps(const double* f, double* v, std::integer_sequence<int, S...>) {
+    (backward_step<P - 1 - S>(f, v), ...);
   }
   template <int S>
-  static void backward_step([[maybe_unused]] const double* f, [[maybe_unused]] const int* kind,
-                            [[maybe_unused]] double* v) {
+  static void backward_step([[maybe_unused]] const double* f, [[maybe_unused]] double* v) {
     if constexpr (S < kStructure.steps) {
       constexpr int p = kStructure.first[S], q = kStructure.second[S];
-      if constexpr (q < 0) {
-        backward_single<S, false, p>(f, v, std::make_integer_sequence<int, count<S, false>()>{});
-      } else if (kind[p] == kOneByOne) {
-        backward_single<S, true, q>(f, v, std::make_integer_sequence<int, count<S, true>()>{});
-        backward_single<S, false, p>(f, v, std::make_integer_sequence<int, count<S, false>()>{});
-      } else {
-        backward_single<S, true, p>(f, v, std::make_integer_sequence<int, count<S, true>()>{});
-        backward_single<S, true, q>(f, v, std::make_integer_sequence<int, count<S, true>()>{});
-      }
+      backward_single<S, p>(f, v, std::make_integer_sequence<int, count<S>()>{});
+      if constexpr (q >= 0) backward_single<S, q>(f, v, std::make_integer_sequence<int, count<S>()>{});
     }
   }
-  template <int S, bool Rest, int C, int... A>
+  template <int S, int C, int... A>
   static void backward_single([[maybe_unused]] const double* f, [[maybe_unused]] double* v,
                               std::integer_sequence<int, A...>) {
     constexpr int n = sizeof...(A);
-    ((v[C] -= f[slot(at<S, Rest>(n - 1 - A), C)] * v[at<S, Rest>(n - 1 - A)]), ...);
+    ((v[C] -= f[slot(at<S>(n - 1 - A), C)] * v[at<S>(n - 1 - A)]), ...);
   }
 };

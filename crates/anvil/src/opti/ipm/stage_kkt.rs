@@ -43,9 +43,11 @@ pub(crate) const MAX_COMPILED_FRONT: usize = 64;
 /// delayed into it: `size` positions (its `nz` variables, its rows, the previous stage's
 /// `nz` variables), the first `pivots` its own; `entries[i * size + j]` (`i ≥ j`) whether
 /// entry `(i, j)` may be nonzero once assembled, in any usual stage; `partners[v]`, for a
-/// variable, the position of the row that defines it (the `v`-th row of the stage's
-/// dynamics: the first coupled equality term), which the elimination takes right after it,
-/// as a Riccati recursion does (`compiled_front.hpp`).
+/// variable without curvature of its own (whose diagonal only the later stages' Schur
+/// complement fills, which may be zero), the position of the row that defines it (the
+/// `v`-th row of the stage's dynamics: the first coupled equality term), which the
+/// reordered elimination takes right after it, as a Riccati recursion does
+/// (`compiled_front.hpp`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct UsualFront {
     pub size: usize,
@@ -92,7 +94,7 @@ pub(crate) fn usual_front(d: &StageDerived, stages: usize, nz: usize) -> Option<
     let owned = (1..stages).find(|&k| counts[k] == rows).map(|k| owned_rows(d, k)).unwrap_or_default();
     let partners = (0..pivots)
         .map(|v| {
-            let row = nz + defining_row(&owned, v).filter(|_| v < nz)?;
+            let row = nz + defining_row(&owned, v).filter(|_| v < nz && !d.curved[v])?;
             entries[row * size + v].then_some(row)
         })
         .collect();
@@ -135,7 +137,8 @@ mod tests {
     use crate::{Arg, NumericalFunction, Tensor};
 
     /// x+ = (p + dt v, v + dt u) with (x, u) = z and the stages' bounds on u: from_dynamics.
-    fn double_integrator(n: usize) -> MultistageProblem {
+    /// Its stage cost is |x|² + u², or u² alone (`state_cost` false: no state has curvature).
+    fn double_integrator(n: usize, state_cost: bool) -> MultistageProblem {
         let xup = || [Arg::new(2), Arg::new(1), Arg::new(0)];
         let f = NumericalFunction::new(
             "sk_di_f",
@@ -143,7 +146,13 @@ mod tests {
             xup(),
         )
         .unwrap();
-        let l = NumericalFunction::new("sk_di_l", |[x, u, _p]| x.square().sum() + u.square().sum(), xup()).unwrap();
+        let weight = if state_cost { 1.0 } else { 0.0 };
+        let l = NumericalFunction::new(
+            if state_cost { "sk_di_l" } else { "sk_di_lu" },
+            move |[x, u, _p]| x.square().sum() * weight + u.square().sum(),
+            xup(),
+        )
+        .unwrap();
         let ocp = ControlProblem::new(n, 2, 1, 0, &f).unwrap().stage_cost(&l).unwrap();
         MultistageProblem::from_dynamics(&ocp).unwrap()
     }
@@ -156,7 +165,7 @@ mod tests {
 
     #[test]
     fn the_usual_front_holds_the_jacobians_structural_nonzeros() {
-        let problem = double_integrator(5);
+        let problem = double_integrator(5, true);
         let d = derive_blocks("sk_di", &problem, HessianApproximation::Exact).unwrap();
         let front = usual_front(&d, 6, problem.nz).unwrap();
         // Positions: z_k = (p, v, u) 0..3, its dynamics rows 3..5, z_{k-1} 5..8.
@@ -168,7 +177,18 @@ mod tests {
         let mut want: Vec<(usize, usize)> = variables.chain(rows).collect();
         want.sort_unstable();
         assert_eq!(nonzeros(&front), want);
-        // Each state is defined by its row of the dynamics; the control by none.
+        // Every variable has curvature of its own: none is paired with its row.
+        assert_eq!(d.curved, [true, true, true]);
+        assert_eq!(front.partners, [None; 5]);
+    }
+
+    #[test]
+    fn states_without_curvature_are_paired_with_the_rows_that_define_them() {
+        let problem = double_integrator(5, false);
+        let d = derive_blocks("sk_du", &problem, HessianApproximation::Exact).unwrap();
+        let front = usual_front(&d, 6, problem.nz).unwrap();
+        // p and v: no curvature, each defined by its row of the dynamics (3, 4); u: curved.
+        assert_eq!(d.curved, [false, false, true]);
         assert_eq!(front.partners, [Some(3), Some(4), None, None, None]);
     }
 
