@@ -489,6 +489,33 @@ void reordered_front_is_front(unsigned seed, double weight) {
   check(diff <= 1e-10 * (1.0 + size), "the reordered front's solves are Front's");
 }
 
+// A NaN in a 2x2 pivot of the reordered front: its test fails (as Front's does) before the
+// front changes, at the first step (Front starts over from it as assembled), or at a later
+// one (again from its assembly: kAgain).
+void reordered_front_stops_at_a_nan() {
+  using Compiled = anvil_ipm::CompiledFront<RiccatiStage>;
+  constexpr int N = RiccatiStage::kSize;
+  for (const int state : {0, 1}) {
+    double f[N * N], terms[N], row_size[N];
+    int unknown[N], kind[N];
+    for (int q = 0; q < N * N; ++q) f[q] = 0.0;
+    for (int q = 0; q < N; ++q) {
+      unknown[q] = q;
+      row_size[q] = 2.0;
+    }
+    f[2 * N + 2] = 3.0;                                       // the control's curvature
+    f[0 * N + 3] = f[1 * N + 4] = 1.0;                         // each state in its row
+    f[state * N + state] = std::numeric_limits<double>::quiet_NaN();
+    for (int q = 0; q < N; ++q) terms[q] = std::fabs(f[q * N + q]);
+    const double before = f[2 * N + 2];
+    anvil_ipm::Inertia in{0, 0, 0};
+    const int done = Compiled::factorize(f, unknown, terms, row_size, 1e-6, 1e-14, kind, &in);
+    check(done == (state == 0 ? 0 : Compiled::kAgain), "the reordered front stops at a NaN pivot");
+    check(state == 1 || (in.positive == 0 && in.negative == 0 && f[2 * N + 2] == before),
+          "a reordered front stopped at its first step is unchanged");
+  }
+}
+
 // A multistage KKT matrix (nx = 2 states, nu = 1 control, S stages): stage k owns z_k =
 // (x, u) and its rows: the initial state's (k = 0) or the dynamics x_k - A x_{k-1} - B u_{k-1}
 // (k > 0), and, with `terminal`, x_{S-1} = target, rows that pin states the dynamics
@@ -614,6 +641,7 @@ int main() {
   compiled_front_is_front<Dense<8, 5>>(12, -1);
   compiled_front_is_front<Dense<8, 5>>(13, 4);
   compiled_front_stops_at_a_nan();
+  reordered_front_stops_at_a_nan();
   reordered_front_is_front(14, 0.0);
   reordered_front_is_front(15, 1.0);
   reordered_front_is_front(16, 1e-9);

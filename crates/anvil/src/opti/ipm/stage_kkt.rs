@@ -94,7 +94,10 @@ pub(crate) fn usual_front(d: &StageDerived, stages: usize, nz: usize) -> Option<
     let owned = (1..stages).find(|&k| counts[k] == rows).map(|k| owned_rows(d, k)).unwrap_or_default();
     let partners = (0..pivots)
         .map(|v| {
-            let row = nz + defining_row(&owned, v).filter(|_| v < nz && !d.curved[v])?;
+            if v >= nz || d.curved[v] {
+                return None;
+            }
+            let row = nz + defining_row(&owned, v)?;
             entries[row * size + v].then_some(row)
         })
         .collect();

@@ -245,13 +245,9 @@ class StageLdl {
     // from there as any other.
     usual_[k] = kByFront;
     int first = 0;
-    if (kUsualOwn > 0 && m == kUsualOwn && delayed == 0 && link_size == Link) {
-      if constexpr (kPaired) {
-        first = factorize_usual(k, zero_pivot, inertia);
-      } else {
-        first = UsualFront::factorize(f, unknown, terms_, row_size_, threshold, zero_pivot, kinds, inertia);
-        if (first == kUsualOwn) usual_[k] = kCompiledInPlace;
-      }
+    // (A pattern too large to compile instantiates none of its code.)
+    if constexpr (kUsualOwn > 0) {
+      if (m == kUsualOwn && delayed == 0 && link_size == Link) first = factorize_usual(k, zero_pivot, inertia);
     }
     const int t = usual_[k] != kByFront ? first
                                         : StageFront(f, n, unknown, terms_, row_size_, threshold)
@@ -260,43 +256,50 @@ class StageLdl {
     return nf - t;
   }
 
-  // A usual stage's front by the compiled code: in place, or reordered where the last
-  // factorisation's front failed in place (most stages keep their plan from one iteration to
-  // the next); the other plan where the first fails before changing the front. Returns the
-  // positions pivoted in place from which Front goes on (0: from the assembled front).
-  // Only the reordered plan may have to start again from the assembly (a pivot failing
-  // after others): the sums of terms are kept for it then, and only then.
+  // A usual stage's front by the compiled code: in place, or (where the module has the
+  // reordered code) reordered where the last factorisation's front failed in place (most
+  // stages keep their plan from one iteration to the next), the other plan where the first
+  // fails before changing the front. Returns the positions pivoted in place from which
+  // Front goes on (0: from the assembled front). Only the reordered plan may have to start
+  // again from the assembly (a pivot failing after others): the sums of terms are kept for
+  // it then, and only then.
   int factorize_usual(int k, double zero_pivot, Inertia* inertia) {
     double* f = front(k);
     const int* unknown = unknown_ + k * kFront;
     int* kinds = block_ + k * kFront;
     const double threshold = threshold_.value();
-    const auto paired = [&] {
-      const Inertia before = *inertia;
-      double kept[UsualFront::kSize];
-      for (int q = 0; q < UsualFront::kSize; ++q) kept[q] = terms_[unknown[q]];
-      const int done = PairedFront::factorize(f, unknown, terms_, row_size_, threshold, zero_pivot, kinds, inertia);
-      prefer_paired_[k] = done == kUsualOwn;
-      if (done == kUsualOwn) usual_[k] = kCompiledPaired;
-      if (done != PairedFront::kAgain) return done;
-      *inertia = before;
-      for (int q = 0; q < UsualFront::kSize; ++q) terms_[unknown[q]] = kept[q];
-      assemble_front(k, 0);
-      return 0;
+    const auto in_place = [&] {
+      const int done = UsualFront::factorize(f, unknown, terms_, row_size_, threshold, zero_pivot, kinds, inertia);
+      if (done == kUsualOwn) usual_[k] = kCompiledInPlace;
+      return done;
     };
-    const bool paired_first = prefer_paired_[k];
-    if (paired_first && paired() == kUsualOwn) return kUsualOwn;
-    const int first = UsualFront::factorize(f, unknown, terms_, row_size_, threshold, zero_pivot, kinds, inertia);
-    if (first == kUsualOwn) {
-      usual_[k] = kCompiledInPlace;
-      return first;
+    if constexpr (!kPaired) {
+      return in_place();
+    } else {
+      const auto paired = [&] {
+        const Inertia before = *inertia;
+        double kept[UsualFront::kSize];
+        for (int q = 0; q < UsualFront::kSize; ++q) kept[q] = terms_[unknown[q]];
+        const int done = PairedFront::factorize(f, unknown, terms_, row_size_, threshold, zero_pivot, kinds, inertia);
+        prefer_paired_[k] = done == kUsualOwn;
+        if (done == kUsualOwn) usual_[k] = kCompiledPaired;
+        if (done != PairedFront::kAgain) return done;
+        *inertia = before;
+        for (int q = 0; q < UsualFront::kSize; ++q) terms_[unknown[q]] = kept[q];
+        assemble_front(k, 0);
+        return 0;
+      };
+      const bool paired_first = prefer_paired_[k];
+      if (paired_first && paired() == kUsualOwn) return kUsualOwn;
+      const int first = in_place();
+      if (first == kUsualOwn) return first;
+      // Failed after changing the front: Front goes on from there, the reordered plan next time.
+      if (first > 0 || paired_first) {
+        prefer_paired_[k] = first > 0;
+        return first;
+      }
+      return paired();
     }
-    // Failed after changing the front: Front goes on from there, the reordered plan next time.
-    if (first > 0 || paired_first) {
-      prefer_paired_[k] = first > 0;
-      return first;
-    }
-    return paired();
   }
 
   // Stage k's front (of size_[k] positions, `delayed` of them received): its own block, the
@@ -350,7 +353,7 @@ class StageLdl {
       const int n = size_[k];
       for (int q = 0; q < n; ++q) v_[q] = b[unknown[q]];
       if (usual_[k] == kCompiledInPlace) {
-        UsualFront::forward(front(k), v_);
+        if constexpr (kUsualOwn > 0) UsualFront::forward(front(k), v_);
       } else if (usual_[k] == kCompiledPaired) {
         if constexpr (kPaired) PairedFront::forward(front(k), v_);
       } else {
@@ -363,7 +366,7 @@ class StageLdl {
       const int n = size_[k], p = pivots_[k];
       for (int q = 0; q < n; ++q) v_[q] = b[unknown[q]];
       if (usual_[k] == kCompiledInPlace) {
-        UsualFront::backward(front(k), v_);
+        if constexpr (kUsualOwn > 0) UsualFront::backward(front(k), v_);
       } else if (usual_[k] == kCompiledPaired) {
         if constexpr (kPaired) PairedFront::backward(front(k), v_);
       } else {
