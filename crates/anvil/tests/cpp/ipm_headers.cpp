@@ -608,6 +608,70 @@ void stage_kkt(unsigned seed, double state_weight) {
   const anvil_ipm::Inertia zero = stage.factorize(1e-14);
   check(zero.zero == N, "stage zero matrix");
 }
+
+// A row that no control reaches, handed from stage to stage (a minimum-time problem's
+// terminal row near its optimum, which only the final time moves): states x = (p, c), one
+// control u; p_k = p_{k-1} + 0.1 c_{k-1} + 0.3 u_{k-1}, c_k = c_{k-1} (nothing reaches c),
+// p_0 given, c_{S-1} given (the terminal row, pivoted at the first stage only, where c_0 is
+// free). Every usual stage receives the row and hands it on; its front is still the
+// compiled code's (WithDelayed), with the dense factorisation's inertia and solution.
+template <class Usual>
+void a_row_no_control_reaches_is_handed_on(unsigned seed, double state_weight) {
+  constexpr int S = 6, NZ = 3, Own = NZ + 3;
+  constexpr int N = S * NZ + 1 + 2 * (S - 1) + 1;
+  static anvil_ipm::StageLdl<S, Own, NZ, Own, N, Usual> stage;
+  anvil_ipm::DenseLdl<N> dense;
+  for (int k = 0; k < N * N; ++k) dense.a[k] = 0.0;
+  stage.clear();
+  // Unknowns: z_k at 3k, then each stage's rows in order (the first stage's one, two for
+  // each other, the terminal row last).
+  int next = S * NZ;
+  for (int k = 0; k < S; ++k) {
+    const int rows = k == 0 ? 1 : k == S - 1 ? 3 : 2;
+    stage.count[k] = NZ + rows;
+    for (int j = 0; j < NZ; ++j) stage.index[k * Own + j] = NZ * k + j;
+    for (int r = 0; r < rows; ++r) stage.index[k * Own + NZ + r] = next++;
+  }
+  const auto both = [&](int k, int r, int c, double v) {
+    stage.add(k, r, c, v);
+    const int i = stage.index[k * Own + r], j = stage.index[k * Own + c];
+    dense.a[(i < j ? i : j) * N + (i < j ? j : i)] += v;
+  };
+  const auto linked = [&](int k, int r, int c, double v) {
+    stage.add_link(k, r, c, v);
+    const int i = stage.index[k * Own + r], j = stage.index[(k - 1) * Own + c];
+    dense.a[(i < j ? i : j) * N + (i < j ? j : i)] += v;
+  };
+  unsigned state = seed;
+  for (int k = 0; k < S; ++k) {
+    both(k, 0, 0, state_weight * (1.0 + uniform(&state)));
+    both(k, 1, 1, state_weight * (1.0 + uniform(&state)));
+    both(k, 2, 2, 1.0 + 0.5 * uniform(&state));
+    both(k, NZ, 0, 1.0);  // p_k in its row (the first stage's: p_0 given)
+    if (k == 0) continue;
+    linked(k, NZ, 0, -1.0 - 0.1 * uniform(&state));
+    linked(k, NZ, 1, -0.1 - 0.1 * uniform(&state));
+    linked(k, NZ, 2, -0.3 - 0.1 * uniform(&state));
+    both(k, NZ + 1, 1, 1.0);  // c_k = c_{k-1}
+    linked(k, NZ + 1, 1, -1.0);
+    if (k == S - 1) both(k, NZ + 2, 1, 1.0);  // c_{S-1} given
+  }
+  const anvil_ipm::Inertia want = dense.factorize(1e-14);
+  const anvil_ipm::Inertia got = stage.factorize(1e-14);
+  check(got.positive == want.positive && got.negative == want.negative && got.zero == 0 && want.zero == 0,
+        "a row handed on: the dense inertia");
+  check(stage.compiled_stages() == S - 2, "a usual front that receives a row is the compiled code's");
+  double x_dense[N], x_stage[N];
+  for (int i = 0; i < N; ++i) x_dense[i] = x_stage[i] = uniform(&state);
+  dense.solve(x_dense);
+  stage.solve(x_stage);
+  double diff = 0.0, size = 0.0;
+  for (int i = 0; i < N; ++i) {
+    diff = std::fmax(diff, std::fabs(x_dense[i] - x_stage[i]));
+    size = std::fmax(size, std::fabs(x_dense[i]));
+  }
+  check(diff <= 1e-10 * size, "a row handed on: the dense solution");
+}
 }  // namespace
 
 int main() {
@@ -636,6 +700,9 @@ int main() {
   stage_kkt<true, 0, UsualStage>(8, 0.0);
   stage_kkt<false, 0, Dense<8, 5>>(5, 1.0);
   stage_kkt<true, 0, Dense<8, 5>>(8, 0.0);
+  a_row_no_control_reaches_is_handed_on<UsualStage>(12, 1.0);
+  a_row_no_control_reaches_is_handed_on<RiccatiStage>(13, 1.0);
+  a_row_no_control_reaches_is_handed_on<RiccatiStage>(14, 0.0);
   compiled_front_is_front<UsualStage>(10, -1);
   compiled_front_is_front<UsualStage>(11, 2);
   compiled_front_is_front<Dense<8, 5>>(12, -1);

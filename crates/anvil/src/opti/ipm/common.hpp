@@ -12,10 +12,11 @@
 [[maybe_unused]] inline double max_of(double a, double b) { return a > b || b != b ? a : b; }
 
 [[maybe_unused]] inline bool all_finite(const double* v, int n) {
-  for (int i = 0; i < n; ++i) {
-    if (!std::isfinite(v[i])) return false;
-  }
-  return true;
+  // v - v is 0 for a finite v and NaN otherwise. An OR of comparisons over the whole array
+  // vectorises; an early return per entry does not (7x slower on a long horizon's Hessian).
+  int not_finite = 0;
+  for (int i = 0; i < n; ++i) not_finite |= (v[i] - v[i]) != 0.0;
+  return not_finite == 0;
 }
 
 #endif  // ANVIL_IPM_COMMON_INCLUDED

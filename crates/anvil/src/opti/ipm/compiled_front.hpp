@@ -52,6 +52,51 @@ struct InPlace {
   static constexpr const auto& kEntries = Pattern::kEntries;
 };
 
+// Pattern's front with `Delayed` unknowns delayed into it from the next stage's front:
+// positions between Pattern's pivots and the rest, not pivoted by the compiled code (Front
+// pivots them after its pivots, or delays them again). They hold part of the next front's
+// Schur complement, so they meet each other and the first `Variables` positions (the
+// variables that front links to). (Rows no control reaches yet, handed from stage to stage:
+// terminal rows, or a minimum-time problem's terminal row near its optimum, which only the
+// final time moves.)
+template <class Pattern, int Variables, int Delayed>
+struct WithDelayed {
+  static constexpr int kSize = Pattern::kSize + Delayed, kPivots = Pattern::kPivots;
+
+ private:
+  static constexpr bool delayed(int q) { return q >= kPivots && q < kPivots + Delayed; }
+  // Pattern's position of a position not delayed.
+  static constexpr int before(int q) { return q < kPivots ? q : q - Delayed; }
+  struct Entries {
+    bool v[kSize * kSize];
+  };
+  struct Partners {
+    int v[kPivots > 0 ? kPivots : 1];
+  };
+  static constexpr Entries entries() {
+    Entries e{};
+    for (int i = 0; i < kSize; ++i) {
+      for (int j = 0; j <= i; ++j) {
+        const int other = delayed(i) ? j : i;
+        e.v[i * kSize + j] = delayed(i) || delayed(j) ? delayed(other) || other < Variables
+                                                      : Pattern::kEntries[before(i) * Pattern::kSize + before(j)];
+      }
+    }
+    return e;
+  }
+  static constexpr Partners partners() {
+    Partners p{};
+    for (int q = 0; q < kPivots; ++q) p.v[q] = PartnersOf<Pattern>::of(q);
+    return p;
+  }
+  static constexpr Entries kEntryTable = entries();
+  static constexpr Partners kPartnerTable = partners();
+
+ public:
+  static constexpr const auto& kEntries = kEntryTable.v;
+  static constexpr const auto& kPartner = kPartnerTable.v;
+};
+
 template <class Pattern>
 class CompiledFront {
  public:

@@ -185,9 +185,10 @@ class Front {
   }
 
   // v <- (L D)^-1 v with the factorised front at f (leading dimension lda; p pivots of kinds
-  // `kind`; v: the front's n values).
-  static void forward(const double* f, int lda, const int* kind, int p, int n, double* v) {
-    for (int t = 0; t < p; t += kind[t] == kTwoByTwo ? 2 : 1) {
+  // `kind`; v: the front's n values), or with its pivots from `first` on only (those before
+  // pivoted by other code, whose substitution comes before).
+  static void forward(const double* f, int lda, const int* kind, int p, int n, double* v, int first = 0) {
+    for (int t = first; t < p; t += kind[t] == kTwoByTwo ? 2 : 1) {
       if (kind[t] == kOneByOne) {
         const double vt = v[t];
         for (int i = t + 1; i < n; ++i) v[i] -= entry(f, lda, i, t) * vt;
@@ -208,12 +209,14 @@ class Front {
   // row are independent of each other, where a dot product per pivot would be one chain of
   // dependent additions (the solve's latency). A 2x2 pivot's second column holds D's
   // off-diagonal in its first column's row: no L entry.
-  static void backward(const double* f, int lda, const int* kind, int p, int n, double* v) {
-    for (int i = n - 1; i > 0; --i) {
+  // (With `first`: the pivots from `first` on only, whose substitution comes before the
+  // others'.)
+  static void backward(const double* f, int lda, const int* kind, int p, int n, double* v, int first = 0) {
+    for (int i = n - 1; i > first; --i) {
       const int last = i >= p ? p : kind[i] == kSecondOfTwo ? i - 1 : i;
       const double vi = v[i];
       const double* row = f + i;
-      for (int t = 0; t < last; ++t) v[t] -= row[t * lda] * vi;
+      for (int t = first; t < last; ++t) v[t] -= row[t * lda] * vi;
     }
   }
   static double max2(double u, double v) { return u > v ? u : v; }

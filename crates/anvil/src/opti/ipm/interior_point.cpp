@@ -221,12 +221,7 @@ class InteriorPoint::Method {
     for (int i = 0; i < n; ++i) m = max2(m, std::fabs(v[i]));
     return m;
   }
-  static bool finite(const double* v, int n) {
-    for (int i = 0; i < n; ++i) {
-      if (!std::isfinite(v[i])) return false;
-    }
-    return true;
-  }
+  static bool finite(const double* v, int n) { return all_finite(v, n); }
 
   // The relaxed bounds (Ipopt's bound_relax_factor): strictly feasible interiors exist for
   // equal bounds, and rounding cannot make a bound unreachable. A bound moves by factor *

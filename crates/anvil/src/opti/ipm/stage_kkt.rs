@@ -97,18 +97,25 @@ pub(crate) fn usual_front(d: &StageDerived, stages: usize, nz: usize) -> Option<
             if v >= nz || d.curved[v] {
                 return None;
             }
-            let row = nz + defining_row(&owned, v)?;
+            let row = nz + defining_row(&owned, v, nz)?;
             entries[row * size + v].then_some(row)
         })
         .collect();
     Some(UsualFront { size, pivots, entries, partners })
 }
 
-/// Among a stage's rows (`owned_rows`), the one that defines its variable `v`: the `v`-th
-/// row of its dynamics (its first coupled equality term), if it has that many.
-fn defining_row(owned: &[(&TermLayout, &SparsityPattern, usize, bool)], v: usize) -> Option<usize> {
-    let first = owned.iter().position(|(t, _, _, eq)| *eq && t.coupled)?;
-    (v < owned[first].0.rows).then_some(first + v)
+/// Among a stage's rows (`owned_rows`), the one that defines its variable `v`: an equality
+/// of a coupled term that meets `v` and no other of the stage's own `nz` variables (explicit
+/// dynamics `x_{k+1} - F(x_k, u_k)`, a shared variable's copy `s_{k+1} - s_k`), else the
+/// `v`-th row of the first coupled equality term (implicit dynamics), if it has that many.
+fn defining_row(owned: &[(&TermLayout, &SparsityPattern, usize, bool)], v: usize, nz: usize) -> Option<usize> {
+    let explicit = owned
+        .iter()
+        .position(|&(t, pattern, r, eq)| eq && t.coupled && pattern.row(r).iter().filter(|&&c| c >= nz).eq(&[nz + v]));
+    explicit.or_else(|| {
+        let first = owned.iter().position(|(t, _, _, eq)| *eq && t.coupled)?;
+        (v < owned[first].0.rows).then_some(first + v)
+    })
 }
 
 /// The entries `(r, c)` of `H_{k-1,k}`: variable `r` of the previous stage with variable `c`.
@@ -193,6 +200,36 @@ mod tests {
         // p and v: no curvature, each defined by its row of the dynamics (3, 4); u: curved.
         assert_eq!(d.curved, [false, false, true]);
         assert_eq!(front.partners, [Some(3), Some(4), None, None, None]);
+    }
+
+    #[test]
+    fn a_shared_variables_copy_is_paired_with_the_row_that_copies_it() {
+        // A free final time T: p+ = p + T v, v+ = v + T u, cost u². Lifted, each stage is
+        // z = (p, v, u, T) with the rows (p+, v+, T+ - T): T's row is the third, not T's
+        // index in z, and the dynamics' rows each meet one variable of the next stage.
+        let dynamics = NumericalFunction::new(
+            "sk_t_f",
+            |[z, zn, t, _g, _p]| {
+                let next = Tensor::stack(&[z.get(0) + z.get(1) * t.get(0), z.get(1) + z.get(2) * t.get(0)], 0);
+                zn.shrink(&[(0, 2)]) - next
+            },
+            [Arg::new(3), Arg::new(3), Arg::new(1), Arg::new(0), Arg::new(0)],
+        )
+        .unwrap();
+        let cost = NumericalFunction::new(
+            "sk_t_l",
+            |[z, _t, _g, _p]| z.get(2).square(),
+            [Arg::new(3), Arg::new(1), Arg::new(0), Arg::new(0)],
+        )
+        .unwrap();
+        let problem = MultistageProblem::new(4, 3, 0, 0).unwrap().shared(1, 0.1, 10.0).unwrap();
+        let problem = problem.cost_stage(&cost).unwrap().eq_interstage(&dynamics).unwrap();
+        let lifted = problem.lifted().unwrap().unwrap();
+        let d = derive_blocks("sk_t", &lifted, HessianApproximation::Exact).unwrap();
+        let front = usual_front(&d, 5, lifted.nz).unwrap();
+        assert_eq!(d.curved, [false, false, true, false]);
+        // Positions: z = (p, v, u, T) 0..4, the rows (p+, v+, T+ - T) 4..7.
+        assert_eq!(front.partners, [Some(4), Some(5), None, Some(6), None, None, None]);
     }
 
     #[test]

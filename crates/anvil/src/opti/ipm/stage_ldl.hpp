@@ -145,8 +145,9 @@ class StageLdl {
   }
 
  private:
-  // How a stage's front was pivoted: by Front, or by the compiled code in place or reordered.
-  enum UsualPlan : char { kByFront, kCompiledInPlace, kCompiledPaired };
+  // How a stage's front was pivoted: by Front, or by the compiled code (a usual front in
+  // place or reordered, or one with an unknown delayed into it that stays delayed).
+  enum UsualPlan : char { kByFront, kCompiledInPlace, kCompiledPaired, kCompiledDelayed };
   double a_[Stages * Own * kCols];
   // Each stage's front after factorize(): column-major, lower triangle: L below the diagonal
   // of its pivot columns, D on it, the Schur complement passed on in the trailing block. Its
@@ -193,10 +194,41 @@ class StageLdl {
   static constexpr long kMaxPairedWork = 1000;
   static constexpr bool kPaired =
       PairedFront::kCompiled && PairedFront::kReordered && PairedFront::kWork <= kMaxPairedWork;
+  // A usual stage's front with D unknowns delayed into it, compiled in the usual front's
+  // reordered plan where the module has that plan, else in place; for D up to
+  // kMostDelayedCompiled, where its code is at most kMaxDelayedWork multiply-adds.
+  template <int D>
+  using DelayedFront =
+      CompiledFront<std::conditional_t<kPaired, WithDelayed<UsualPattern, Link, D>, InPlace<WithDelayed<UsualPattern, Link, D>>>>;
+  static constexpr int kMostDelayedCompiled = 2;
+  static constexpr long kMaxDelayedWork = 1000;
   // A usual stage's own unknowns, if its front is compiled (its size is theirs and the link's).
   static constexpr int kUsualOwn = UsualFront::kCompiled && UsualFront::kSize == UsualFront::kPivots + Link
                                        ? UsualFront::kPivots
                                        : -1;
+  template <int D>
+  static constexpr bool kDelayedCompiled =
+      kUsualOwn > 0 && D <= MaxDelay && DelayedFront<D>::kCompiled && DelayedFront<D>::kWork <= kMaxDelayedWork;
+  // Calls visit(DelayedFront<D>{}) for the compiled D that is `delayed`; false if none is.
+  template <class Visit>
+  static bool with_delayed_front(int delayed, Visit visit) {
+    return with_delayed_front(delayed, visit, std::make_integer_sequence<int, kMostDelayedCompiled>{});
+  }
+  template <class Visit, int... I>
+  static bool with_delayed_front(int delayed, Visit visit, std::integer_sequence<int, I...>) {
+    bool found = false;
+    const auto one = [&](auto size) {
+      constexpr int D = decltype(size)::value;
+      if constexpr (kDelayedCompiled<D>) {
+        if (delayed == D) {
+          visit(DelayedFront<D>{});
+          found = true;
+        }
+      }
+    };
+    (one(std::integral_constant<int, I + 1>{}), ...);
+    return found;
+  }
   static double max2(double u, double v) { return StageFront::max2(u, v); }
   static double abs_max(const double* v, int count) { return StageFront::abs_max(v, count); }
 
@@ -247,11 +279,19 @@ class StageLdl {
     int first = 0;
     // (A pattern too large to compile instantiates none of its code.)
     if constexpr (kUsualOwn > 0) {
-      if (m == kUsualOwn && delayed == 0 && link_size == Link) first = factorize_usual(k, zero_pivot, inertia);
+      if (m == kUsualOwn && link_size == Link && delayed == 0) first = factorize_usual(k, zero_pivot, inertia);
+      if (m == kUsualOwn && link_size == Link && delayed > 0) {
+        with_delayed_front(delayed, [&](auto compiled) {
+          first = factorize_compiled<decltype(compiled)>(k, delayed, kCompiledDelayed, zero_pivot, inertia);
+        });
+      }
     }
-    const int t = usual_[k] != kByFront ? first
-                                        : StageFront(f, n, unknown, terms_, row_size_, threshold)
-                                              .factorize(nf, n, zero_pivot, kinds, inertia, can_delay, first);
+    // Front goes on from the compiled code's last pivot (the delayed unknown: pivoted, or
+    // delayed again).
+    const int t = usual_[k] == kByFront || usual_[k] == kCompiledDelayed
+                      ? StageFront(f, n, unknown, terms_, row_size_, threshold)
+                            .factorize(nf, n, zero_pivot, kinds, inertia, can_delay, first)
+                      : first;
     pivots_[k] = t;
     return nf - t;
   }
@@ -260,34 +300,16 @@ class StageLdl {
   // reordered code) reordered where the last factorisation's front failed in place (most
   // stages keep their plan from one iteration to the next), the other plan where the first
   // fails before changing the front. Returns the positions pivoted in place from which
-  // Front goes on (0: from the assembled front). Only the reordered plan may have to start
-  // again from the assembly (a pivot failing after others): the sums of terms are kept for
-  // it then, and only then.
+  // Front goes on (0: from the assembled front).
   int factorize_usual(int k, double zero_pivot, Inertia* inertia) {
-    double* f = front(k);
-    const int* unknown = unknown_ + k * kFront;
-    int* kinds = block_ + k * kFront;
-    const double threshold = threshold_.value();
-    const auto in_place = [&] {
-      const int done = UsualFront::factorize(f, unknown, terms_, row_size_, threshold, zero_pivot, kinds, inertia);
-      if (done == kUsualOwn) usual_[k] = kCompiledInPlace;
-      return done;
-    };
+    const auto in_place = [&] { return factorize_compiled<UsualFront>(k, 0, kCompiledInPlace, zero_pivot, inertia); };
     if constexpr (!kPaired) {
       return in_place();
     } else {
       const auto paired = [&] {
-        const Inertia before = *inertia;
-        double kept[UsualFront::kSize];
-        for (int q = 0; q < UsualFront::kSize; ++q) kept[q] = terms_[unknown[q]];
-        const int done = PairedFront::factorize(f, unknown, terms_, row_size_, threshold, zero_pivot, kinds, inertia);
+        const int done = factorize_compiled<PairedFront>(k, 0, kCompiledPaired, zero_pivot, inertia);
         prefer_paired_[k] = done == kUsualOwn;
-        if (done == kUsualOwn) usual_[k] = kCompiledPaired;
-        if (done != PairedFront::kAgain) return done;
-        *inertia = before;
-        for (int q = 0; q < UsualFront::kSize; ++q) terms_[unknown[q]] = kept[q];
-        assemble_front(k, 0);
-        return 0;
+        return done;
       };
       const bool paired_first = prefer_paired_[k];
       if (paired_first && paired() == kUsualOwn) return kUsualOwn;
@@ -300,6 +322,34 @@ class StageLdl {
       }
       return paired();
     }
+  }
+
+  // Stage k's front (`delayed` unknowns received) by the compiled code Compiled: its own
+  // unknowns all pivoted (the plan `plan` then), or the positions pivoted in place from which
+  // Front goes on. Only a reordered plan may have to start again from the assembly (a pivot
+  // failing after others): the sums of terms are kept for it then, and only then.
+  template <class Compiled>
+  int factorize_compiled(int k, int delayed, UsualPlan plan, double zero_pivot, Inertia* inertia) {
+    double* f = front(k);
+    const int* unknown = unknown_ + k * kFront;
+    int* kinds = block_ + k * kFront;
+    [[maybe_unused]] const Inertia before = *inertia;
+    [[maybe_unused]] double kept[Compiled::kReordered ? Compiled::kSize : 1];
+    if constexpr (Compiled::kReordered) {
+      for (int q = 0; q < Compiled::kSize; ++q) kept[q] = terms_[unknown[q]];
+    }
+    const int done =
+        Compiled::factorize(f, unknown, terms_, row_size_, threshold_.value(), zero_pivot, kinds, inertia);
+    if (done == kUsualOwn) usual_[k] = plan;
+    if constexpr (Compiled::kReordered) {
+      if (done == Compiled::kAgain) {
+        *inertia = before;
+        for (int q = 0; q < Compiled::kSize; ++q) terms_[unknown[q]] = kept[q];
+        assemble_front(k, delayed);
+        return 0;
+      }
+    }
+    return done;
   }
 
   // Stage k's front (of size_[k] positions, `delayed` of them received): its own block, the
@@ -352,28 +402,41 @@ class StageLdl {
       const int* unknown = unknown_ + k * kFront;
       const int n = size_[k];
       for (int q = 0; q < n; ++q) v_[q] = b[unknown[q]];
-      if (usual_[k] == kCompiledInPlace) {
-        if constexpr (kUsualOwn > 0) UsualFront::forward(front(k), v_);
-      } else if (usual_[k] == kCompiledPaired) {
-        if constexpr (kPaired) PairedFront::forward(front(k), v_);
-      } else {
-        StageFront::forward(front(k), n, block_ + k * kFront, pivots_[k], n, v_);
-      }
+      substitute_front(k, false);
       for (int q = 0; q < n; ++q) b[unknown[q]] = v_[q];
     }
     for (int k = 0; k < Stages; ++k) {
       const int* unknown = unknown_ + k * kFront;
       const int n = size_[k], p = pivots_[k];
       for (int q = 0; q < n; ++q) v_[q] = b[unknown[q]];
-      if (usual_[k] == kCompiledInPlace) {
-        if constexpr (kUsualOwn > 0) UsualFront::backward(front(k), v_);
-      } else if (usual_[k] == kCompiledPaired) {
-        if constexpr (kPaired) PairedFront::backward(front(k), v_);
-      } else {
-        StageFront::backward(front(k), n, block_ + k * kFront, p, n, v_);
-      }
+      substitute_front(k, true);
       for (int q = 0; q < p; ++q) b[unknown[q]] = v_[q];
     }
+  }
+  // v_ <- stage k's front's forward ((L D)^-1) or backward (L'^-1) substitution, by the code
+  // that pivoted it.
+  void substitute_front(int k, bool backward) {
+    const double* f = front(k);
+    const auto by = [&](auto compiled) {
+      using Compiled = decltype(compiled);
+      backward ? Compiled::backward(f, v_) : Compiled::forward(f, v_);
+    };
+    if constexpr (kUsualOwn > 0) {
+      if (usual_[k] == kCompiledInPlace) return by(UsualFront{});
+    }
+    if constexpr (kPaired) {
+      if (usual_[k] == kCompiledPaired) return by(PairedFront{});
+    }
+    // Delayed unknowns' pivots (those Front took) after the compiled code's pivots.
+    const int n = size_[k], compiled = usual_[k] == kCompiledDelayed ? kUsualOwn : 0;
+    const int delayed = n - kUsualOwn - Link;
+    if (compiled > 0 && !backward) with_delayed_front(delayed, by);
+    if (backward) {
+      StageFront::backward(f, n, block_ + k * kFront, pivots_[k], n, v_, compiled);
+    } else {
+      StageFront::forward(f, n, block_ + k * kFront, pivots_[k], n, v_, compiled);
+    }
+    if (compiled > 0 && backward) with_delayed_front(delayed, by);
   }
 
   // out -= A x with the assembled matrix, stage by stage: its own rows, and through its link
