@@ -240,16 +240,16 @@ class CompiledFront {
     if (!(size > s.zero_pivot * s.terms[s.unknown[C]] && size >= s.threshold * largest)) return false;
     (d > 0.0 ? s.inertia->positive : s.inertia->negative) += 1;
     s.kind[C] = kOneByOne;
-    (update_column<S, C, A>(s, d, std::make_integer_sequence<int, count<S>() - A>{}), ...);
     const double inverse = 1.0 / d;
+    (update_column<S, C, A>(s, inverse, std::make_integer_sequence<int, count<S>() - A>{}), ...);
     ((f[slot(at<S>(A), C)] *= inverse), ...);
     return true;
   }
   template <int S, int C, int A, int... B>
-  static void update_column(const Scope& s, double d, std::integer_sequence<int, B...>) {
+  static void update_column(const Scope& s, double inverse, std::integer_sequence<int, B...>) {
     constexpr int j = at<S>(A);
     double* f = s.f;
-    const double ljt = f[slot(j, C)] / d;
+    const double ljt = f[slot(j, C)] * inverse;
     if (ljt == 0.0) return;
     ((f[slot(at<S>(A + B), j)] -= f[slot(at<S>(A + B), C)] * ljt), ...);
     s.terms[s.unknown[j]] += std::fabs(f[slot(j, C)] * ljt);
@@ -279,26 +279,28 @@ class CompiledFront {
     }
     s.kind[p] = kTwoByTwo;
     s.kind[q] = kSecondOfTwo;
-    (pair_column<S, p, q, A>(s, a, b, c, det, std::make_integer_sequence<int, count<S>() - A>{}), ...);
-    ((pair_multipliers<at<S>(A), p, q>(f, a, b, c, det)), ...);
+    const double inverse_det = 1.0 / det;
+    (pair_column<S, p, q, A>(s, a, b, c, inverse_det, std::make_integer_sequence<int, count<S>() - A>{}), ...);
+    ((pair_multipliers<at<S>(A), p, q>(f, a, b, c, inverse_det)), ...);
     return true;
   }
   template <int S, int p, int q, int A, int... B>
-  static void pair_column(const Scope& s, double a, double b, double c, double det, std::integer_sequence<int, B...>) {
+  static void pair_column(const Scope& s, double a, double b, double c, double inverse_det,
+                          std::integer_sequence<int, B...>) {
     constexpr int j = at<S>(A);
     double* f = s.f;
     const double ajp = f[slot(j, p)], ajq = f[slot(j, q)];
-    const double l0 = (c * ajp - b * ajq) / det;
-    const double l1 = (a * ajq - b * ajp) / det;
+    const double l0 = (c * ajp - b * ajq) * inverse_det;
+    const double l1 = (a * ajq - b * ajp) * inverse_det;
     ((f[slot(at<S>(A + B), j)] -= f[slot(at<S>(A + B), p)] * l0 + f[slot(at<S>(A + B), q)] * l1),
      ...);
     s.terms[s.unknown[j]] += std::fabs(ajp * l0) + std::fabs(ajq * l1);
   }
   template <int i, int p, int q>
-  static void pair_multipliers(double* f, double a, double b, double c, double det) {
+  static void pair_multipliers(double* f, double a, double b, double c, double inverse_det) {
     const double aip = f[slot(i, p)], aiq = f[slot(i, q)];
-    f[slot(i, p)] = (c * aip - b * aiq) / det;
-    f[slot(i, q)] = (a * aiq - b * aip) / det;
+    f[slot(i, p)] = (c * aip - b * aiq) * inverse_det;
+    f[slot(i, q)] = (a * aiq - b * aip) * inverse_det;
   }
 
   template <int... S>

@@ -145,20 +145,22 @@ class Front {
     } else {
       (d11 + d22 > 0.0 ? inertia->positive : inertia->negative) += 2;
     }
+    // (One division per pivot: a division per entry was the elimination's latency.)
+    const double inverse_det = 1.0 / det;
     const double* __restrict first = f_ + t * lda();
     const double* __restrict second = f_ + (t + 1) * lda();
     for (int j = t + 2; j < n; ++j) {
       const double ajt = first[j], ajt1 = second[j];
-      const double l0 = (d22 * ajt - d21 * ajt1) / det;
-      const double l1 = (d11 * ajt1 - d21 * ajt) / det;
+      const double l0 = (d22 * ajt - d21 * ajt1) * inverse_det;
+      const double l1 = (d11 * ajt1 - d21 * ajt) * inverse_det;
       double* __restrict column = f_ + j * lda();
       for (int i = j; i < n; ++i) column[i] -= first[i] * l0 + second[i] * l1;
       terms_[unknown_[j]] += std::fabs(ajt * l0) + std::fabs(ajt1 * l1);
     }
     for (int i = t + 2; i < n; ++i) {
       const double ait = at(i, t), ait1 = at(i, t + 1);
-      at(i, t) = (d22 * ait - d21 * ait1) / det;
-      at(i, t + 1) = (d11 * ait1 - d21 * ait) / det;
+      at(i, t) = (d22 * ait - d21 * ait1) * inverse_det;
+      at(i, t + 1) = (d11 * ait1 - d21 * ait) * inverse_det;
     }
   }
 
@@ -257,6 +259,8 @@ class Front {
   // update, then L's column.
   void update_1x1(int t, int n, double d) {
     const int lda = lda_;
+    // (One division per pivot: a division per entry was the elimination's latency.)
+    const double inverse = 1.0 / d;
     {
       // (The pivot column is only read in this block: its restrict ends before it is scaled.)
       const double* __restrict pivot = f_ + t * lda;
@@ -264,14 +268,13 @@ class Front {
         // Zero entries (most of a stage's) are skipped before the division, whose latency
         // the branch would otherwise wait for.
         if (pivot[j] == 0.0) continue;
-        const double ljt = pivot[j] / d;
+        const double ljt = pivot[j] * inverse;
         if (ljt == 0.0) continue;
         double* __restrict column = f_ + j * lda;
         for (int i = j; i < n; ++i) column[i] -= pivot[i] * ljt;
         terms_[unknown_[j]] += std::fabs(pivot[j] * ljt);
       }
     }
-    const double inverse = 1.0 / d;
     double* own = f_ + t * lda;
     for (int i = t + 1; i < n; ++i) own[i] *= inverse;
   }

@@ -50,11 +50,13 @@ class StageLdl {
   // Only the entries a stage of count[k] unknowns has (a long horizon's stages are mostly
   // narrower than the widest, the terminal one).
   void clear_stage(int k) {
-    for (int r = 0; r < count[k]; ++r) {
-      double* row = a_ + (k * Own + r) * kCols;
-      for (int c = 0; c < count[k]; ++c) row[c] = 0.0;
-      for (int c = Own; c < kCols; ++c) row[c] = 0.0;
-    }
+    with_count(k, [&](auto m) {
+      for (int r = 0; r < m; ++r) {
+        double* row = a_ + (k * Own + r) * kCols;
+        for (int c = 0; c < m; ++c) row[c] = 0.0;
+        for (int c = Own; c < kCols; ++c) row[c] = 0.0;
+      }
+    });
   }
   // Own entries (r, c) and (c, r) of stage k.
   void add(int k, int r, int c, double v) {
@@ -84,7 +86,9 @@ class StageLdl {
     // Stage k's diagonals start the sums of terms before stage k + 1 adds to them.
     const auto prepare = [&](int k) {
       assemble(k);
-      for (int c = 0; c < count[k]; ++c) terms_[index[k * Own + c]] = std::fabs(own(k, c, c));
+      with_count(k, [&](auto m) {
+        for (int c = 0; c < m; ++c) terms_[index[k * Own + c]] = std::fabs(own(k, c, c));
+      });
     };
     prepare(Stages - 1);
     int delayed = 0;
@@ -230,20 +234,39 @@ class StageLdl {
     return found;
   }
   static double max2(double u, double v) { return StageFront::max2(u, v); }
+  // Calls f(m) with stage k's count of own unknowns m: a compile-time constant for a usual
+  // stage (so that its short loops are unrolled: they were a fifth of a small stage's
+  // factorisation), an int for the others.
+  template <class F>
+  void with_count(int k, F f) const {
+    if constexpr (kUsualOwn > 0) {
+      if (count[k] == kUsualOwn) return f(std::integral_constant<int, kUsualOwn>{});
+    }
+    f(count[k]);
+  }
   static double abs_max(const double* v, int count) { return StageFront::abs_max(v, count); }
 
   // The largest entry of each row of the assembled matrix (what "zero" is relative to): its
   // own and link entries; the next stage's link entries in the row were added when that
   // stage was assembled (stages are assembled from the last).
   void measure_rows(int k) {
-    const int links = k > 0 ? Link : 0;
+    with_count(k, [&](auto m) {
+      if (k > 0) {
+        measure_rows(k, m, std::integral_constant<int, Link>{});
+      } else {
+        measure_rows(k, m, std::integral_constant<int, 0>{});
+      }
+    });
+  }
+  template <class Count, class Links>
+  void measure_rows(int k, Count m, Links links) {
     // The link's columns' largest entries, gathered over the rows, then passed on once.
     double stack[kScratchOnStack ? Link : 1];
     double* link_size = kScratchOnStack ? stack : link_scratch_;
     for (int c = 0; c < links; ++c) link_size[c] = 0.0;
-    for (int r = 0; r < count[k]; ++r) {
+    for (int r = 0; r < m; ++r) {
       const double* row = a_ + (k * Own + r) * kCols;
-      double size = max2(row_size_[index[k * Own + r]], abs_max(row, count[k]));
+      double size = max2(row_size_[index[k * Own + r]], abs_max(row, m));
       for (int c = 0; c < links; ++c) {
         const double v = std::fabs(row[Own + c]);
         size = max2(size, v);
@@ -355,8 +378,20 @@ class StageLdl {
   // Stage k's front (of size_[k] positions, `delayed` of them received): its own block, the
   // link's entries with it, and the next stage's trailing block added.
   void assemble_front(int k, int delayed) {
+    with_count(k, [&](auto m) {
+      if (delayed == 0 && size_[k] == m + Link) {
+        assemble_front(k, m, std::integral_constant<int, 0>{}, std::integral_constant<int, Link>{});
+      } else {
+        assemble_front(k, m, delayed, size_[k] - m - delayed);
+      }
+    });
+  }
+  // (With m own unknowns, `delayed` received and `link_size` linked: compile-time constants
+  // for a usual stage that receives nothing.)
+  template <class Count, class Delayed, class LinkSize>
+  void assemble_front(int k, Count m, Delayed delayed, LinkSize link_size) {
     int* unknown = unknown_ + k * kFront;
-    const int m = count[k], n = size_[k], nf = m + delayed, link_size = n - nf;
+    const int nf = m + delayed, n = nf + link_size;
     double* f = front(k);
     // The own columns are copied whole (own rows, then zeros for the delayed, then the link);
     // the delayed and link columns start at zero. (The own block is symmetric: its column c
@@ -400,18 +435,31 @@ class StageLdl {
   void substitute(double* b) {
     for (int k = Stages - 1; k >= 0; --k) {
       const int* unknown = unknown_ + k * kFront;
-      const int n = size_[k];
-      for (int q = 0; q < n; ++q) v_[q] = b[unknown[q]];
-      substitute_front(k, false);
-      for (int q = 0; q < n; ++q) b[unknown[q]] = v_[q];
+      with_size(k, [&](auto n, auto) {
+        for (int q = 0; q < n; ++q) v_[q] = b[unknown[q]];
+        substitute_front(k, false);
+        for (int q = 0; q < n; ++q) b[unknown[q]] = v_[q];
+      });
     }
     for (int k = 0; k < Stages; ++k) {
       const int* unknown = unknown_ + k * kFront;
-      const int n = size_[k], p = pivots_[k];
-      for (int q = 0; q < n; ++q) v_[q] = b[unknown[q]];
-      substitute_front(k, true);
-      for (int q = 0; q < p; ++q) b[unknown[q]] = v_[q];
+      with_size(k, [&](auto n, auto p) {
+        for (int q = 0; q < n; ++q) v_[q] = b[unknown[q]];
+        substitute_front(k, true);
+        for (int q = 0; q < p; ++q) b[unknown[q]] = v_[q];
+      });
     }
+  }
+  // Calls f(n, p) with stage k's front's size and pivots: compile-time constants for a usual
+  // stage's front that nothing was delayed into or from, ints for the others.
+  template <class F>
+  void with_size(int k, F f) const {
+    if constexpr (kUsualOwn > 0) {
+      if (size_[k] == kUsualOwn + Link && pivots_[k] == kUsualOwn) {
+        return f(std::integral_constant<int, kUsualOwn + Link>{}, std::integral_constant<int, kUsualOwn>{});
+      }
+    }
+    f(size_[k], pivots_[k]);
   }
   // v_ <- stage k's front's forward ((L D)^-1) or backward (L'^-1) substitution, by the code
   // that pivoted it.
@@ -446,8 +494,9 @@ class StageLdl {
     const auto product = [&](double* xs, double* sum, double* xp, double* back) {
       for (int k = 0; k < Stages; ++k) {
         const int* idx = index + k * Own;
+        with_count(k, [&](auto count_k) {
         // At most Own, as set; said so that -O3 does not see the scratch overflow.
-        const int m = count[k] < Own ? count[k] : Own;
+        const int m = count_k < Own ? count_k : Own;
         for (int r = 0; r < m; ++r) {
           xs[r] = x[idx[r]];
           sum[r] = 0.0;
@@ -471,6 +520,7 @@ class StageLdl {
           for (int c = 0; c < Link; ++c) out[previous[c]] -= back[c];
         }
         for (int r = 0; r < m; ++r) out[idx[r]] -= sum[r];
+        });
       }
     };
     // Arrays of its own let the compiler keep the sums apart from `out` (5 % of a solve).
