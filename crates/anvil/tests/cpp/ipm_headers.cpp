@@ -516,6 +516,46 @@ void reordered_front_stops_at_a_nan() {
   }
 }
 
+// A stage factorisation and the dense one of the same matrix, assembled side by side.
+template <class Stage, int Own, int N>
+struct StageAndDense {
+  Stage& stage;
+  anvil_ipm::DenseLdl<N>& dense;
+  // Stage k's own entry (r, c), and its entry between own unknown r and the link's c.
+  void both(int k, int r, int c, double v) {
+    stage.add(k, r, c, v);
+    add_dense(stage.index[k * Own + r], stage.index[k * Own + c], v);
+  }
+  void linked(int k, int r, int c, double v) {
+    stage.add_link(k, r, c, v);
+    add_dense(stage.index[k * Own + r], stage.index[(k - 1) * Own + c], v);
+  }
+  // Stage k's curvature, z = (x_0, x_1, u): the states' state_weight times a random one in
+  // [1, 2] (0: none), the control's in [1, 1.5].
+  void curvature(int k, double state_weight, unsigned* state) {
+    both(k, 0, 0, state_weight * (1.0 + uniform(state)));
+    both(k, 1, 1, state_weight * (1.0 + uniform(state)));
+    both(k, 2, 2, 1.0 + 0.5 * uniform(state));
+  }
+  // The largest difference of the two solutions of a random system, relative to the dense's.
+  double solve_difference(unsigned* state) {
+    double x_dense[N], x_stage[N];
+    for (int i = 0; i < N; ++i) x_dense[i] = x_stage[i] = uniform(state);
+    dense.solve(x_dense);
+    stage.solve(x_stage);
+    double diff = 0.0, size = 0.0;
+    for (int i = 0; i < N; ++i) {
+      diff = std::fmax(diff, std::fabs(x_dense[i] - x_stage[i]));
+      size = std::fmax(size, std::fabs(x_dense[i]));
+    }
+    return diff / size;
+  }
+
+ private:
+  // Entries (i, j) and (j, i) of the dense matrix (its upper triangle, row-major, is read).
+  void add_dense(int i, int j, double v) { dense.a[(i < j ? i : j) * N + (i < j ? j : i)] += v; }
+};
+
 // A multistage KKT matrix (nx = 2 states, nu = 1 control, S stages): stage k owns z_k =
 // (x, u) and its rows: the initial state's (k = 0) or the dynamics x_k - A x_{k-1} - B u_{k-1}
 // (k > 0), and, with `terminal`, x_{S-1} = target, rows that pin states the dynamics
@@ -541,30 +581,18 @@ void stage_kkt(unsigned seed, double state_weight) {
       for (int r = 0; r < 2; ++r) stage.index[k * Own + NZ + 2 + r] = NZ * S + 2 * S + r;
     }
   }
-  const auto both = [&](int k, int r, int c, double v) {
-    stage.add(k, r, c, v);
-    const int i = stage.index[k * Own + r], j = stage.index[k * Own + c];
-    dense.a[(i < j ? i : j) * N + (i < j ? j : i)] += v;
-  };
-  const auto linked = [&](int k, int r, int c, double v) {
-    stage.add_link(k, r, c, v);
-    const int i = stage.index[k * Own + r], j = stage.index[(k - 1) * Own + c];
-    dense.a[(i < j ? i : j) * N + (i < j ? j : i)] += v;
-  };
+  StageAndDense<decltype(stage), Own, N> kkt{stage, dense};
   unsigned state = seed;
   for (int k = 0; k < S; ++k) {
-    // Curvature: the control's, the states' small (or zero), all positive.
-    both(k, 0, 0, state_weight * (1.0 + uniform(&state)));
-    both(k, 1, 1, state_weight * (1.0 + uniform(&state)));
-    both(k, 2, 2, 1.0 + 0.5 * uniform(&state));
+    kkt.curvature(k, state_weight, &state);
     for (int r = 0; r < 2; ++r) {
-      both(k, NZ + r, r, 1.0);  // x_k in its defining rows
+      kkt.both(k, NZ + r, r, 1.0);  // x_k in its defining rows
       if (k > 0) {
-        for (int c = 0; c < NZ; ++c) linked(k, NZ + r, c, -(c == r ? 1.0 : 0.0) - 0.3 * uniform(&state));
+        for (int c = 0; c < NZ; ++c) kkt.linked(k, NZ + r, c, -(c == r ? 1.0 : 0.0) - 0.3 * uniform(&state));
       }
     }
     if (Terminal && k == S - 1) {
-      for (int r = 0; r < 2; ++r) both(k, NZ + 2 + r, r, 1.0);
+      for (int r = 0; r < 2; ++r) kkt.both(k, NZ + 2 + r, r, 1.0);
     }
   }
   const anvil_ipm::Inertia want = dense.factorize(1e-14);
@@ -584,16 +612,7 @@ void stage_kkt(unsigned seed, double state_weight) {
   const anvil_ipm::Inertia whole = stage.factorize(1e-14, true);
   check(whole.positive == got.positive && whole.negative == got.negative && whole.zero == 0,
         "a right inertia is never stopped");
-  double x_dense[N], x_stage[N];
-  for (int i = 0; i < N; ++i) x_dense[i] = x_stage[i] = uniform(&state);
-  dense.solve(x_dense);
-  stage.solve(x_stage);
-  double diff = 0.0, size = 0.0;
-  for (int i = 0; i < N; ++i) {
-    diff = std::fabs(x_dense[i] - x_stage[i]) > diff ? std::fabs(x_dense[i] - x_stage[i]) : diff;
-    size = std::fabs(x_dense[i]) > size ? std::fabs(x_dense[i]) : size;
-  }
-  check(diff <= 1e-10 * size, Terminal ? "stage solve (terminal rows)" : "stage solve");
+  check(kkt.solve_difference(&state) <= 1e-10, Terminal ? "stage solve (terminal rows)" : "stage solve");
   // A control with negative curvature: the inertia says so.
   stage.add(2, 2, 2, -30.0);
   const anvil_ipm::Inertia bent = stage.factorize(1e-14);
@@ -632,45 +651,25 @@ void a_row_no_control_reaches_is_handed_on(unsigned seed, double state_weight) {
     for (int j = 0; j < NZ; ++j) stage.index[k * Own + j] = NZ * k + j;
     for (int r = 0; r < rows; ++r) stage.index[k * Own + NZ + r] = next++;
   }
-  const auto both = [&](int k, int r, int c, double v) {
-    stage.add(k, r, c, v);
-    const int i = stage.index[k * Own + r], j = stage.index[k * Own + c];
-    dense.a[(i < j ? i : j) * N + (i < j ? j : i)] += v;
-  };
-  const auto linked = [&](int k, int r, int c, double v) {
-    stage.add_link(k, r, c, v);
-    const int i = stage.index[k * Own + r], j = stage.index[(k - 1) * Own + c];
-    dense.a[(i < j ? i : j) * N + (i < j ? j : i)] += v;
-  };
+  StageAndDense<decltype(stage), Own, N> kkt{stage, dense};
   unsigned state = seed;
   for (int k = 0; k < S; ++k) {
-    both(k, 0, 0, state_weight * (1.0 + uniform(&state)));
-    both(k, 1, 1, state_weight * (1.0 + uniform(&state)));
-    both(k, 2, 2, 1.0 + 0.5 * uniform(&state));
-    both(k, NZ, 0, 1.0);  // p_k in its row (the first stage's: p_0 given)
+    kkt.curvature(k, state_weight, &state);
+    kkt.both(k, NZ, 0, 1.0);  // p_k in its row (the first stage's: p_0 given)
     if (k == 0) continue;
-    linked(k, NZ, 0, -1.0 - 0.1 * uniform(&state));
-    linked(k, NZ, 1, -0.1 - 0.1 * uniform(&state));
-    linked(k, NZ, 2, -0.3 - 0.1 * uniform(&state));
-    both(k, NZ + 1, 1, 1.0);  // c_k = c_{k-1}
-    linked(k, NZ + 1, 1, -1.0);
-    if (k == S - 1) both(k, NZ + 2, 1, 1.0);  // c_{S-1} given
+    kkt.linked(k, NZ, 0, -1.0 - 0.1 * uniform(&state));
+    kkt.linked(k, NZ, 1, -0.1 - 0.1 * uniform(&state));
+    kkt.linked(k, NZ, 2, -0.3 - 0.1 * uniform(&state));
+    kkt.both(k, NZ + 1, 1, 1.0);  // c_k = c_{k-1}
+    kkt.linked(k, NZ + 1, 1, -1.0);
+    if (k == S - 1) kkt.both(k, NZ + 2, 1, 1.0);  // c_{S-1} given
   }
   const anvil_ipm::Inertia want = dense.factorize(1e-14);
   const anvil_ipm::Inertia got = stage.factorize(1e-14);
   check(got.positive == want.positive && got.negative == want.negative && got.zero == 0 && want.zero == 0,
         "a row handed on: the dense inertia");
   check(stage.compiled_stages() == S - 2, "a usual front that receives a row is the compiled code's");
-  double x_dense[N], x_stage[N];
-  for (int i = 0; i < N; ++i) x_dense[i] = x_stage[i] = uniform(&state);
-  dense.solve(x_dense);
-  stage.solve(x_stage);
-  double diff = 0.0, size = 0.0;
-  for (int i = 0; i < N; ++i) {
-    diff = std::fmax(diff, std::fabs(x_dense[i] - x_stage[i]));
-    size = std::fmax(size, std::fabs(x_dense[i]));
-  }
-  check(diff <= 1e-10 * size, "a row handed on: the dense solution");
+  check(kkt.solve_difference(&state) <= 1e-10, "a row handed on: the dense solution");
 }
 }  // namespace
 
