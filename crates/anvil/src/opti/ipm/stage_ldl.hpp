@@ -150,7 +150,8 @@ class StageLdl {
 
  private:
   // How a stage's front was pivoted: by Front, or by the compiled code (a usual front in
-  // place or reordered, or one with an unknown delayed into it that stays delayed).
+  // place or reordered, or one with one or two unknowns delayed into it, which Front then
+  // pivots or delays again).
   enum UsualPlan : char { kByFront, kCompiledInPlace, kCompiledPaired, kCompiledDelayed };
   double a_[Stages * Own * kCols];
   // Each stage's front after factorize(): column-major, lower triangle: L below the diagonal
@@ -309,7 +310,7 @@ class StageLdl {
         });
       }
     }
-    // Front goes on from the compiled code's last pivot (the delayed unknown: pivoted, or
+    // Front goes on from the compiled code's last pivot (the delayed unknowns: pivoted, or
     // delayed again).
     const int t = usual_[k] == kByFront || usual_[k] == kCompiledDelayed
                       ? StageFront(f, n, unknown, terms_, row_size_, threshold)
@@ -495,31 +496,31 @@ class StageLdl {
       for (int k = 0; k < Stages; ++k) {
         const int* idx = index + k * Own;
         with_count(k, [&](auto count_k) {
-        // At most Own, as set; said so that -O3 does not see the scratch overflow.
-        const int m = count_k < Own ? count_k : Own;
-        for (int r = 0; r < m; ++r) {
-          xs[r] = x[idx[r]];
-          sum[r] = 0.0;
-        }
-        for (int c = 0; c < m; ++c) {
-          for (int r = 0; r < m; ++r) sum[r] += own(k, r, c) * xs[c];
-        }
-        if (k > 0) {
-          const int* previous = index + (k - 1) * Own;
-          for (int c = 0; c < Link; ++c) {
-            xp[c] = x[previous[c]];
-            back[c] = 0.0;
-          }
+          // At most Own, as set; said so that -O3 does not see the scratch overflow.
+          const int m = count_k < Own ? count_k : Own;
           for (int r = 0; r < m; ++r) {
-            for (int c = 0; c < Link; ++c) {
-              const double v = link(k, r, c);
-              sum[r] += v * xp[c];
-              back[c] += v * xs[r];
-            }
+            xs[r] = x[idx[r]];
+            sum[r] = 0.0;
           }
-          for (int c = 0; c < Link; ++c) out[previous[c]] -= back[c];
-        }
-        for (int r = 0; r < m; ++r) out[idx[r]] -= sum[r];
+          for (int c = 0; c < m; ++c) {
+            for (int r = 0; r < m; ++r) sum[r] += own(k, r, c) * xs[c];
+          }
+          if (k > 0) {
+            const int* previous = index + (k - 1) * Own;
+            for (int c = 0; c < Link; ++c) {
+              xp[c] = x[previous[c]];
+              back[c] = 0.0;
+            }
+            for (int r = 0; r < m; ++r) {
+              for (int c = 0; c < Link; ++c) {
+                const double v = link(k, r, c);
+                sum[r] += v * xp[c];
+                back[c] += v * xs[r];
+              }
+            }
+            for (int c = 0; c < Link; ++c) out[previous[c]] -= back[c];
+          }
+          for (int r = 0; r < m; ++r) out[idx[r]] -= sum[r];
         });
       }
     };
