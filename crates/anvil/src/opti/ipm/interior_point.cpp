@@ -181,6 +181,10 @@ class InteriorPoint::Method {
   double filter_theta_[kFilterCapacity], filter_phi_[kFilterCapacity];
   int filter_len_, filter_rejections_ = 0, filter_resets_ = 0;
   bool last_rejection_by_filter_ = false;
+  // measure_residuals(): the larger of the scaled dual and the primal residual, and s_c.
+  struct Residuals {
+    double dual_and_primal = 0.0, sc = 1.0;
+  } residuals_;
   double mu_, tau_, delta_w_last_, delta_w_, delta_c_ = 0.0, solve_ratio_ = 0.0, theta_min_, theta_max_;
   int acceptable_count_;
   // How the last step was accepted, as Ipopt prints it: 'f' an f-type step (switching and
@@ -398,33 +402,52 @@ class InteriorPoint::Method {
 
   // The optimality error of the barrier problem for mu (0: the NLP's), scaled (eq. 5).
   double optimality_error(Problem& p, double mu) {
+    measure_residuals(p);
+    return error_at(mu);
+  }
+
+  // The optimality error's parts that do not depend on mu, at the current iterate: the dual
+  // residual rx_ (also the Newton step's right-hand side), its and the primal's norms, the
+  // multipliers' scalings (Ipopt's s_d, s_c).
+  void measure_residuals(Problem& p) {
     for (int j = 0; j < NX; ++j) rx_[j] = grad_[j] - zl[j] + zu[j];
     p.add_jacobian_transpose_times(yc, yd, rx_);
-    double dual = norm_inf(rx_, NX), primal = norm_inf(c_, NEQ), compl_ = 0.0;
+    double dual = norm_inf(rx_, NX), primal = norm_inf(c_, NEQ);
     double multipliers = 0.0, bound_multipliers = 0.0;
-    int count = 0, bound_count = 0;
+    int bound_count = 0;
     for (int i = 0; i < NQ; ++i) {
       dual = max2(dual, std::fabs(-yd[i] - vl[i] + vu[i]));
       primal = max2(primal, std::fabs(d_[i] - s[i]));
     }
     for (int j = 0; j < NX; ++j) {
-      if (hl_[j]) compl_ = max2(compl_, std::fabs((x[j] - xl_[j]) * zl[j] - mu));
-      if (hu_[j]) compl_ = max2(compl_, std::fabs((xu_[j] - x[j]) * zu[j] - mu));
       bound_multipliers += std::fabs(zl[j]) + std::fabs(zu[j]);
       bound_count += (hl_[j] ? 1 : 0) + (hu_[j] ? 1 : 0);
     }
     for (int i = 0; i < NQ; ++i) {
-      if (hdl_[i]) compl_ = max2(compl_, std::fabs((s[i] - dl_[i]) * vl[i] - mu));
-      if (hdu_[i]) compl_ = max2(compl_, std::fabs((du_[i] - s[i]) * vu[i] - mu));
       bound_multipliers += std::fabs(vl[i]) + std::fabs(vu[i]);
       bound_count += (hdl_[i] ? 1 : 0) + (hdu_[i] ? 1 : 0);
     }
     for (int i = 0; i < NEQ; ++i) multipliers += std::fabs(yc[i]);
     for (int i = 0; i < NQ; ++i) multipliers += std::fabs(yd[i]);
-    count = NY + bound_count;
+    const int count = NY + bound_count;
     const double sd = count > 0 ? max2(kSMax, (multipliers + bound_multipliers) / count) / kSMax : 1.0;
-    const double sc = bound_count > 0 ? max2(kSMax, bound_multipliers / bound_count) / kSMax : 1.0;
-    return max2(max2(dual / sd, primal), compl_ / sc);
+    residuals_.dual_and_primal = max2(dual / sd, primal);
+    residuals_.sc = bound_count > 0 ? max2(kSMax, bound_multipliers / bound_count) / kSMax : 1.0;
+  }
+
+  // The optimality error at mu of the iterate measure_residuals() last measured (the
+  // barrier update tries several mu at one iterate).
+  double error_at(double mu) const {
+    double compl_ = 0.0;
+    for (int j = 0; j < NX; ++j) {
+      if (hl_[j]) compl_ = max2(compl_, std::fabs((x[j] - xl_[j]) * zl[j] - mu));
+      if (hu_[j]) compl_ = max2(compl_, std::fabs((xu_[j] - x[j]) * zu[j] - mu));
+    }
+    for (int i = 0; i < NQ; ++i) {
+      if (hdl_[i]) compl_ = max2(compl_, std::fabs((s[i] - dl_[i]) * vl[i] - mu));
+      if (hdu_[i]) compl_ = max2(compl_, std::fabs((du_[i] - s[i]) * vu[i] - mu));
+    }
+    return max2(residuals_.dual_and_primal, compl_ / residuals_.sc);
   }
 
   // Whether the unscaled residuals also meet their tolerances (Ipopt's dual_inf_tol, ...).
@@ -928,7 +951,8 @@ class InteriorPoint::Method {
     // As long as the barrier problem of the new mu is solved too (Ipopt's default,
     // mu_allow_fast_monotone_decrease; the paper repeats only in the first iteration).
     if (tiny && !(mu_ > mu_min)) return false;
-    while (mu_ > mu_min && (tiny || optimality_error(p, mu_) <= kKappaEps * mu_)) {
+    // (The iterate is the one iterate() measured: only the complementarity changes with mu.)
+    while (mu_ > mu_min && (tiny || error_at(mu_) <= kKappaEps * mu_)) {
       set_mu(max2(mu_min, min2(kKappaMu * mu_, std::pow(mu_, kThetaMu))));
       free_mode_ = o.adaptive_mu;
       tiny = false;
