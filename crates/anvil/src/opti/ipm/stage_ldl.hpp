@@ -94,7 +94,6 @@ class StageLdl {
     int delayed = 0;
     for (int k = Stages - 1; k >= 0; --k) {
       if (k > 0) prepare(k - 1);
-      measure_rows(k);
       const int negative_before = inertia.negative, received = delayed;
       delayed = factorize_stage(k, delayed, zero_pivot, &inertia);
       const bool own_block = received == 0 && delayed == 0;
@@ -176,7 +175,7 @@ class StageLdl {
   double terms_[Size > 0 ? Size : 1];
   double rhs_[Size > 0 ? Size : 1], x_[Size > 0 ? Size : 1], r_[Size > 0 ? Size : 1];
   double v_[kFront];
-  // Scratch of subtract_product() and measure_rows(): on the stack for stages of usual
+  // Scratch of subtract_product() and assemble_front(): on the stack for stages of usual
   // widths, here for wide ones (whose scratch the stack may not hold).
   static constexpr bool kScratchOnStack = Own + Link <= 128;
   double own_scratch_[kScratchOnStack ? 1 : 2 * Own], link_scratch_[kScratchOnStack ? 1 : 2 * Link];
@@ -244,41 +243,6 @@ class StageLdl {
       if (count[k] == kUsualOwn) return f(std::integral_constant<int, kUsualOwn>{});
     }
     f(count[k]);
-  }
-  static double abs_max(const double* v, int count) { return StageFront::abs_max(v, count); }
-
-  // The largest entry of each row of the assembled matrix (what "zero" is relative to): its
-  // own and link entries; the next stage's link entries in the row were added when that
-  // stage was assembled (stages are assembled from the last).
-  void measure_rows(int k) {
-    with_count(k, [&](auto m) {
-      if (k > 0) {
-        measure_rows(k, m, std::integral_constant<int, Link>{});
-      } else {
-        measure_rows(k, m, std::integral_constant<int, 0>{});
-      }
-    });
-  }
-  template <class Count, class Links>
-  void measure_rows(int k, Count m, Links links) {
-    // The link's columns' largest entries, gathered over the rows, then passed on once.
-    double stack[kScratchOnStack ? Link : 1];
-    double* link_size = kScratchOnStack ? stack : link_scratch_;
-    for (int c = 0; c < links; ++c) link_size[c] = 0.0;
-    for (int r = 0; r < m; ++r) {
-      const double* row = a_ + (k * Own + r) * kCols;
-      double size = max2(row_size_[index[k * Own + r]], abs_max(row, m));
-      for (int c = 0; c < links; ++c) {
-        const double v = std::fabs(row[Own + c]);
-        size = max2(size, v);
-        link_size[c] = max2(link_size[c], v);
-      }
-      row_size_[index[k * Own + r]] = size;
-    }
-    for (int c = 0; c < links; ++c) {
-      double& other = row_size_[index[(k - 1) * Own + c]];
-      other = max2(other, link_size[c]);
-    }
   }
 
   // Assembles stage k's front: [own | delayed from stage k + 1 | link], the next stage's
@@ -396,13 +360,39 @@ class StageLdl {
     double* f = front(k);
     // The own columns are copied whole (own rows, then zeros for the delayed, then the link);
     // the delayed and link columns start at zero. (The own block is symmetric: its column c
-    // is its row c, which lies contiguous.)
+    // is its row c, which lies contiguous.) The rows' largest entries of the assembled matrix
+    // (what "zero" is relative to) are measured on the way: entry (r, c) of the copied
+    // triangle is in rows r and c, the next stage's link entries in the rows were measured
+    // when it was assembled, and the link's columns' largest (the previous stage's rows')
+    // are passed on once.
+    double rows_on_stack[kScratchOnStack ? Own : 1], links_on_stack[kScratchOnStack ? Link : 1];
+    double* rows = kScratchOnStack ? rows_on_stack : own_scratch_;
+    double* links = kScratchOnStack ? links_on_stack : link_scratch_;
+    for (int r = 0; r < m; ++r) rows[r] = row_size_[index[k * Own + r]];
+    for (int r = 0; r < link_size; ++r) links[r] = 0.0;
     for (int c = 0; c < m; ++c) {
       unknown[c] = index[k * Own + c];
       double* column = f + c * n;
-      for (int r = c; r < m; ++r) column[r] = own(k, c, r);
+      double largest = rows[c];
+      for (int r = c; r < m; ++r) {
+        const double v = own(k, c, r), size = std::fabs(v);
+        column[r] = v;
+        largest = max2(largest, size);
+        rows[r] = max2(rows[r], size);
+      }
       for (int r = m; r < nf; ++r) column[r] = 0.0;
-      for (int r = 0; r < link_size; ++r) column[nf + r] = link(k, c, r);
+      for (int r = 0; r < link_size; ++r) {
+        const double v = link(k, c, r), size = std::fabs(v);
+        column[nf + r] = v;
+        largest = max2(largest, size);
+        links[r] = max2(links[r], size);
+      }
+      rows[c] = max2(rows[c], largest);
+    }
+    for (int r = 0; r < m; ++r) row_size_[index[k * Own + r]] = rows[r];
+    for (int r = 0; r < link_size; ++r) {
+      double& other = row_size_[index[(k - 1) * Own + r]];
+      other = max2(other, links[r]);
     }
     for (int j = m; j < n; ++j) {
       for (int i = j; i < n; ++i) at(f, n, i, j) = 0.0;
