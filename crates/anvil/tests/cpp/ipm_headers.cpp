@@ -304,6 +304,24 @@ void zero_pivots_are_cancellations() {
 // A solve reports the residual ratio its refinement reached: Ipopt's 1e-10 when the
 // factorisation is good; not below any threshold (NaN) when the matrix holds a NaN, which the
 // interior-point method answers as it answers a singular matrix.
+// all_finite() (one OR over the array, vectorised): a NaN or an infinity anywhere, in the
+// first, a middle or the last entry, is found; finite values of any size, and an empty
+// array, are finite.
+void all_finite_finds_any_nonfinite_entry() {
+  double v[37];
+  for (int i = 0; i < 37; ++i) v[i] = (i % 2 ? -1.0 : 1.0) * std::pow(10.0, (i % 9) * 38 - 150);
+  check(anvil_ipm::all_finite(v, 37) && anvil_ipm::all_finite(v, 0), "finite arrays are finite");
+  for (const double bad : {std::numeric_limits<double>::quiet_NaN(), HUGE_VAL, -HUGE_VAL}) {
+    for (const int at : {0, 18, 36}) {
+      const double kept = v[at];
+      v[at] = bad;
+      check(!anvil_ipm::all_finite(v, 37), "a NaN or an infinity is found wherever it is");
+      check(at == 36 || anvil_ipm::all_finite(v + at + 1, 36 - at), "entries after it alone are finite");
+      v[at] = kept;
+    }
+  }
+}
+
 void solves_report_their_residual() {
   anvil_ipm::SparseLdl<Pair> ldl;
   const double stable[3] = {4.0, 1.0, -3.0};
@@ -689,6 +707,7 @@ int main() {
   sparse_delays_a_zero_diagonal();
   zero_pivots_are_cancellations();
   solves_report_their_residual();
+  all_finite_finds_any_nonfinite_entry();
   stage_kkt<false>(5, 1.0);
   stage_kkt<false>(6, 0.0);
   stage_kkt<true>(7, 1.0);

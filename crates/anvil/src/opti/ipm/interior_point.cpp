@@ -225,7 +225,6 @@ class InteriorPoint::Method {
     for (int i = 0; i < n; ++i) m = max2(m, std::fabs(v[i]));
     return m;
   }
-  static bool finite(const double* v, int n) { return all_finite(v, n); }
 
   // The relaxed bounds (Ipopt's bound_relax_factor): strictly feasible interiors exist for
   // equal bounds, and rounding cannot make a bound unreachable. A bound moves by factor *
@@ -354,7 +353,7 @@ class InteriorPoint::Method {
     for (int i = 0; i < NEQ; ++i) rhs_[NX + i] = 0.0;
     for (int i = 0; i < NQ; ++i) rhs_[NX + NEQ + i] = vl[i] - vu[i];
     p.solve(rhs_);
-    if (!finite(rhs_ + NX, NY) || norm_inf(rhs_ + NX, NY) > kMultInitMax) return;
+    if (!all_finite(rhs_ + NX, NY) || norm_inf(rhs_ + NX, NY) > kMultInitMax) return;
     for (int i = 0; i < NEQ; ++i) yc[i] = rhs_[NX + i];
     for (int i = 0; i < NQ; ++i) yd[i] = rhs_[NX + NEQ + i];
   }
@@ -537,7 +536,7 @@ class InteriorPoint::Method {
       if (!factorize_corrected(p, true)) return false;
       direction(p, c_, dtheta_rows());
     }
-    return finite(dx_, NX) && finite(ds_, NQ);
+    return all_finite(dx_, NX) && all_finite(ds_, NQ);
   }
 
   // Solves for the direction with the factorised matrix; `cv`, `dv`: the constraint values
@@ -646,7 +645,7 @@ class InteriorPoint::Method {
   bool evaluate_trial(Problem& p, double alpha) {
     for (int j = 0; j < NX; ++j) xt_[j] = x[j] + alpha * dx_[j];
     for (int i = 0; i < NQ; ++i) st_[i] = s[i] + alpha * ds_[i];
-    return p.values(xt_, &ft_, ct_, dt_) && std::isfinite(ft_) && finite(ct_, NEQ) && finite(dt_, NQ);
+    return p.values(xt_, &ft_, ct_, dt_) && std::isfinite(ft_) && all_finite(ct_, NEQ) && all_finite(dt_, NQ);
   }
 
   // Whether a trial point with (theta_t, phi_t) is acceptable after a step of length alpha
@@ -1034,7 +1033,7 @@ class InteriorPoint::Method {
         }
         continue;
       }
-      if (soft_steps_ < kMaxSoftSteps && finite(dx_, NX) && soft_restoration(p, &alpha_pr)) {
+      if (soft_steps_ < kMaxSoftSteps && all_finite(dx_, NX) && soft_restoration(p, &alpha_pr)) {
         ++soft_steps_;
         alpha_du = alpha_pr;
         step_kind_ = 's';
@@ -1250,7 +1249,7 @@ class InteriorPoint::Method {
       p.solve(rhs_);
       for (int j = 0; j < NX; ++j) dx_[j] = rhs_[j];
       for (int i = 0; i < NQ; ++i) ds_[i] = (rs_[i] + rhs_[NX + NEQ + i]) / ds_diag_[i];
-      if (!finite(dx_, NX) || !finite(ds_, NQ)) return IpmOutcome::RestorationFailed;
+      if (!all_finite(dx_, NX) || !all_finite(ds_, NQ)) return IpmOutcome::RestorationFailed;
       double alpha = primal_step_limit();
       bool moved = false;
       for (int b = 0; b < kMaxBacktracks && alpha > 1e-12; ++b, alpha *= 0.5) {
