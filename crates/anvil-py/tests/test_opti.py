@@ -338,6 +338,25 @@ def test_a_failed_qp_is_followed_by_a_restoration_step(capfd, filter_search):
     assert "r" in kinds, kinds
 
 
+@pytest.mark.parametrize("name, start", [("hs093", 1), ("hs099", 2)])
+def test_an_infeasibility_verdict_on_the_bounds_is_checked_from_the_interior(capfd, name, start):
+    # HS 93 from a perturbed start sits with two factors of its product constraint on their
+    # bound 0, where the constraint's gradient vanishes; HS 99 steps onto a vertex of its box.
+    # There no direction along the linearisation reduces the violation, and the solves ended
+    # INFEASIBLE (HS 93 at its start). The iterate is now pushed into the interior as Ipopt
+    # pushes its start ('p' in the log) before the verdict stands: both reach Ipopt's optimum.
+    import hock_schittkowski
+    from opti_problems import perturbed_starts
+
+    spec = next(s for s in hock_schittkowski.PROBLEMS if s.name == name)
+    x0 = perturbed_starts(spec)[start]
+    settings = SQPSettings(max_iter=200, verbose=1)
+    res = DenseSQPFunction(f"{name}_pushed", anvil_problem(spec, False), settings)(x0)
+    kinds = [ln.split()[-1] for ln in capfd.readouterr().out.splitlines()[2:] if ln.strip()]
+    _agrees(res, _ipopt_from(spec, x0), name)
+    assert "p" in kinds, kinds
+
+
 def test_stationarity_is_measured_against_the_multipliers_scale():
     # HS 99: a cost of -8e8 with gradients of 1e8. The rounding error in grad f + J'lam is
     # 1e-7, above the tolerance 1e-8 however often the SQP steps; Ipopt's test divides it by
