@@ -271,18 +271,21 @@ def _agrees(res, want, what):
     assert abs(res.objective - want["f"]) <= 1e-6 * max(1.0, abs(want["f"])), (what, res.objective, want["f"])
 
 
-def _cops_nlp_spec(name, size):
+def _cops_nlp(name, size):
+    """The COPS NLP `name` at `size`: its Spec and its guesses (the COPS one, a plainer one)."""
     import cops_nlp
 
-    return cops_nlp.PROBLEMS[name](size)[0]
+    return cops_nlp.PROBLEMS[name](size)
+
+
+def _cops_nlp_spec(name, size):
+    return _cops_nlp(name, size)[0]
 
 
 def _cops_with_and_without(name, size, setting, max_iter):
     """The COPS NLP `name` from its plainer guess: Ipopt's result, and the sparse SQP's with
     the boolean `setting` on (key True) and off (key False)."""
-    import cops_nlp
-
-    spec, starts = cops_nlp.PROBLEMS[name](size)
+    spec, starts = _cops_nlp(name, size)
     runs = {}
     for on in (True, False):
         settings = SQPSettings(max_iter=max_iter, **{setting: on})
@@ -291,7 +294,7 @@ def _cops_with_and_without(name, size, setting, max_iter):
     return _ipopt_from(spec, starts[1]), runs
 
 
-def test_the_merit_penalty_comes_down_and_the_filter_needs_none():
+def test_the_merit_penalty_comes_down_and_the_filter_needs_none(capfd):
     # COPS gas oil (parameter estimation, 3 parameters, collocated ODE) from the plainer
     # guess: each step trades a little of the collocation equations' violation for much of
     # the least-squares cost. A penalty that could only rise (raised once by a nearly
@@ -303,6 +306,12 @@ def test_the_merit_penalty_comes_down_and_the_filter_needs_none():
     assert runs[True].iterations <= 2 * want["iterations"], (runs[True].iterations, want["iterations"])
     _agrees(runs[False], want, "merit")
     assert runs[True].iterations < runs[False].iterations, (runs[True].iterations, runs[False].iterations)
+    # verbose=2 prints each step's penalty: it comes down as well as up.
+    spec, starts = _cops_nlp("gasoil", 25)
+    SparseSQPFunction("gasoil_penalty", anvil_problem(spec, True), SQPSettings(max_iter=100, verbose=2))(starts[1])
+    penalties = [float(m) for m in re.findall(r"merit penalty ([0-9.e+-]+),", capfd.readouterr().out)]
+    assert len(penalties) == runs[False].iterations, (len(penalties), runs[False].iterations)
+    assert any(b < 0.9 * a for a, b in zip(penalties, penalties[1:])), penalties
     for bad in (1, float("nan")):
         with pytest.raises(TypeError, match="SQPSettings.filter must be a bool"):
             SparseSQPFunction("gasoil_ls_bad", anvil_problem(_cops_nlp_spec("gasoil", 25), True), SQPSettings(filter=bad))

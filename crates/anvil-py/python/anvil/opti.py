@@ -170,8 +170,9 @@ class SQPSettings:
     qp_eps_abs: float = 1e-10
     qp_eps_rel: float = 1e-10
     qp_max_iter: int = 250
-    #: 0: silent; 1: one line per iteration (on the process's stdout); 2: also the
-    #: iterations of each QP the ``qp_backend="ipm"`` solvers solve.
+    #: 0: silent; 1: one line per iteration (on the process's stdout); 2: also, per
+    #: iteration, the step's merit penalty, slope and largest entry, and the iterations of
+    #: each QP the ``qp_backend="ipm"`` solvers solve.
     verbose: int = 0
     #: When ``max_iter`` ends a solve after a step, also evaluate the derivatives at the
     #: returned point so that ``stat_res`` is its stationarity; False: only its objective

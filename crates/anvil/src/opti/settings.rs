@@ -109,9 +109,10 @@ pub struct SqpSettings {
     pub qp_eps_rel: f64,
     /// The QP solver's iteration limit.
     pub qp_max_iter: usize,
-    /// 0: silent; 1: one line per iteration on stdout; 2 (or more): also the iterations of
-    /// each QP solved by the interior-point backends ([`QpBackend::IpmDense`],
-    /// [`QpBackend::IpmSparse`]).
+    /// 0: silent; 1: one line per iteration on stdout; 2 (or more): also, per iteration,
+    /// the step's merit penalty, directional derivative (slope) and largest entry, and the
+    /// iterations of each QP solved by the interior-point backends
+    /// ([`QpBackend::IpmDense`], [`QpBackend::IpmSparse`]).
     ///
     /// [`QpBackend::IpmDense`]: super::QpBackend::IpmDense
     /// [`QpBackend::IpmSparse`]: super::QpBackend::IpmSparse
