@@ -379,6 +379,21 @@ def test_stationarity_is_measured_against_the_multipliers_scale():
     assert res.stat_res > 1e-8 and res.iterations < 20, (res.stat_res, res.iterations)
 
 
+@pytest.mark.parametrize("name", ["hs084", "hs099"])
+def test_the_convergence_test_scales_the_problem_as_ipopt_does(name):
+    # HS 84's constraints have gradients of 1e5 and HS 99's cost 1e8: with interior-point
+    # QPs the iterates stop moving at a violation of 6e-8 (HS 84) and a complementarity of
+    # 1e-5 (HS 99), rounding at those scales, and the solves ran to max_iter there. Tested
+    # on the problem scaled by its gradients at the start, as Ipopt's, they end SOLVED.
+    import hock_schittkowski
+
+    spec = next(s for s in hock_schittkowski.PROBLEMS if s.name == name)
+    settings = SQPSettings(max_iter=100)
+    res = DenseSQPFunction(f"{name}_ipm_scaled", anvil_problem(spec, False), settings, qp_backend="ipm")(spec.x0)
+    _agrees(res, _ipopt_from(spec, spec.x0), name)
+    assert res.iterations < 30, res.iterations
+
+
 # Statuses: each ends with its status and the last iterate, never a crash.
 
 

@@ -113,11 +113,16 @@ class SQPSettings:
     (``solver.settings = ...``). The values a solver is built with are also the defaults of
     its generated C++ ``Settings``.
 
-    Residuals compared with the tolerances are unscaled infinity norms: stationarity
+    The residuals are infinity norms: stationarity
     ``||grad f + J_eq'lam_eq + J_ineq'lam_ineq + lam_box||``, equality and inequality (and
-    bound) violation, and complementarity; stationarity and complementarity are divided by
-    the multipliers' mean magnitude over 100 first, where that exceeds 1 (Ipopt's s_d and
-    s_c: large multipliers carry rounding errors of their size).
+    bound) violation, and complementarity. They are compared with the tolerances on the
+    problem scaled as Ipopt scales it: the objective and each constraint row are divided, at
+    the starting point, so that their largest derivative is at most 100. Stationarity and
+    complementarity are divided further by the scaled multipliers' mean magnitude over 100,
+    where that exceeds 1 (Ipopt's s_d and s_c: large multipliers carry rounding errors of
+    their size). A solved point also meets Ipopt's unscaled limits: violation and
+    complementarity at most 1e-4, stationarity at most 1. The result reports the residuals
+    unscaled.
     """
 
     #: Most SQP iterations (QP solves).
