@@ -384,7 +384,7 @@ def test_the_convergence_test_scales_the_problem_as_ipopt_does(name):
     # HS 84's constraints have gradients of 1e5 and HS 99's cost 1e8: with interior-point
     # QPs the iterates stop moving at a violation of 6e-8 (HS 84) and a complementarity of
     # 1e-5 (HS 99), rounding at those scales, and the solves ran to max_iter there. Tested
-    # on the problem scaled by its gradients at the start, as Ipopt's, they end SOLVED.
+    # on the problem scaled by its gradients, as Ipopt's, they end SOLVED.
     import hock_schittkowski
 
     spec = next(s for s in hock_schittkowski.PROBLEMS if s.name == name)
@@ -392,6 +392,23 @@ def test_the_convergence_test_scales_the_problem_as_ipopt_does(name):
     res = DenseSQPFunction(f"{name}_ipm_scaled", anvil_problem(spec, False), settings, qp_backend="ipm")(spec.x0)
     _agrees(res, _ipopt_from(spec, spec.x0), name)
     assert res.iterations < 30, res.iterations
+
+
+def test_steps_the_line_search_cuts_raise_a_proximal_term(capfd):
+    # The Goddard rocket (COPS) at N = 100 from the report's guess, as one sparse NLP. Near
+    # its singular arc the QP's steps (length 2.4) move the thrust across its range, and the
+    # line search cut them to 1e-4 for all 500 iterations (MAX_ITER at J = -1.00556; Ipopt
+    # -1.01283). Steps cut at a nearly feasible point now raise a proximal term in the next
+    # QPs (the reg column), which full steps lower again: it reaches Ipopt's optimum.
+    from cops_problems import PROBLEMS
+
+    spec, guesses = PROBLEMS["rocket"](100)
+    settings = SQPSettings(max_iter=200, verbose=1)
+    res = SparseSQPFunction("rocket_proximal", anvil_problem(spec, True), settings)(guesses[0])
+    _agrees(res, _ipopt_from(spec, guesses[0]), "rocket")
+    lines = [ln.split() for ln in capfd.readouterr().out.splitlines()]
+    regs = [float(t[6]) for t in lines if len(t) >= 9 and t[0].isdigit()]
+    assert max(regs) >= 1e-4 and regs[-1] <= 1e-6, regs
 
 
 # Statuses: each ends with its status and the last iterate, never a crash.

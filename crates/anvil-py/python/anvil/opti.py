@@ -116,8 +116,9 @@ class SQPSettings:
     The residuals are infinity norms: stationarity
     ``||grad f + J_eq'lam_eq + J_ineq'lam_ineq + lam_box||``, equality and inequality (and
     bound) violation, and complementarity. They are compared with the tolerances on the
-    problem scaled as Ipopt scales it: the objective and each constraint row are divided, at
-    the starting point, so that their largest derivative is at most 100. Stationarity and
+    problem scaled as Ipopt scales it: the objective and each constraint row are divided so
+    that their largest derivative at the current iterate is at most 100 (Ipopt measures at
+    the start). Stationarity and
     complementarity are divided further by the scaled multipliers' mean magnitude over 100,
     where that exceeds 1 (Ipopt's s_d and s_c: large multipliers carry rounding errors of
     their size). A solved point also meets Ipopt's unscaled limits: violation and

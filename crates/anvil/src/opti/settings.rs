@@ -29,19 +29,18 @@ impl HessianApproximation {
 /// defaults of its generated C++ `Settings` struct.
 ///
 /// The residuals are ∞-norms: stationarity `‖∇f + J_eqᵀλ_eq + J_ineqᵀλ_ineq + λ_box‖∞`,
-/// equality violation `‖g_eq − eq_rhs‖∞`, inequality violation (of the constraint and
-/// variable bounds), and complementarity (each multiplier times the distance to the bound
-/// its sign says is active). They are compared with the tolerances on the problem scaled as
-/// Ipopt scales it: the objective and each constraint row divided, at the starting point, so
-/// that their largest derivative is at most 100 (problems of gradients ~1e6 cannot meet 1e-8
-/// unscaled). Stationarity and complementarity are divided further by the scaled
-/// multipliers' mean magnitude over 100 where that exceeds 1 (Ipopt's `s_d` and `s_c`):
-/// large multipliers carry rounding errors of their size into `∇f + Jᵀλ`. A solved point
-/// also meets Ipopt's unscaled limits (violation and complementarity ≤ 1e-4, stationarity
-/// ≤ 1). [`Info`] reports the residuals unscaled. Where the line search finds
-/// no step from a point within 100 times the tolerances, the solve ends `Solved` there
-/// (Ipopt's acceptable level): rounding in long sums of merit values can hide the last
-/// steps' decrease.
+/// equality violation `‖g_eq − eq_rhs‖∞`, inequality violation (of the constraint and variable
+/// bounds), and complementarity (each multiplier times the distance to the bound its sign says
+/// is active). They are compared with the tolerances on the problem scaled as Ipopt scales it:
+/// the objective and each constraint row divided so that their largest derivative at the
+/// current iterate is at most 100 (problems of gradients ~1e6 cannot meet 1e-8 unscaled; Ipopt
+/// measures at the start). Stationarity and complementarity are divided further by the scaled
+/// multipliers' mean magnitude over 100 where that exceeds 1 (Ipopt's `s_d` and `s_c`): large
+/// multipliers carry rounding errors of their size into `∇f + Jᵀλ`. A solved point also meets
+/// Ipopt's unscaled limits (violation and complementarity ≤ 1e-4, stationarity ≤ 1). [`Info`]
+/// reports the residuals unscaled. Where the line search finds no step from a point within 100
+/// times the tolerances, the solve ends `Solved` there (Ipopt's acceptable level): rounding in
+/// long sums of merit values can hide the last steps' decrease.
 ///
 /// ```
 /// use anvil::opti::SqpSettings;
