@@ -128,10 +128,11 @@ def test_gauss_newton_converges_to_the_optimum():
 
 def test_long_horizons_reach_ipopts_swing_up():
     """The cart-pole at N = 200 from rest and from a moved initial state (issue 31): with the
-    whole Hessian's inertia corrected (convexify_by_stage=False), the SQP by stages reaches
-    Ipopt's J, and ends at the acceptable level where a tolerance is finer than rounding allows; with each
-    stage block convexified on its own (the default) the steps are no Newton steps, and it
-    ends far above it (J = 267.6 from rest, MAX_ITER)."""
+    whole Hessian's inertia corrected (convexify_by_stage=False, the default), the SQP by
+    stages reaches Ipopt's J, and ends at the acceptable level where a tolerance is finer
+    than rounding allows; with each stage block convexified on its own
+    (convexify_by_stage=True) the steps are no Newton steps, and it ends far above it
+    (J = 267.6 from rest, MAX_ITER)."""
     n, moved = 200, np.array([0.1, -0.2, 0.05, 0.3])
     problem = cp.cartpole_from_dynamics(n, name="cp200")
     whole = SQPSettings(max_iter=1000, convexify_by_stage=False)
@@ -152,7 +153,7 @@ def test_long_horizons_reach_ipopts_swing_up():
     res = solver(np.zeros(solver.nx), p=np.zeros(4))
     assert res.status == SQPStatus.SOLVED and res.stat_res <= 100 * 1e-9, res
     close(res.objective, j_rest, 1e-6, "objective at the acceptable level")
-    by_stage = SparseSQPFunction(name="ms_cartpole_200_by_stage", problem=problem, settings=SQPSettings(max_iter=300))
+    by_stage = SparseSQPFunction(name="ms_cartpole_200_by_stage", problem=problem, settings=SQPSettings(max_iter=300, convexify_by_stage=True))
     res = by_stage(np.zeros(solver.nx), p=np.zeros(4))
     assert res.status == SQPStatus.MAX_ITER and res.objective > 2 * j_rest, res
 

@@ -586,3 +586,21 @@ def test_example_runs(tmp_path):
     assert "interior point: status SOLVED, f = 17.014017" in out.stdout
     written = [d for d in os.listdir(tmp_path) if d.startswith("anvil_sqp_")]
     assert len(written) == 1 and os.path.isfile(os.path.join(tmp_path, written[0], "hs071.hpp"))
+
+
+def test_iterates_within_the_acceptable_level_for_15_iterations_end_solved():
+    """Ipopt's acceptable level: a solve whose iterates stay within 100 times the tolerances
+    for 15 iterations in a row ends SOLVED there. HS 71 with full steps and tolerances of
+    1e-11 settles at a complementarity of 1.4e-10 (rounding), within 100 times but never
+    within them: it ends SOLVED 15 iterations after reaching that level; asked for 1e-12,
+    where 100 times is not met either, it runs to max_iter."""
+    spec = next(s for s in PROBLEMS if s.name == "hs071")
+
+    def solve(tol):
+        settings = SQPSettings(max_iter=200, tol_stat=tol, tol_eq=tol, tol_ineq=tol, tol_comp=tol, line_search=False)
+        return DenseSQPFunction(name="hs071_acceptable", problem=anvil_problem(spec, False), settings=settings)(spec.x0)
+
+    res = solve(1e-11)
+    assert res.status == SQPStatus.SOLVED and res.iterations <= 30, res
+    assert 1e-11 < res.comp_res <= 100 * 1e-11, res.comp_res
+    assert solve(1e-12).status == SQPStatus.MAX_ITER

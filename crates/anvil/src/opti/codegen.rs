@@ -4,7 +4,7 @@
 use super::derive::{Derived, Matrix, Storage};
 use super::ipm::{stage_kkt, IpmForm, SparseKkt};
 use super::layout::{Gathered, Layout};
-use super::settings::{SettingField, SqpSettings, Status, MAX_MERIT_MEMORY};
+use super::settings::{HessianApproximation, SettingField, SqpSettings, Status, MAX_MERIT_MEMORY};
 use super::solver::Bounds;
 use super::stagewise::{Dynamics, StageCall, StageDerived, StageMultipliers, StageRole, TermLayout};
 use crate::render::ItemSource;
@@ -480,6 +480,7 @@ pub(crate) fn render_multistage(l: &StageLayout) -> ItemSource {
         jac_eq_len => jacobian_len(&d.eq, l.nz),
         jac_q_len => jacobian_len(&d.q, l.nz),
         coupled_hessian => if d.coupled_hessian { "true" } else { "false" },
+        gauss_newton => if l.settings.hessian_approximation == HessianApproximation::GaussNewton { "true" } else { "false" },
         dynamics => dynamics_context(d),
         calls => d.calls.iter().enumerate().map(|(i, c)| stage_call_context(i, c, l.nz)).collect::<Vec<Value>>(),
         stage_out_len => stage_out_len(&d.calls, l.nz),
