@@ -13,13 +13,12 @@ Which solver: `SparseIPMFunction` (Ipopt's interior-point method, its KKT system
 stage by stage) for a problem solved once from a rough guess: it converges where Ipopt does,
 in Ipopt's iterations, and says `INFEASIBLE` when no point meets the constraints.
 `SparseSQPFunction` (SQP, its QPs solved by a Riccati recursion) for MPC: warm starts from the
-shifted last solution, real-time iterations, Gauss-Newton Hessians. With an exact Hessian
-over a long horizon from a rough guess, `SQPSettings(convexify_by_stage=False)` corrects the
-whole Hessian's inertia as Ipopt does (Newton steps where stage blocks are indefinite: the
-cart-pole swing-up at N = 200 and 1000 reaches Ipopt's optimum, where the default, each stage
-block convexified on its own, stalls); the default converges faster where saturated controls
-carry negative curvature. Both solvers run the same generated code through the JIT and as
-AOT C++.
+shifted last solution, real-time iterations, Gauss-Newton Hessians. With an exact Hessian it
+corrects the whole Hessian's inertia as Ipopt does, crediting saturated controls' bounds near
+a solution (Newton steps where stage blocks are indefinite: the cart-pole swing-up at N = 200
+and 1000 reaches Ipopt's optimum); `SQPSettings(convexify_by_stage=True)` convexifies each
+stage block on its own instead, which needs no inertia test but stalls there. Both solvers
+run the same generated code through the JIT and as AOT C++.
 
 Run with the package installed: `python examples/min_time.py`.
 """
