@@ -172,8 +172,11 @@ def test_iterations_over_the_collection_are_within_1_2_times_ipopts(sparse):
 # bound push), hs064 (a badly scaled objective: the barrier parameter's floor is in the scaled
 # objective's units), hs103 (a constraint scaled down by 1e-5: bounds are relaxed in the
 # problem's own units, by at most constr_viol_tol), hs056 (a step that satisfies the
-# switching and Armijo conditions leaves the filter as it is, also above theta_min).
-HS_WITNESSES = [("hs016", 0), ("hs064", 1), ("hs103", 2), ("hs056", 1)]
+# switching and Armijo conditions leaves the filter as it is, also above theta_min), hs114
+# (the restoration phase's first iteration keeps the barrier parameter the restoration
+# problem was centred for, as Ipopt's monotone update does: lowered at once, the phase
+# returned another point and the solve took 53 iterations to Ipopt's 41).
+HS_WITNESSES = [("hs016", 0), ("hs064", 1), ("hs103", 2), ("hs056", 1), ("hs114", 2)]
 
 
 @pytest.mark.parametrize("name,k", HS_WITNESSES, ids=[name for name, _ in HS_WITNESSES])
@@ -217,6 +220,21 @@ def test_cops_nlps_reach_ipopts_optimum(name, size):
         assert abs(res.objective - want["f"]) <= 1e-6 * max(1.0, abs(want["f"])), (what, res.objective, want["f"])
         assert violation(spec, res.x) <= max(1e-7, 1.01 * violation(spec, want["x"])), what
         assert res.iterations <= 1.2 * want["iterations"] + 3, (what, res.iterations, want["iterations"])
+
+
+def test_soft_restoration_steps_must_reduce_ipopts_primal_dual_error():
+    # COPS cam shape (nh = 200) from the COPS guess: at iteration 7 the line search fails at a
+    # nearly singular KKT system. Judged by the scaled optimality error (divided by the
+    # multipliers' size), soft restoration steps of length 1e-6 to 1e-13 that grew the
+    # multipliers a hundredfold each passed as progress, and the solve took 80 iterations;
+    # judged by Ipopt's primal-dual system error they fail, the restoration phase follows,
+    # and the solve takes Ipopt's path (Ipopt: 43).
+    spec, starts = cops_nlp.PROBLEMS["camshape"](200)
+    res = SparseIPMFunction(f"ipm_{spec.name}_soft", anvil_problem(spec, True))(starts[0])
+    want = ipopt(spec, starts[0])
+    assert want["success"] and res.status == SQPStatus.SOLVED, res.status
+    assert abs(res.objective - want["f"]) <= 1e-6 * max(1.0, abs(want["f"])), (res.objective, want["f"])
+    assert res.iterations <= 1.2 * want["iterations"] + 3, (res.iterations, want["iterations"])
 
 
 def test_filter_resets_where_it_blocks_iteration_after_iteration():

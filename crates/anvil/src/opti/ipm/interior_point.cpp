@@ -70,6 +70,7 @@ class InteriorPoint::Method {
   IpmReport run(Problem& p, const double* x0, IpmMultipliers warm, const IpmOptions& o, double* x_out, double* lam_eq,
                 double* lam_q, double* lam_box) {
     IpmReport report{IpmOutcome::MaxIter, 0, nan(), nan(), nan(), nan(), nan()};
+    restoration_phase_ = false;
     p.reset_quality();
     const IpmOutcome start = initialize(p, x0, warm, o);
     if (start != IpmOutcome::Solved) {
@@ -87,6 +88,7 @@ class InteriorPoint::Method {
   IpmOutcome restoration_run(Problem& p, const double* x0, IpmMultipliers warm, const IpmOptions& o, int offset,
                              int* iterations) {
     iteration_offset_ = offset;
+    restoration_phase_ = true;
     const IpmOutcome start = initialize(p, x0, warm, o);
     *iterations = 0;
     return start != IpmOutcome::Solved ? start : iterate(p, o, iterations);
@@ -170,6 +172,9 @@ class InteriorPoint::Method {
   double *resto_q_lam_;
   double theta_resto_start_ = 0.0;
   int iteration_offset_ = 0;
+  // Whether this solve is a restoration phase's (restoration_run), whose first iteration
+  // keeps the barrier parameter it starts with.
+  bool restoration_phase_ = false;
   static constexpr double kKappaResto = 0.9, kBoundMultResetThreshold = 1000.0;
   // The adaptive barrier update: whether mu is free (LOQO's rule) and the optimality errors
   // of recent iterations it must keep improving on.
@@ -220,9 +225,12 @@ class InteriorPoint::Method {
   static double inf() { return std::numeric_limits<double>::infinity(); }
   static double max2(double a, double b) { return a > b ? a : b; }
   static double min2(double a, double b) { return a < b ? a : b; }
+  // |v|, NaN counting as infinite (overflowed multipliers give inf - inf: an error measure
+  // that dropped the NaN would read as small).
+  static double magnitude(double v) { return v == v ? std::fabs(v) : inf(); }
   static double norm_inf(const double* v, int n) {
     double m = 0.0;
-    for (int i = 0; i < n; ++i) m = max2(m, std::fabs(v[i]));
+    for (int i = 0; i < n; ++i) m = max2(m, magnitude(v[i]));
     return m;
   }
 
@@ -415,8 +423,8 @@ class InteriorPoint::Method {
     double multipliers = 0.0, bound_multipliers = 0.0;
     int bound_count = 0;
     for (int i = 0; i < NQ; ++i) {
-      dual = max2(dual, std::fabs(-yd[i] - vl[i] + vu[i]));
-      primal = max2(primal, std::fabs(d_[i] - s[i]));
+      dual = max2(dual, magnitude(-yd[i] - vl[i] + vu[i]));
+      primal = max2(primal, magnitude(d_[i] - s[i]));
     }
     for (int j = 0; j < NX; ++j) {
       bound_multipliers += std::fabs(zl[j]) + std::fabs(zu[j]);
@@ -432,6 +440,36 @@ class InteriorPoint::Method {
     const double sd = count > 0 ? max2(kSMax, (multipliers + bound_multipliers) / count) / kSMax : 1.0;
     residuals_.dual_and_primal = max2(dual / sd, primal);
     residuals_.sc = bound_count > 0 ? max2(kSMax, bound_multipliers / bound_count) / kSMax : 1.0;
+  }
+
+  // Ipopt's primal-dual system error (curr_primal_dual_system_error) at mu: the mean
+  // absolute dual residual, primal residual and complementarity's deviation from mu, summed.
+  // Unlike the optimality error it is not divided by the multipliers' size, so a step that
+  // only grows the multipliers does not pass as progress (COPS cam shape: soft steps of
+  // length 1e-13 accepted while the multipliers grew a hundredfold each).
+  double system_error(Problem& p, double mu) {
+    measure_residuals(p);
+    double dual = 0.0, primal = 0.0, compl_ = 0.0;
+    int pairs = 0;
+    for (int j = 0; j < NX; ++j) dual += std::fabs(rx_[j]);
+    for (int i = 0; i < NQ; ++i) dual += std::fabs(-yd[i] - vl[i] + vu[i]);
+    for (int i = 0; i < NEQ; ++i) primal += std::fabs(c_[i]);
+    for (int i = 0; i < NQ; ++i) primal += std::fabs(d_[i] - s[i]);
+    const auto add = [&](bool has, double dist, double z) {
+      if (!has) return;
+      compl_ += std::fabs(dist * z - mu);
+      ++pairs;
+    };
+    for (int j = 0; j < NX; ++j) {
+      add(hl_[j], x[j] - xl_[j], zl[j]);
+      add(hu_[j], xu_[j] - x[j], zu[j]);
+    }
+    for (int i = 0; i < NQ; ++i) {
+      add(hdl_[i], s[i] - dl_[i], vl[i]);
+      add(hdu_[i], du_[i] - s[i], vu[i]);
+    }
+    const auto mean = [](double sum, int n) { return n > 0 ? sum / n : 0.0; };
+    return mean(dual, NX + NQ) + mean(primal, NY) + mean(compl_, pairs);
   }
 
   // The optimality error at mu of the iterate measure_residuals() last measured (the
@@ -858,6 +896,12 @@ class InteriorPoint::Method {
   // Takes the trial point with duals moved by alpha (y) and alpha_z (z, v), then keeps the
   // bound multipliers within kKappaSigma of mu over their distances (eq. 16).
   void accept(double alpha, double alpha_z) {
+    take_step(alpha, alpha_z);
+    reset_bound_multipliers();
+  }
+
+  // The trial point and the multipliers' step, the bound multipliers not yet reset.
+  void take_step(double alpha, double alpha_z) {
     for (int j = 0; j < NX; ++j) x[j] = xt_[j];
     for (int i = 0; i < NQ; ++i) s[i] = st_[i];
     for (int i = 0; i < NEQ; ++i) yc[i] += alpha * dyc_[i];
@@ -870,7 +914,6 @@ class InteriorPoint::Method {
       vl[i] += alpha_z * dvl_[i];
       vu[i] += alpha_z * dvu_[i];
     }
-    reset_bound_multipliers();
   }
 
   static double reset(double z, double dist, double mu) {
@@ -1012,7 +1055,10 @@ class InteriorPoint::Method {
       acceptable_count_ = error <= o.acceptable_tol && unscaled_ok(p, 1e10, 1e-2, 1e-2) ? acceptable_count_ + 1 : 0;
       if (o.acceptable_iter > 0 && acceptable_count_ >= o.acceptable_iter) return IpmOutcome::Solved;
       if (k >= o.max_iter) return IpmOutcome::MaxIter;
-      if (!update_barrier(p, o, error)) return IpmOutcome::TinyStep;
+      // The restoration phase starts at the barrier parameter its problem was centred for:
+      // lowered before its first step, the point it returns differs from Ipopt's (HS 114).
+      const bool keep_mu = restoration_phase_ && k == 0;
+      if (!keep_mu && !update_barrier(p, o, error)) return IpmOutcome::TinyStep;
       if (!p.hessian(x, yc, yd)) return IpmOutcome::NonFinite;
       barrier_gradient(p);
       bool searched = newton_direction(p);
@@ -1075,11 +1121,12 @@ class InteriorPoint::Method {
   }
 
   // Ipopt's soft restoration, tried when the line search fails: the primal-dual step with
-  // one step length for primal and dual variables, kept if it reduces the barrier
-  // problem's optimality error (its trial point need not satisfy the filter). Ends with the
-  // iterate linearised; false (the iterate unchanged) if the step does not help.
+  // one step length for primal and dual variables, kept if it reduces the primal-dual
+  // system error (measured before the bound multipliers are reset, as Ipopt; its trial point
+  // need not satisfy the filter). Ends with the iterate linearised; false (the iterate
+  // unchanged) if the step does not help.
   bool soft_restoration(Problem& p, double* alpha_out) {
-    const double error = optimality_error(p, mu_);
+    const double error = system_error(p, mu_);
     const double alpha = min2(primal_step_limit(), dual_step_limit());
     if (!evaluate_trial(p, alpha)) return false;
     const auto copy = [](double* to, const double* from, int n) {
@@ -1087,8 +1134,9 @@ class InteriorPoint::Method {
     };
     copy(xb_, x, NX), copy(sb_, s, NQ), copy(ycb_, yc, NEQ), copy(ydb_, yd, NQ);
     copy(zlb_, zl, NX), copy(zub_, zu, NX), copy(vlb_, vl, NQ), copy(vub_, vu, NQ);
-    accept(alpha, alpha);
-    if (p.linearize(x, &f_, grad_, c_, d_) && optimality_error(p, mu_) <= kSoftReduction * error) {
+    take_step(alpha, alpha);
+    if (p.linearize(x, &f_, grad_, c_, d_) && system_error(p, mu_) <= kSoftReduction * error) {
+      reset_bound_multipliers();
       *alpha_out = alpha;
       return true;
     }
