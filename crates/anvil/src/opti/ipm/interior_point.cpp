@@ -442,6 +442,19 @@ class InteriorPoint::Method {
     residuals_.sc = bound_count > 0 ? max2(kSMax, bound_multipliers / bound_count) / kSMax : 1.0;
   }
 
+  // Calls visit(distance, multiplier) for every bound of x and of d's slacks, in one order.
+  template <class Visit>
+  void each_bound(Visit visit) const {
+    for (int j = 0; j < NX; ++j) {
+      if (hl_[j]) visit(x[j] - xl_[j], zl[j]);
+      if (hu_[j]) visit(xu_[j] - x[j], zu[j]);
+    }
+    for (int i = 0; i < NQ; ++i) {
+      if (hdl_[i]) visit(s[i] - dl_[i], vl[i]);
+      if (hdu_[i]) visit(du_[i] - s[i], vu[i]);
+    }
+  }
+
   // Ipopt's primal-dual system error (curr_primal_dual_system_error) at mu: the mean
   // absolute dual residual, primal residual and complementarity's deviation from mu, summed.
   // Unlike the optimality error it is not divided by the multipliers' size, so a step that
@@ -455,19 +468,10 @@ class InteriorPoint::Method {
     for (int i = 0; i < NQ; ++i) dual += std::fabs(-yd[i] - vl[i] + vu[i]);
     for (int i = 0; i < NEQ; ++i) primal += std::fabs(c_[i]);
     for (int i = 0; i < NQ; ++i) primal += std::fabs(d_[i] - s[i]);
-    const auto add = [&](bool has, double dist, double z) {
-      if (!has) return;
+    each_bound([&](double dist, double z) {
       compl_ += std::fabs(dist * z - mu);
       ++pairs;
-    };
-    for (int j = 0; j < NX; ++j) {
-      add(hl_[j], x[j] - xl_[j], zl[j]);
-      add(hu_[j], xu_[j] - x[j], zu[j]);
-    }
-    for (int i = 0; i < NQ; ++i) {
-      add(hdl_[i], s[i] - dl_[i], vl[i]);
-      add(hdu_[i], du_[i] - s[i], vu[i]);
-    }
+    });
     const auto mean = [](double sum, int n) { return n > 0 ? sum / n : 0.0; };
     return mean(dual, NX + NQ) + mean(primal, NY) + mean(compl_, pairs);
   }
@@ -476,14 +480,7 @@ class InteriorPoint::Method {
   // barrier update tries several mu at one iterate).
   double error_at(double mu) const {
     double compl_ = 0.0;
-    for (int j = 0; j < NX; ++j) {
-      if (hl_[j]) compl_ = max2(compl_, std::fabs((x[j] - xl_[j]) * zl[j] - mu));
-      if (hu_[j]) compl_ = max2(compl_, std::fabs((xu_[j] - x[j]) * zu[j] - mu));
-    }
-    for (int i = 0; i < NQ; ++i) {
-      if (hdl_[i]) compl_ = max2(compl_, std::fabs((s[i] - dl_[i]) * vl[i] - mu));
-      if (hdu_[i]) compl_ = max2(compl_, std::fabs((du_[i] - s[i]) * vu[i] - mu));
-    }
+    each_bound([&](double dist, double z) { compl_ = max2(compl_, std::fabs(dist * z - mu)); });
     return max2(residuals_.dual_and_primal, compl_ / residuals_.sc);
   }
 
@@ -936,20 +933,11 @@ class InteriorPoint::Method {
   double average_complementarity(double* centrality) const {
     double sum = 0.0, smallest = inf();
     int n = 0;
-    const auto add = [&](bool has, double dist, double z) {
-      if (!has) return;
+    each_bound([&](double dist, double z) {
       sum += dist * z;
       smallest = min2(smallest, dist * z);
       ++n;
-    };
-    for (int j = 0; j < NX; ++j) {
-      add(hl_[j], x[j] - xl_[j], zl[j]);
-      add(hu_[j], xu_[j] - x[j], zu[j]);
-    }
-    for (int i = 0; i < NQ; ++i) {
-      add(hdl_[i], s[i] - dl_[i], vl[i]);
-      add(hdu_[i], du_[i] - s[i], vu[i]);
-    }
+    });
     if (n == 0) {
       *centrality = 1.0;
       return 0.0;
