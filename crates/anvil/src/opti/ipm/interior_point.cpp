@@ -423,7 +423,7 @@ class InteriorPoint::Method {
     double multipliers = 0.0, bound_multipliers = 0.0;
     int bound_count = 0;
     for (int i = 0; i < NQ; ++i) {
-      dual = max2(dual, magnitude(-yd[i] - vl[i] + vu[i]));
+      dual = max2(dual, magnitude(slack_dual(i)));
       primal = max2(primal, magnitude(d_[i] - s[i]));
     }
     for (int j = 0; j < NX; ++j) {
@@ -441,6 +441,9 @@ class InteriorPoint::Method {
     residuals_.dual_and_primal = max2(dual / sd, primal);
     residuals_.sc = bound_count > 0 ? max2(kSMax, bound_multipliers / bound_count) / kSMax : 1.0;
   }
+
+  // The dual residual of d's slack i (the Lagrangian's derivative in s_i).
+  double slack_dual(int i) const { return -yd[i] - vl[i] + vu[i]; }
 
   // Calls visit(distance, multiplier) for every bound of x and of d's slacks, in one order.
   template <class Visit>
@@ -465,7 +468,7 @@ class InteriorPoint::Method {
     double dual = 0.0, primal = 0.0, compl_ = 0.0;
     int pairs = 0;
     for (int j = 0; j < NX; ++j) dual += std::fabs(rx_[j]);
-    for (int i = 0; i < NQ; ++i) dual += std::fabs(-yd[i] - vl[i] + vu[i]);
+    for (int i = 0; i < NQ; ++i) dual += std::fabs(slack_dual(i));
     for (int i = 0; i < NEQ; ++i) primal += std::fabs(c_[i]);
     for (int i = 0; i < NQ; ++i) primal += std::fabs(d_[i] - s[i]);
     each_bound([&](double dist, double z) {
@@ -489,7 +492,7 @@ class InteriorPoint::Method {
     double dual = norm_inf(rx_, NX) / p.obj_scale, viol = 0.0, compl_ = 0.0;
     for (int i = 0; i < NEQ; ++i) viol = max2(viol, std::fabs(c_[i]) / p.row_scale[i]);
     for (int i = 0; i < NQ; ++i) {
-      dual = max2(dual, std::fabs(-yd[i] - vl[i] + vu[i]) / p.obj_scale);
+      dual = max2(dual, std::fabs(slack_dual(i)) / p.obj_scale);
       viol = max2(viol, std::fabs(d_[i] - s[i]) / p.row_scale[NEQ + i]);
       if (hdl_[i]) compl_ = max2(compl_, (s[i] - dl_[i]) * vl[i] / p.obj_scale);
       if (hdu_[i]) compl_ = max2(compl_, (du_[i] - s[i]) * vu[i] / p.obj_scale);
@@ -1013,7 +1016,7 @@ class InteriorPoint::Method {
       inf_pr = max2(inf_pr, max2(p.q_lb(i) - d, d - p.q_ub(i)));
     }
     double inf_du = norm_inf(rx_, NX);
-    for (int i = 0; i < NQ; ++i) inf_du = max2(inf_du, std::fabs(-yd[i] - vl[i] + vu[i]));
+    for (int i = 0; i < NQ; ++i) inf_du = max2(inf_du, std::fabs(slack_dual(i)));
     char rg[8] = "   - ";
     if (delta_w_ > 0.0) std::snprintf(rg, sizeof rg, "%5.1f", std::log10(delta_w_));
     std::printf("%4d%c%14.7e %7.2e %7.2e %5.1f %7.2e %s %7.2e %7.2e%c %2d\n", k, mark, f_ / p.obj_scale, inf_pr,
