@@ -609,6 +609,20 @@ MULTISTAGE_GAPS: dict[tuple[str, int], str] = {}
 # from the plain guess at N = 50 the solver took 840 where Ipopt takes 569, and takes 291
 # since its first multipliers are Ipopt's (the unregularised least-squares ones).
 MULTISTAGE_SLOW: dict[tuple[str, int], str] = {}
+# Problems whose paths from the report's guesses are chaotic in rounding: hundreds of short
+# steps under large regularisations, Ipopt's too, which end at one of two KKT points of the
+# hang glider (J = -1286.98 or -1282.40) as the last bits of the arithmetic fall. From 20
+# starts within 1e-9 (relative) of the guess at N = 50, Ipopt ends at -1282.40 from 2 (338 to
+# 1688 iterations), the solver by stages from 1 (219 to 552); which start that is moves with
+# any change in how the fronts are pivoted. For these the guess and eight such starts are
+# solved: at least seven must reach Ipopt's optimum, in a median count within the bound.
+ROUNDING_CHAOTIC = {"glider"}
+
+
+def near_starts(z0: np.ndarray, count: int) -> list[np.ndarray]:
+    """z0 and count - 1 starts within 1e-9 (relative) of it (fixed seeds)."""
+    noise = [np.random.default_rng(seed).standard_normal(z0.shape) for seed in range(1, count)]
+    return [z0] + [z0 * (1.0 + 1e-9 * e) for e in noise]
 
 
 @pytest.mark.parametrize("name", list(cops_multistage.PROBLEMS))
@@ -627,11 +641,24 @@ def test_cops_multistage_reaches_ipopts_optimum(name: str) -> None:
             at_optimum = abs(res.objective - want["f"]) <= 1e-6 * max(1.0, abs(want["f"]))
             assert not (res.status == SQPStatus.SOLVED and at_optimum), (what, MULTISTAGE_GAPS[name, k])
             continue
-        # Independently: the Spec's constraints and bounds at the returned point.
-        reaches_ipopts_optimum(what, res, want, violation(spec, cops_multistage.from_stages(res.x, 50, spec.n)))
+        iterations = res.iterations
+        if name in ROUNDING_CHAOTIC:
+            results = [res] + [solver(z) for z in near_starts(z0, 9)[1:]]
+            reached = 0
+            for r in results:
+                try:
+                    reaches_ipopts_optimum(what, r, want, violation(spec, cops_multistage.from_stages(r.x, 50, spec.n)))
+                    reached += 1
+                except AssertionError:
+                    pass
+            assert reached >= 7, (what, [(r.status.name, r.objective) for r in results])
+            iterations = float(np.median([r.iterations for r in results]))
+        else:
+            # Independently: the Spec's constraints and bounds at the returned point.
+            reaches_ipopts_optimum(what, res, want, violation(spec, cops_multistage.from_stages(res.x, 50, spec.n)))
         # The final time's copies add no barrier terms (bounds by stage): Ipopt's path.
-        within = res.iterations <= 1.2 * want["iterations"] + 3
-        assert within != ((name, k) in MULTISTAGE_SLOW), (what, res.iterations, want["iterations"])
+        within = iterations <= 1.2 * want["iterations"] + 3
+        assert within != ((name, k) in MULTISTAGE_SLOW), (what, iterations, want["iterations"])
 
 
 def test_multipliers_start_again_where_no_step_helps_a_feasible_point() -> None:

@@ -429,6 +429,85 @@ void compiled_front_is_front(unsigned seed, int flat) {
   }
 }
 
+// Pattern's front with `D` unknowns delayed into it (a border between its pivots and the
+// rest, meeting every position; random values): the compiled code's pivots (then Front's
+// from where it stops) leave the front as Front pivoting the same positions does: bit for
+// bit in place, to rounding in a Riccati recursion's order; the solves with those pivots
+// likewise.
+template <class Pattern, int D>
+void bordered_front_is_front(unsigned seed, int flat) {
+  using Compiled = anvil_ipm::CompiledFront<Pattern>;
+  constexpr int S = Pattern::kSize, P = Pattern::kPivots, N = S + D;
+  constexpr bool exact = !Compiled::kReordered;
+  const auto place = [](int q) { return q < P ? q : q + D; };
+  const auto border = [](int q) { return q >= P && q < P + D; };
+  unsigned state = seed;
+  double a[N * N], b[N * N], terms_a[N], terms_b[N], row_size[N];
+  int unknown_a[N], unknown_b[N], kind_a[N], kind_b[N];
+  for (int q = 0; q < N * N; ++q) a[q] = b[q] = 0.0;
+  for (int j = 0; j < S; ++j) {
+    for (int i = j; i < S; ++i) {
+      double v = Pattern::kEntries[i * S + j] && (i != flat || j == flat) ? uniform(&state) : 0.0;
+      if (i == j && j < 3) v = exact ? 4.0 + v : (j < 2 ? 1.0 + v : 2.0 + v);
+      if (i == j && j == flat) v = 0.0;
+      if (i == j && j >= 3 && j < P) v = exact ? -1e-3 * std::fabs(v) : 0.0;
+      if (!exact && j < 2 && i == j + 3) v = 1.0;
+      if (i == j && j >= P) v = 0.0;
+      a[place(j) * N + place(i)] = v;
+    }
+  }
+  for (int j = 0; j < N; ++j) {
+    for (int i = j; i < N; ++i) {
+      if (border(i) || border(j)) a[j * N + i] = i == j ? -0.5 * std::fabs(uniform(&state)) : 0.3 * uniform(&state);
+      b[j * N + i] = a[j * N + i];
+    }
+  }
+  for (int q = 0; q < N; ++q) {
+    unknown_a[q] = unknown_b[q] = q;
+    terms_a[q] = terms_b[q] = std::fabs(a[q * N + q]);
+    row_size[q] = 5.0;
+  }
+  const auto no_delay = [](int) { return false; };
+  anvil_ipm::Inertia in_a{0, 0, 0}, in_b{0, 0, 0};
+  const int pa = anvil_ipm::Front(a, N, unknown_a, terms_a, row_size, 1e-6).factorize(P, N, 1e-14, kind_a, &in_a, no_delay);
+  const int first = Compiled::factorize_bordered(D, b, unknown_b, terms_b, row_size, 1e-6, 1e-14, kind_b, &in_b);
+  check(flat < 0 ? first == P : first == flat, "the bordered front stops where its in-place pivots do");
+  const int pb = first == P ? P
+                            : anvil_ipm::Front(b, N, unknown_b, terms_b, row_size, 1e-6)
+                                  .factorize(P, N, 1e-14, kind_b, &in_b, no_delay, first);
+  check(pa == pb && in_a.positive == in_b.positive && in_a.negative == in_b.negative && in_a.zero == in_b.zero,
+        "the bordered front's pivots and inertia are Front's");
+  // Compared where Front's interchanges (none in place) leave each position.
+  double diff = 0.0, size = 0.0;
+  bool same = true;
+  for (int j = exact ? 0 : P; j < N; ++j) {
+    for (int i = j; i < N; ++i) {
+      diff = std::fmax(diff, std::fabs(a[j * N + i] - b[j * N + i]));
+      size = std::fmax(size, std::fabs(a[j * N + i]));
+      same = same && a[j * N + i] == b[j * N + i];
+    }
+    if (exact) same = same && unknown_a[j] == unknown_b[j] && terms_a[j] == terms_b[j];
+  }
+  check(exact ? same : diff <= 1e-12 * (1.0 + size), "the bordered front's factors are Front's");
+  if (first == P) {
+    double rhs[N], v[N], w[N];
+    for (int q = 0; q < N; ++q) rhs[q] = w[q] = uniform(&state);
+    for (int q = 0; q < N; ++q) v[q] = rhs[unknown_a[q]];
+    anvil_ipm::Front::forward(a, N, kind_a, pa, N, v);
+    anvil_ipm::Front::backward(a, N, kind_a, pa, N, v);
+    Compiled::forward_bordered(D, b, w);
+    Compiled::backward_bordered(D, b, w);
+    diff = size = 0.0;
+    same = true;
+    for (int q = 0; q < N; ++q) {
+      diff = std::fmax(diff, std::fabs(v[q] - w[unknown_a[q]]));
+      size = std::fmax(size, std::fabs(v[q]));
+      same = same && v[q] == w[unknown_a[q]];
+    }
+    check(exact ? same : diff <= 1e-10 * (1.0 + size), "the bordered front's solves are Front's");
+  }
+}
+
 // A NaN where a pivot would be: the compiled front stops there (its test fails, as Front's
 // does), leaving Front to decide, with the pivots before it done.
 void compiled_front_stops_at_a_nan() {
@@ -726,6 +805,13 @@ int main() {
   compiled_front_is_front<Dense<8, 5>>(12, -1);
   compiled_front_is_front<Dense<8, 5>>(13, 4);
   compiled_front_stops_at_a_nan();
+  bordered_front_is_front<UsualStage, 1>(20, -1);
+  bordered_front_is_front<UsualStage, 3>(21, -1);
+  bordered_front_is_front<UsualStage, 2>(22, 2);
+  bordered_front_is_front<Dense<8, 5>, 4>(23, -1);
+  bordered_front_is_front<Dense<8, 5>, 2>(24, 4);
+  bordered_front_is_front<RiccatiStage, 1>(25, -1);
+  bordered_front_is_front<RiccatiStage, 3>(26, -1);
   reordered_front_stops_at_a_nan();
   reordered_front_is_front(14, 0.0);
   reordered_front_is_front(15, 1.0);

@@ -1019,8 +1019,10 @@ class InteriorPoint::Method {
     for (int i = 0; i < NQ; ++i) inf_du = max2(inf_du, std::fabs(slack_dual(i)));
     char rg[8] = "   - ";
     if (delta_w_ > 0.0) std::snprintf(rg, sizeof rg, "%5.1f", std::log10(delta_w_));
+    // (No step before the first iteration: the direction's arrays hold the start's scratch.)
+    const double step = ls > 0 ? max2(norm_inf(dx_, NX), norm_inf(ds_, NQ)) : 0.0;
     std::printf("%4d%c%14.7e %7.2e %7.2e %5.1f %7.2e %s %7.2e %7.2e%c %2d\n", k, mark, f_ / p.obj_scale, inf_pr,
-                inf_du, std::log10(mu_), max2(norm_inf(dx_, NX), norm_inf(ds_, NQ)), rg, alpha_du, alpha_pr, kind, ls);
+                inf_du, std::log10(mu_), step, rg, alpha_du, alpha_pr, kind, ls);
     std::fflush(stdout);
   }
 

@@ -191,48 +191,23 @@ class StageLdl {
   // A usual stage's front compiled twice: its pivots in place, in order (most stages'), and
   // reordered with each variable's defining row right after it (where a variable without
   // curvature fails in place: a Riccati recursion's order). The second only where its code
-  // is small: the robot arm's (1,796 multiply-adds, against 1,099 in place) added 2 s to
-  // its module's compile time, for fronts that almost never fail in place.
+  // is not too large: the COPS robot arm's (1,796 multiply-adds, against 1,099 in place;
+  // its velocities have no curvature, so that nearly every front fails in place) takes its
+  // module's compile time from 6 to 14 s with the bordered front below, and its solve from
+  // 22.6 to 15.7 ms at N = 200.
   using UsualFront = CompiledFront<InPlace<UsualPattern>>;
   using PairedFront = CompiledFront<UsualPattern>;
-  static constexpr long kMaxPairedWork = 1000;
+  static constexpr long kMaxPairedWork = 2000;
   static constexpr bool kPaired =
       PairedFront::kCompiled && PairedFront::kReordered && PairedFront::kWork <= kMaxPairedWork;
-  // A usual stage's front with D unknowns delayed into it, compiled in the usual front's
-  // reordered plan where the module has that plan, else in place; for D up to
-  // kMostDelayedCompiled, where its code is at most kMaxDelayedWork multiply-adds.
-  template <int D>
-  using DelayedFront =
-      CompiledFront<std::conditional_t<kPaired, WithDelayed<UsualPattern, Link, D>, InPlace<WithDelayed<UsualPattern, Link, D>>>>;
-  static constexpr int kMostDelayedCompiled = 2;
-  static constexpr long kMaxDelayedWork = 1000;
+  // A usual stage's front with unknowns delayed into it: the usual front's code in its
+  // reordered plan where the module has that plan, else in place, with the delayed unknowns
+  // as a border of any count (compiled_front.hpp), which Front then pivots or delays again.
+  using BorderedFront = std::conditional_t<kPaired, PairedFront, UsualFront>;
   // A usual stage's own unknowns, if its front is compiled (its size is theirs and the link's).
   static constexpr int kUsualOwn = UsualFront::kCompiled && UsualFront::kSize == UsualFront::kPivots + Link
                                        ? UsualFront::kPivots
                                        : -1;
-  template <int D>
-  static constexpr bool kDelayedCompiled =
-      kUsualOwn > 0 && D <= MaxDelay && DelayedFront<D>::kCompiled && DelayedFront<D>::kWork <= kMaxDelayedWork;
-  // Calls visit(DelayedFront<D>{}) for the compiled D that is `delayed`; false if none is.
-  template <class Visit>
-  static bool with_delayed_front(int delayed, Visit visit) {
-    return with_delayed_front(delayed, visit, std::make_integer_sequence<int, kMostDelayedCompiled>{});
-  }
-  template <class Visit, int... I>
-  static bool with_delayed_front(int delayed, Visit visit, std::integer_sequence<int, I...>) {
-    bool found = false;
-    const auto one = [&](auto size) {
-      constexpr int D = decltype(size)::value;
-      if constexpr (kDelayedCompiled<D>) {
-        if (delayed == D) {
-          visit(DelayedFront<D>{});
-          found = true;
-        }
-      }
-    };
-    (one(std::integral_constant<int, I + 1>{}), ...);
-    return found;
-  }
   static double max2(double u, double v) { return StageFront::max2(u, v); }
   // Calls f(m) with stage k's count of own unknowns m: a compile-time constant for a usual
   // stage (so that its short loops are unrolled: they were a fifth of a small stage's
@@ -269,9 +244,7 @@ class StageLdl {
     if constexpr (kUsualOwn > 0) {
       if (m == kUsualOwn && link_size == Link && delayed == 0) first = factorize_usual(k, zero_pivot, inertia);
       if (m == kUsualOwn && link_size == Link && delayed > 0) {
-        with_delayed_front(delayed, [&](auto compiled) {
-          first = factorize_compiled<decltype(compiled)>(k, delayed, kCompiledDelayed, zero_pivot, inertia);
-        });
+        first = factorize_compiled<BorderedFront>(k, delayed, kCompiledDelayed, zero_pivot, inertia);
       }
     }
     // Front goes on from the compiled code's last pivot (the delayed unknowns: pivoted, or
@@ -322,17 +295,23 @@ class StageLdl {
     const int* unknown = unknown_ + k * kFront;
     int* kinds = block_ + k * kFront;
     [[maybe_unused]] const Inertia before = *inertia;
-    [[maybe_unused]] double kept[Compiled::kReordered ? Compiled::kSize : 1];
+    // (The border's unknowns, when delayed ones are received, are between the pivots and the
+    // link: the front's size is the pattern's and theirs.)
+    [[maybe_unused]] const int size = Compiled::kSize + delayed;
+    [[maybe_unused]] double kept[Compiled::kReordered ? kFront : 1];
     if constexpr (Compiled::kReordered) {
-      for (int q = 0; q < Compiled::kSize; ++q) kept[q] = terms_[unknown[q]];
+      for (int q = 0; q < size; ++q) kept[q] = terms_[unknown[q]];
     }
     const int done =
-        Compiled::factorize(f, unknown, terms_, row_size_, threshold_.value(), zero_pivot, kinds, inertia);
+        delayed == 0
+            ? Compiled::factorize(f, unknown, terms_, row_size_, threshold_.value(), zero_pivot, kinds, inertia)
+            : Compiled::factorize_bordered(delayed, f, unknown, terms_, row_size_, threshold_.value(), zero_pivot,
+                                           kinds, inertia);
     if (done == kUsualOwn) usual_[k] = plan;
     if constexpr (Compiled::kReordered) {
       if (done == Compiled::kAgain) {
         *inertia = before;
-        for (int q = 0; q < Compiled::kSize; ++q) terms_[unknown[q]] = kept[q];
+        for (int q = 0; q < size; ++q) terms_[unknown[q]] = kept[q];
         assemble_front(k, delayed);
         return 0;
       }
@@ -469,13 +448,20 @@ class StageLdl {
     // Delayed unknowns' pivots (those Front took) after the compiled code's pivots.
     const int n = size_[k], compiled = usual_[k] == kCompiledDelayed ? kUsualOwn : 0;
     const int delayed = n - kUsualOwn - Link;
-    if (compiled > 0 && !backward) with_delayed_front(delayed, by);
+    const auto by_border = [&](bool now) {
+      if constexpr (kUsualOwn > 0) {
+        if (compiled > 0 && now) {
+          backward ? BorderedFront::backward_bordered(delayed, f, v_) : BorderedFront::forward_bordered(delayed, f, v_);
+        }
+      }
+    };
+    by_border(!backward);
     if (backward) {
       StageFront::backward(f, n, block_ + k * kFront, pivots_[k], n, v_, compiled);
     } else {
       StageFront::forward(f, n, block_ + k * kFront, pivots_[k], n, v_, compiled);
     }
-    if (compiled > 0 && backward) with_delayed_front(delayed, by);
+    by_border(backward);
   }
 
   // out -= A x with the assembled matrix, stage by stage: its own rows, and through its link
