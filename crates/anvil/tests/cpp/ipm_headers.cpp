@@ -1,6 +1,9 @@
 // The interior-point runtime's sources on their own (tests/opti.rs compiles this with
 // -Wall -Wextra -Werror under ASan and UBSan): the dense LDL' against matrices of known
 // inertia, and the method on a small problem written by hand against its interface.
+#include <algorithm>
+#include <vector>
+
 #include "ipm_check.hpp"
 // The method itself, compiled apart in a program (the JIT's library, a module's anvil_ipm.cpp).
 #include "interior_point.cpp"
@@ -236,6 +239,58 @@ void sparse_delays_a_zero_diagonal() {
 // variable at its bound (barrier curvature 1e14) has the true pivot -1e-14, as small as its
 // row's entries times roundoff but computed without cancellation: the KKT inertia (1, 1).
 // Two proportional constraint rows leave a pivot of roundoff size out of terms of order
+
+// A multistage matrix kept whole on the checks' side (StageLdl keeps none): each stage's own
+// block and its entries with the previous stage's unknowns, assembled into the factorisation
+// stage by stage as it asks, and multiplied for its solves' refinement. `count` and `index`
+// are the factorisation's.
+template <int Stages, int Own, int Link, int MaxDelay, int Size, class Usual = anvil_ipm::NoCompiledFront>
+struct AssembledStages {
+  using Ldl = anvil_ipm::StageLdl<Stages, Own, Link, MaxDelay, Size, Usual>;
+  Ldl& ldl;
+  int* const count = ldl.count;
+  int* const index = ldl.index;
+  std::vector<double> own = std::vector<double>(Stages * Own * Own, 0.0);
+  std::vector<double> link = std::vector<double>(Stages * Own * Link, 0.0);
+
+  void clear() {
+    std::fill(own.begin(), own.end(), 0.0);
+    std::fill(link.begin(), link.end(), 0.0);
+  }
+  // Stage k's own entries (r, c) and (c, r), and its entry between own unknown r and the
+  // link's c (the previous stage's own unknown c).
+  void add(int k, int r, int c, double v) {
+    own[(k * Own + r) * Own + c] += v;
+    if (r != c) own[(k * Own + c) * Own + r] += v;
+  }
+  void add_link(int k, int r, int c, double v) { link[(k * Own + r) * Link + c] += v; }
+
+  anvil_ipm::Inertia factorize(double zero_pivot, bool stop_when_wrong = false) {
+    return ldl.factorize(zero_pivot, stop_when_wrong, [this](int k, typename Ldl::Entries& e) {
+      for (int r = 0; r < count[k]; ++r) {
+        for (int c = 0; c <= r; ++c) e.add_lower(r, c, own[(k * Own + r) * Own + c]);
+        for (int c = 0; c < Link && k > 0; ++c) e.add_link(r, c, link[(k * Own + r) * Link + c]);
+      }
+    });
+  }
+  double solve(double* b) {
+    return ldl.solve(b, [this](const double* x, double* out) {
+      for (int k = 0; k < Stages; ++k) {
+        const int* idx = index + k * Own;
+        for (int r = 0; r < count[k]; ++r) {
+          for (int c = 0; c < count[k]; ++c) out[idx[r]] -= own[(k * Own + r) * Own + c] * x[idx[c]];
+          for (int c = 0; c < Link && k > 0; ++c) {
+            const int previous = index[(k - 1) * Own + c];
+            out[idx[r]] -= link[(k * Own + r) * Link + c] * x[previous];
+            out[previous] -= link[(k * Own + r) * Link + c] * x[idx[r]];
+          }
+        }
+      }
+    });
+  }
+  int compiled_stages() const { return ldl.compiled_stages(); }
+};
+
 // one: a zero eigenvalue.
 struct Pair {
   static constexpr int kSize = 2, kNnz = 3, kFronts = 1;
@@ -267,7 +322,8 @@ void zero_pivots_are_cancellations() {
   for (int k = 0; k < 3; ++k) sparse.a[k] = upper[k];
   in = sparse.factorize(anvil_ipm::kZeroPivot);
   check(in.positive == 1 && in.negative == 1 && in.zero == 0, "sparse: a tiny true pivot is no zero");
-  anvil_ipm::StageLdl<1, 2, 1, 2, 2> stage;
+  anvil_ipm::StageLdl<1, 2, 1, 2, 2> ldl;
+  AssembledStages<1, 2, 1, 2, 2> stage{ldl};
   stage.count[0] = 2;
   stage.index[0] = 0;
   stage.index[1] = 1;
@@ -281,7 +337,8 @@ void zero_pivots_are_cancellations() {
   constexpr int N = 4;
   const double h[2] = {0.3, 0.7}, j1[2] = {0.1, 0.3};
   anvil_ipm::DenseLdl<N> kkt;
-  anvil_ipm::StageLdl<1, N, 1, N, N> staged;
+  anvil_ipm::StageLdl<1, N, 1, N, N> staged_ldl;
+  AssembledStages<1, N, 1, N, N> staged{staged_ldl};
   staged.count[0] = N;
   for (int i = 0; i < N; ++i) staged.index[i] = i;
   staged.clear();
@@ -665,7 +722,8 @@ template <bool Terminal, int Pad = 0, class Usual = anvil_ipm::NoCompiledFront>
 void stage_kkt(unsigned seed, double state_weight) {
   constexpr int S = 6, NZ = 3, Rows = 2 + (Terminal ? 2 : 0), Own = NZ + Rows + Pad;
   constexpr int N = S * NZ + 2 * S + (Terminal ? 2 : 0);
-  static anvil_ipm::StageLdl<S, Own, NZ, Own, N, Usual> stage;
+  static anvil_ipm::StageLdl<S, Own, NZ, Own, N, Usual> ldl;
+  static AssembledStages<S, Own, NZ, Own, N, Usual> stage{ldl};
   anvil_ipm::DenseLdl<N> dense;
   for (int k = 0; k < N * N; ++k) dense.a[k] = 0.0;
   stage.clear();
@@ -735,7 +793,8 @@ template <class Usual>
 void a_row_no_control_reaches_is_handed_on(unsigned seed, double state_weight) {
   constexpr int S = 6, NZ = 3, Own = NZ + 3;
   constexpr int N = S * NZ + 1 + 2 * (S - 1) + 1;
-  static anvil_ipm::StageLdl<S, Own, NZ, Own, N, Usual> stage;
+  static anvil_ipm::StageLdl<S, Own, NZ, Own, N, Usual> ldl;
+  static AssembledStages<S, Own, NZ, Own, N, Usual> stage{ldl};
   anvil_ipm::DenseLdl<N> dense;
   for (int k = 0; k < N * N; ++k) dense.a[k] = 0.0;
   stage.clear();

@@ -19,8 +19,10 @@
 //
 // The inertia is the sum of the pivots' (Sylvester's law), which the interior-point method's
 // inertia correction needs; a Riccati recursion over states and controls is the special case
-// in which every front pairs the dynamics rows with the states they define. Solves refine
-// against the assembled matrix.
+// in which every front pairs the dynamics rows with the states they define. The caller
+// assembles each stage straight into its front as the elimination reaches it, and solves
+// refine against the caller's product with the matrix (its blocks: no copy of the matrix is
+// kept here).
 //
 // Part of anvil's interior-point runtime (see dense_ldl.hpp for how it is included).
 
@@ -35,36 +37,28 @@ template <int Stages, int Own, int Link, int MaxDelay, int Size, class UsualPatt
 class StageLdl {
  public:
   static constexpr int kFront = Own + MaxDelay + Link;
-  static constexpr int kCols = Own + Link;
 
-  // The caller's assembly: each stage's own unknowns (count, and their positions in the
-  // right-hand side), set once, and entries: per matrix clear() and add()/add_link() before
-  // factorize(), or stage by stage as factorize() asks for them (clear_stage(k), then stage
-  // k's add()s and add_link()s).
+  // Each stage's own unknowns (count, and their positions in the right-hand side), set once.
   int count[Stages];
   int index[Stages * Own];
 
-  void clear() {
-    for (int k = 0; k < Stages * Own * kCols; ++k) a_[k] = 0.0;
-  }
-  // Only the entries a stage of count[k] unknowns has (a long horizon's stages are mostly
-  // narrower than the widest, the terminal one).
-  void clear_stage(int k) {
-    with_count(k, [&](auto m) {
-      for (int r = 0; r < m; ++r) {
-        double* row = a_ + (k * Own + r) * kCols;
-        for (int c = 0; c < m; ++c) row[c] = 0.0;
-        for (int c = Own; c < kCols; ++c) row[c] = 0.0;
-      }
-    });
-  }
-  // Own entries (r, c) and (c, r) of stage k.
-  void add(int k, int r, int c, double v) {
-    a_[(k * Own + r) * kCols + c] += v;
-    if (r != c) a_[(k * Own + c) * kCols + r] += v;
-  }
-  // The entry between stage k's own unknown r and its link's c-th (stage k-1's own unknown c).
-  void add_link(int k, int r, int c, double v) { a_[(k * Own + r) * kCols + Own + c] += v; }
+  // Where the caller's assembly writes stage k's entries: straight into its front, as
+  // factorize() reaches the stage (own unknowns r, c < count[k]; c of the link: the previous
+  // stage's own unknown c). Entries add up.
+  class Entries {
+   public:
+    // Own entry (r, c) and (c, r), r >= c.
+    void add_lower(int r, int c, double v) { f_[c * n_ + r] += v; }
+    void add(int r, int c, double v) { r >= c ? add_lower(r, c, v) : add_lower(c, r, v); }
+    // The entry between own unknown r and the link's c.
+    void add_link(int r, int c, double v) { f_[r * n_ + link_ + c] += v; }
+
+   private:
+    friend class StageLdl;
+    Entries(double* f, int n, int link) : f_(f), n_(n), link_(link) {}
+    double* f_;
+    int n_, link_;
+  };
 
   // With `stop_when_wrong`, stops at the first stage whose pivots prove the inertia wrong
   // (the factors are then unusable; the inertia reported counts every unknown not yet
@@ -76,26 +70,18 @@ class StageLdl {
   // pivot a stage with more is one no later stage can make up for: the matrix has more
   // negative eigenvalues than it has rows (a Riccati recursion's indefinite reduced Hessian).
   //
-  // `assemble(k)` makes stage k's block hold its entries (clear_stage(k), add()s); it is
-  // called from the last stage on, one stage ahead of the elimination, so that a factorisation
-  // that stops early assembles no more than it eliminates.
+  // `assemble(k, entries)` adds stage k's entries (Entries), from the last stage on, as the
+  // elimination reaches each: a factorisation that stops early assembles no more than it
+  // eliminates, and no copy of the matrix is kept (solve() asks for its products instead).
   template <class Assemble>
   Inertia factorize(double zero_pivot, bool stop_when_wrong, Assemble assemble) {
     Inertia inertia{0, 0, 0};
-    for (int i = 0; i < Size; ++i) row_size_[i] = 0.0;
-    // Stage k's diagonals start the sums of terms before stage k + 1 adds to them.
-    const auto prepare = [&](int k) {
-      assemble(k);
-      with_count(k, [&](auto m) {
-        for (int c = 0; c < m; ++c) terms_[index[k * Own + c]] = std::fabs(own(k, c, c));
-      });
-    };
-    prepare(Stages - 1);
+    // (A diagonal's sum of terms starts with the later stage's, which reaches it first.)
+    for (int i = 0; i < Size; ++i) row_size_[i] = terms_[i] = 0.0;
     int delayed = 0;
     for (int k = Stages - 1; k >= 0; --k) {
-      if (k > 0) prepare(k - 1);
       const int negative_before = inertia.negative, received = delayed;
-      delayed = factorize_stage(k, delayed, zero_pivot, &inertia);
+      delayed = factorize_stage(k, delayed, zero_pivot, &inertia, assemble);
       const bool own_block = received == 0 && delayed == 0;
       if (stop_when_wrong && own_block && inertia.zero == 0 && inertia.negative - negative_before > count[k] - Link) {
         for (int j = 0; j < k; ++j) inertia.negative += count[j];
@@ -103,10 +89,6 @@ class StageLdl {
       }
     }
     return inertia;
-  }
-  // With the whole matrix assembled (clear(), add()s).
-  Inertia factorize(double zero_pivot, bool stop_when_wrong = false) {
-    return factorize(zero_pivot, stop_when_wrong, [](int) {});
   }
 
   // How many stages' fronts the last factorize() pivoted by the compiled code alone.
@@ -126,9 +108,11 @@ class StageLdl {
     for (int k = 0; k < Stages; ++k) prefer_paired_[k] = false;
   }
 
-  // Solves A x = b in place (b becomes x), refined against the assembled matrix (refine());
-  // returns the residual ratio reached.
-  double solve(double* b) {
+  // Solves A x = b in place (b becomes x), refined against the matrix factorize() assembled:
+  // `subtract_product(x, r)` makes r less A x, from the caller's blocks; returns the
+  // residual ratio reached (refine()).
+  template <class SubtractProduct>
+  double solve(double* b, SubtractProduct subtract_product) {
     double size_b = 0.0, size_a = 0.0;
     for (int i = 0; i < Size; ++i) {
       rhs_[i] = x_[i] = b[i];
@@ -138,7 +122,7 @@ class StageLdl {
     substitute(x_);
     const double ratio = refine(
         Size, size_a, size_b, x_, r_,
-        [this](const double* x, double* r) {
+        [&](const double* x, double* r) {
           for (int i = 0; i < Size; ++i) r[i] = rhs_[i];
           subtract_product(x, r);
         },
@@ -152,7 +136,6 @@ class StageLdl {
   // place or reordered, or one with one or two unknowns delayed into it, which Front then
   // pivots or delays again).
   enum UsualPlan : char { kByFront, kCompiledInPlace, kCompiledPaired, kCompiledDelayed };
-  double a_[Stages * Own * kCols];
   // Each stage's front after factorize(): column-major, lower triangle: L below the diagonal
   // of its pivot columns, D on it, the Schur complement passed on in the trailing block. Its
   // leading dimension is its size, and the fronts are packed from the last stage's (at offset
@@ -175,14 +158,12 @@ class StageLdl {
   double terms_[Size > 0 ? Size : 1];
   double rhs_[Size > 0 ? Size : 1], x_[Size > 0 ? Size : 1], r_[Size > 0 ? Size : 1];
   double v_[kFront];
-  // Scratch of subtract_product() and assemble_front(): on the stack for stages of usual
-  // widths, here for wide ones (whose scratch the stack may not hold).
+  // Scratch of assemble_front(): on the stack for stages of usual widths, here for wide ones
+  // (whose scratch the stack may not hold).
   static constexpr bool kScratchOnStack = Own + Link <= 128;
-  double own_scratch_[kScratchOnStack ? 1 : 2 * Own], link_scratch_[kScratchOnStack ? 1 : 2 * Link];
+  double own_scratch_[kScratchOnStack ? 1 : Own], link_scratch_[kScratchOnStack ? 1 : Link];
   PivotThreshold threshold_;
 
-  double own(int k, int r, int c) const { return a_[(k * Own + r) * kCols + c]; }
-  double link(int k, int r, int c) const { return a_[(k * Own + r) * kCols + Own + c]; }
   double* front(int k) { return front_ + offset_[k]; }
   // Entry (i, j) of a front of size (and leading dimension) n.
   static double& at(double* f, int n, int i, int j) { return f[j * n + i]; }
@@ -222,14 +203,17 @@ class StageLdl {
 
   // Assembles stage k's front: [own | delayed from stage k + 1 | link], the next stage's
   // Schur complement added; factorises it partially. Returns the unknowns it delays.
-  int factorize_stage(int k, int delayed, double zero_pivot, Inertia* inertia) {
+  template <class Assemble>
+  int factorize_stage(int k, int delayed, double zero_pivot, Inertia* inertia, const Assemble& assemble) {
     int* unknown = unknown_ + k * kFront;
     const int m = count[k], link_size = k > 0 ? Link : 0;
     const int nf = m + delayed, n = nf + link_size;
     offset_[k] = k + 1 < Stages ? offset_[k + 1] + size_[k + 1] * size_[k + 1] : 0;
     size_[k] = n;
-    assemble_front(k, delayed);
+    assemble_front(k, delayed, assemble);
+    // Its own diagonals' terms (the later stages' are summed already).
     double* f = front(k);
+    for (int c = 0; c < m; ++c) terms_[index[k * Own + c]] += std::fabs(f[c * n + c]);
     const auto can_delay = [&](int left) {
       // Unless this is the first stage or the next front has no room for them.
       return link_size > 0 && left <= MaxDelay;
@@ -242,9 +226,9 @@ class StageLdl {
     int first = 0;
     // (A pattern too large to compile instantiates none of its code.)
     if constexpr (kUsualOwn > 0) {
-      if (m == kUsualOwn && link_size == Link && delayed == 0) first = factorize_usual(k, zero_pivot, inertia);
+      if (m == kUsualOwn && link_size == Link && delayed == 0) first = factorize_usual(k, zero_pivot, inertia, assemble);
       if (m == kUsualOwn && link_size == Link && delayed > 0) {
-        first = factorize_compiled<BorderedFront>(k, delayed, kCompiledDelayed, zero_pivot, inertia);
+        first = factorize_compiled<BorderedFront>(k, delayed, kCompiledDelayed, zero_pivot, inertia, assemble);
       }
     }
     // Front goes on from the compiled code's last pivot (the delayed unknowns: pivoted, or
@@ -262,13 +246,16 @@ class StageLdl {
   // stages keep their plan from one iteration to the next), the other plan where the first
   // fails before changing the front. Returns the positions pivoted in place from which
   // Front goes on (0: from the assembled front).
-  int factorize_usual(int k, double zero_pivot, Inertia* inertia) {
-    const auto in_place = [&] { return factorize_compiled<UsualFront>(k, 0, kCompiledInPlace, zero_pivot, inertia); };
+  template <class Assemble>
+  int factorize_usual(int k, double zero_pivot, Inertia* inertia, const Assemble& assemble) {
+    const auto in_place = [&] {
+      return factorize_compiled<UsualFront>(k, 0, kCompiledInPlace, zero_pivot, inertia, assemble);
+    };
     if constexpr (!kPaired) {
       return in_place();
     } else {
       const auto paired = [&] {
-        const int done = factorize_compiled<PairedFront>(k, 0, kCompiledPaired, zero_pivot, inertia);
+        const int done = factorize_compiled<PairedFront>(k, 0, kCompiledPaired, zero_pivot, inertia, assemble);
         prefer_paired_[k] = done == kUsualOwn;
         return done;
       };
@@ -289,8 +276,9 @@ class StageLdl {
   // unknowns all pivoted (the plan `plan` then), or the positions pivoted in place from which
   // Front goes on. Only a reordered plan may have to start again from the assembly (a pivot
   // failing after others): the sums of terms are kept for it then, and only then.
-  template <class Compiled>
-  int factorize_compiled(int k, int delayed, UsualPlan plan, double zero_pivot, Inertia* inertia) {
+  template <class Compiled, class Assemble>
+  int factorize_compiled(int k, int delayed, UsualPlan plan, double zero_pivot, Inertia* inertia,
+                         [[maybe_unused]] const Assemble& assemble) {
     double* f = front(k);
     const int* unknown = unknown_ + k * kFront;
     int* kinds = block_ + k * kFront;
@@ -312,38 +300,42 @@ class StageLdl {
       if (done == Compiled::kAgain) {
         *inertia = before;
         for (int q = 0; q < size; ++q) terms_[unknown[q]] = kept[q];
-        assemble_front(k, delayed);
+        assemble_front(k, delayed, assemble);
         return 0;
       }
     }
     return done;
   }
 
-  // Stage k's front (of size_[k] positions, `delayed` of them received): its own block, the
-  // link's entries with it, and the next stage's trailing block added.
-  void assemble_front(int k, int delayed) {
+  // Stage k's front (of size_[k] positions, `delayed` of them received): its own block and
+  // the link's entries with it (the caller's assembly, straight into the front), and the next
+  // stage's trailing block added.
+  template <class Assemble>
+  void assemble_front(int k, int delayed, const Assemble& assemble) {
     with_count(k, [&](auto m) {
       if (delayed == 0 && size_[k] == m + Link) {
-        assemble_front(k, m, std::integral_constant<int, 0>{}, std::integral_constant<int, Link>{});
+        assemble_front(k, m, std::integral_constant<int, 0>{}, std::integral_constant<int, Link>{}, assemble);
       } else {
-        assemble_front(k, m, delayed, size_[k] - m - delayed);
+        assemble_front(k, m, delayed, size_[k] - m - delayed, assemble);
       }
     });
   }
   // (With m own unknowns, `delayed` received and `link_size` linked: compile-time constants
   // for a usual stage that receives nothing.)
-  template <class Count, class Delayed, class LinkSize>
-  void assemble_front(int k, Count m, Delayed delayed, LinkSize link_size) {
+  template <class Count, class Delayed, class LinkSize, class Assemble>
+  void assemble_front(int k, Count m, Delayed delayed, LinkSize link_size, const Assemble& assemble) {
     int* unknown = unknown_ + k * kFront;
     const int nf = m + delayed, n = nf + link_size;
     double* f = front(k);
-    // The own columns are copied whole (own rows, then zeros for the delayed, then the link);
-    // the delayed and link columns start at zero. (The own block is symmetric: its column c
-    // is its row c, which lies contiguous.) The rows' largest entries of the assembled matrix
-    // (what "zero" is relative to) are measured on the way: entry (r, c) of the copied
-    // triangle is in rows r and c, the next stage's link entries in the rows were measured
-    // when it was assembled, and the link's columns' largest (the previous stage's rows')
-    // are passed on once.
+    // (The whole square, in one run: a fill per column, each a few entries, cost a quarter of
+    // a small stage's factorisation.)
+    for (int q = 0; q < n * n; ++q) f[q] = 0.0;
+    Entries entries(f, n, nf);
+    assemble(k, entries);
+    // The rows' largest entries of the assembled matrix (what "zero" is relative to),
+    // measured on the own columns: entry (r, c) of the own triangle is in rows r and c, the
+    // next stage's link entries in the rows were measured when it was assembled, and the
+    // link's columns' largest (the previous stage's rows') are passed on once.
     double rows_on_stack[kScratchOnStack ? Own : 1], links_on_stack[kScratchOnStack ? Link : 1];
     double* rows = kScratchOnStack ? rows_on_stack : own_scratch_;
     double* links = kScratchOnStack ? links_on_stack : link_scratch_;
@@ -351,18 +343,15 @@ class StageLdl {
     for (int r = 0; r < link_size; ++r) links[r] = 0.0;
     for (int c = 0; c < m; ++c) {
       unknown[c] = index[k * Own + c];
-      double* column = f + c * n;
+      const double* column = f + c * n;
       double largest = rows[c];
       for (int r = c; r < m; ++r) {
-        const double v = own(k, c, r), size = std::fabs(v);
-        column[r] = v;
+        const double size = std::fabs(column[r]);
         largest = max2(largest, size);
         rows[r] = max2(rows[r], size);
       }
-      for (int r = m; r < nf; ++r) column[r] = 0.0;
       for (int r = 0; r < link_size; ++r) {
-        const double v = link(k, c, r), size = std::fabs(v);
-        column[nf + r] = v;
+        const double size = std::fabs(column[nf + r]);
         largest = max2(largest, size);
         links[r] = max2(links[r], size);
       }
@@ -372,9 +361,6 @@ class StageLdl {
     for (int r = 0; r < link_size; ++r) {
       double& other = row_size_[index[(k - 1) * Own + r]];
       other = max2(other, links[r]);
-    }
-    for (int j = m; j < n; ++j) {
-      for (int i = j; i < n; ++i) at(f, n, i, j) = 0.0;
     }
     for (int c = 0; c < link_size; ++c) unknown[nf + c] = index[(k - 1) * Own + c];
     if (k + 1 == Stages) return;
@@ -463,50 +449,5 @@ class StageLdl {
     }
     by_border(backward);
   }
-
-  // out -= A x with the assembled matrix, stage by stage: its own rows, and through its link
-  // the previous stage's. Each row's sum is its own chain of additions (a dot product per row,
-  // one after the other, was the residual's latency).
-  void subtract_product(const double* x, double* out) {
-    const auto product = [&](double* xs, double* sum, double* xp, double* back) {
-      for (int k = 0; k < Stages; ++k) {
-        const int* idx = index + k * Own;
-        with_count(k, [&](auto count_k) {
-          // At most Own, as set; said so that -O3 does not see the scratch overflow.
-          const int m = count_k < Own ? count_k : Own;
-          for (int r = 0; r < m; ++r) {
-            xs[r] = x[idx[r]];
-            sum[r] = 0.0;
-          }
-          for (int c = 0; c < m; ++c) {
-            for (int r = 0; r < m; ++r) sum[r] += own(k, r, c) * xs[c];
-          }
-          if (k > 0) {
-            const int* previous = index + (k - 1) * Own;
-            for (int c = 0; c < Link; ++c) {
-              xp[c] = x[previous[c]];
-              back[c] = 0.0;
-            }
-            for (int r = 0; r < m; ++r) {
-              for (int c = 0; c < Link; ++c) {
-                const double v = link(k, r, c);
-                sum[r] += v * xp[c];
-                back[c] += v * xs[r];
-              }
-            }
-            for (int c = 0; c < Link; ++c) out[previous[c]] -= back[c];
-          }
-          for (int r = 0; r < m; ++r) out[idx[r]] -= sum[r];
-        });
-      }
-    };
-    // Arrays of its own let the compiler keep the sums apart from `out` (5 % of a solve).
-    if constexpr (kScratchOnStack) {
-      double xs[Own], sum[Own], xp[Link], back[Link];
-      product(xs, sum, xp, back);
-    } else {
-      product(own_scratch_, own_scratch_ + Own, link_scratch_, link_scratch_ + Link);
-    }
-  }
-
 };
+
