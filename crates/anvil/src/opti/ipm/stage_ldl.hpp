@@ -49,7 +49,6 @@ class StageLdl {
    public:
     // Own entry (r, c) and (c, r), r >= c.
     void add_lower(int r, int c, double v) { f_[c * n_ + r] += v; }
-    void add(int r, int c, double v) { r >= c ? add_lower(r, c, v) : add_lower(c, r, v); }
     // The entry between own unknown r and the link's c.
     void add_link(int r, int c, double v) { f_[r * n_ + link_ + c] += v; }
 
@@ -133,7 +132,7 @@ class StageLdl {
 
  private:
   // How a stage's front was pivoted: by Front, or by the compiled code (a usual front in
-  // place or reordered, or one with one or two unknowns delayed into it, which Front then
+  // place or reordered, or one with unknowns delayed into it, which Front then
   // pivots or delays again).
   enum UsualPlan : char { kByFront, kCompiledInPlace, kCompiledPaired, kCompiledDelayed };
   // Each stage's front after factorize(): column-major, lower triangle: L below the diagonal
