@@ -235,11 +235,6 @@ void sparse_delays_a_zero_diagonal() {
   check(ratio <= 1e-10 && residual < 1e-14, "delayed pivot: solve");
 }
 
-// What counts as a zero pivot: cancellation's roundoff, not smallness. An equality row on a
-// variable at its bound (barrier curvature 1e14) has the true pivot -1e-14, as small as its
-// row's entries times roundoff but computed without cancellation: the KKT inertia (1, 1).
-// Two proportional constraint rows leave a pivot of roundoff size out of terms of order
-
 // A multistage matrix kept whole on the checks' side (StageLdl keeps none): each stage's own
 // block and its entries with the previous stage's unknowns, assembled into the factorisation
 // stage by stage as it asks, and multiplied for its solves' refinement. `count` and `index`
@@ -291,6 +286,10 @@ struct AssembledStages {
   int compiled_stages() const { return ldl.compiled_stages(); }
 };
 
+// What counts as a zero pivot: cancellation's roundoff, not smallness. An equality row on a
+// variable at its bound (barrier curvature 1e14) has the true pivot -1e-14, as small as its
+// row's entries times roundoff but computed without cancellation: the KKT inertia (1, 1).
+// Two proportional constraint rows leave a pivot of roundoff size out of terms of order
 // one: a zero eigenvalue.
 struct Pair {
   static constexpr int kSize = 2, kNnz = 3, kFronts = 1;
@@ -440,6 +439,7 @@ template <class Pattern, int D = 0>
 void compiled_front_is_front(unsigned seed, int flat) {
   using Compiled = anvil_ipm::CompiledFront<Pattern>;
   constexpr int S = Pattern::kSize, P = Pattern::kPivots, N = S + D;
+  static_assert(Compiled::kCompiled, "a compiled pattern");
   constexpr bool exact = !Compiled::kReordered;
   const auto place = [](int q) { return q < P ? q : q + D; };
   const auto border = [](int q) { return q >= P && q < P + D; };
