@@ -4,16 +4,17 @@ same solver on the problems written as MultistageProblems (tests/cops_multistage
 systems factorised by stages), its sparse SQP solver (PIQP's QPs, and the interior-point
 QPs of qp_backend="ipm"), and the SQP solver by stages (its
 Riccati QP, with the whole Hessian's inertia corrected and with its stage blocks convexified
-one by one) next to Ipopt (through CasADi, MUMPS), measured in the same run.
+one by one) next to Ipopt (through CasADi, MUMPS) and fatrop (through CasADi, on the same
+problem in its form: ``cops_multistage.fatrop_form``), measured in the same run.
 
     python crates/anvil-py/benches/cops_bench.py                  # N = 100, 200, 400
     python crates/anvil-py/benches/cops_bench.py --N 50 --problems rocket,chain
     python crates/anvil-py/benches/cops_bench.py --markdown       # ...and a table for the docs
 
 Per problem, guess and solver: the status, the objective (against the report's optimum), the
-iterations, the median time per solve over `--repeat` solves (anvil's native time; Ipopt's
-own `t_wall_total`), and the constraint violation at the returned point, computed
-independently with CasADi's functions.
+iterations, the median time per solve over `--repeat` solves (anvil's native time; the
+peers' own `t_wall_total`) and its ratio to each peer's, and the constraint violation at the
+returned point, computed independently with CasADi's functions.
 """
 
 from __future__ import annotations
@@ -45,6 +46,10 @@ def run(args: argparse.Namespace) -> list[tuple[str, ...]]:
             nlp, bounds, _ = casadi_nlp(spec)
             opts = {"ipopt.print_level": 0, "print_time": False, "ipopt.sb": "yes", "record_time": True}
             ipopt = cs.nlpsol(f"ipopt_{spec.name}", "ipopt", nlp, opts)
+            ocp, _, _ = cops_multistage.OCPS[name](n)
+            fatrop_form = cops_multistage.fatrop_form(ocp)
+            fatrop_opts = {"fatrop": {"print_level": 0, "max_iter": 3000}, "print_time": False, "record_time": True}
+            fatrop = cs.nlpsol(f"fatrop_{spec.name}", "fatrop", fatrop_form.nlp, dict(fatrop_form.options, **fatrop_opts))
             problem = anvil_problem(spec, True)
             staged, _, _ = cops_multistage.PROBLEMS[name](n)
 
@@ -105,6 +110,15 @@ def run(args: argparse.Namespace) -> list[tuple[str, ...]]:
                 st = ipopt.stats()
                 x = np.asarray(sol["x"]).ravel()
                 results["Ipopt"] = (st["return_status"], float(sol["f"]), st["iter_count"], statistics.median(times), x)
+                times = []
+                for _ in range(args.repeat):
+                    sol = fatrop(x0=fatrop_form.start(by_stages(x0)), **fatrop_form.bounds)
+                    times.append(fatrop.stats()["t_wall_total"])
+                st = fatrop.stats()
+                x = back(fatrop_form.stages(np.asarray(sol["x"]).ravel()))
+                status = "Solve_Succeeded" if st["success"] else f"failed ({st['return_status']})"
+                results["fatrop"] = (status, float(sol["f"]), st["iter_count"], statistics.median(times), x)
+                peer_times = {peer: results[peer][3] for peer in ("Ipopt", "fatrop")}
                 for label, (status, f, it, t, x) in results.items():
                     row = (
                         spec.name,
@@ -115,6 +129,7 @@ def run(args: argparse.Namespace) -> list[tuple[str, ...]]:
                         f"{spec.f_opt:g}" if spec.f_opt is not None else "—",
                         str(it),
                         f"{t * 1e3:.2f}",
+                        *(f"{t / peer:.3f}" for peer in peer_times.values()),
                         f"{casadi_violation(nlp, bounds, x):.1e}",
                     )
                     rows.append(row)
@@ -131,7 +146,7 @@ def main() -> None:
     parser.add_argument("--line-search", choices=["merit", "filter"], default="merit", help="the SQP solvers' line search")
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args()
-    header = ("problem", "guess", "solver", "status", "objective", "published", "iterations", "ms", "violation")
+    header = ("problem", "guess", "solver", "status", "objective", "published", "iterations", "ms", "× Ipopt", "× fatrop", "violation")
     print("  ".join(f"{c:>14s}" for c in header))
     rows = run(args)
     if args.markdown:

@@ -661,6 +661,42 @@ def test_cops_multistage_reaches_ipopts_optimum(name: str) -> None:
         assert within != ((name, k) in MULTISTAGE_SLOW), (what, iterations, want["iterations"])
 
 
+# The peers' own examples (peer_problems.py), solved by stages; Ipopt on the same NLP is the
+# oracle.
+import peer_problems  # noqa: E402
+
+
+def test_fatrops_quadrotor_reaches_ipopts_optimum() -> None:
+    """fatrop's quadrotor example (12 states, 4 rotor speeds, K = 100 grid points, from hover
+    to hover, every final state pinned) by stages, from the example's guess and from hover at
+    the start: Ipopt's optimum (objective to 1e-6, violation at most 1e-7 evaluated by
+    CasADi) within 1.2x Ipopt's iterations (+3). From all zeros the rotors are stopped, where
+    the thrust's Jacobian vanishes: a stationary point of the violation, at which the
+    restoration phase converges (INFEASIBLE) and from which Ipopt runs to its limit (fatrop,
+    whose restoration differs, solves it); recorded strictly as a gap."""
+    import casadi
+
+    nlp, bounds = peer_problems.quadrotor_casadi()
+    reference = casadi.nlpsol("ipopt_quadrotor", "ipopt", nlp, {"ipopt.print_level": 0, "print_time": False, "ipopt.sb": "yes"})
+    g = casadi.Function("quadrotor_g", [nlp["x"]], [nlp["g"]])
+    solver = SparseIPMFunction("ipm_peer_quadrotor", peer_problems.quadrotor_problem("ipm_peer_quadrotor"))
+    example, hover, zero = peer_problems.quadrotor_guesses()
+    x_init = np.zeros(peer_problems.QUAD_NX)
+    for k, z0 in enumerate((example, hover)):
+        sol = reference(x0=z0, **bounds)
+        stats = reference.stats()
+        assert stats["success"], k
+        want = {"f": float(sol["f"]), "iterations": stats["iter_count"]}
+        res = solver(z0, p=x_init)
+        x = np.asarray(res.x)
+        worst = max(np.max(np.abs(np.asarray(g(x)))), np.max(np.maximum(bounds["lbx"] - x, x - bounds["ubx"])))
+        what = f"quadrotor from guess {k}"
+        reaches_ipopts_optimum(what, res, want, float(worst))
+        assert res.iterations <= 1.2 * want["iterations"] + 3, (what, res.iterations, want["iterations"])
+    res = solver(zero, p=x_init)
+    assert res.status != SQPStatus.SOLVED, ("quadrotor from zero: the gap closed", res.objective)
+
+
 def test_multipliers_start_again_where_no_step_helps_a_feasible_point() -> None:
     """The COPS chain by stages at N = 100 from the plain guess, and from starts 1e-8 from
     it: paths of hundreds of iterations (Ipopt: 530 from the guess) on which the equality

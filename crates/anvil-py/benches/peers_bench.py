@@ -1,0 +1,119 @@
+"""The peers' own examples (tests/peer_problems.py: fatrop's quadrotor), solved by anvil's
+interior-point solver by stages (and, with ``--sqp``, its SQP solver by stages) next to Ipopt
+(CasADi, MUMPS) and fatrop (CasADi, ``structure_detection="auto"``; neither JIT-compiled, as
+the example runs fatrop), from each of the problem's guesses, in the same run.
+
+    python crates/anvil-py/benches/peers_bench.py
+    python crates/anvil-py/benches/peers_bench.py --sqp --markdown
+
+Per guess and solver: the status, the objective, the iterations, the median time per solve over
+``--repeat`` solves (anvil's native time, the peers' own ``t_wall_total``) and its ratio to
+Ipopt's and fatrop's, and the constraint violation at the returned point, computed with
+CasADi's functions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from typing import Any
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
+
+
+def violation(nlp: dict, bounds: dict, x: Any) -> float:
+    import casadi as cs
+    import numpy as np
+
+    g = np.asarray(cs.Function("g", [nlp["x"]], [nlp["g"]])(x)).ravel()
+    lbg = np.broadcast_to(bounds["lbg"], g.shape)
+    ubg = np.broadcast_to(bounds["ubg"], g.shape)
+    return float(
+        max(
+            np.max(np.maximum(lbg - g, g - ubg), initial=0.0),
+            np.max(np.maximum(bounds["lbx"] - x, x - bounds["ubx"]), initial=0.0),
+        )
+    )
+
+
+def run(args: argparse.Namespace) -> list[tuple[str, ...]]:
+    import casadi as cs
+    import numpy as np
+    import peer_problems as pp
+
+    from anvil.opti import IPMSettings, SparseIPMFunction, SparseSQPFunction, SQPSettings
+
+    nlp, bounds = pp.quadrotor_casadi()
+    quiet = {"print_time": False, "record_time": True}
+    ipopt = cs.nlpsol("peers_ipopt", "ipopt", nlp, dict(quiet, ipopt={"print_level": 0, "sb": "yes", "max_iter": 3000}))
+    fatrop_opts = {"structure_detection": "auto", "equality": [True] * nlp["g"].shape[0]}
+    fatrop = cs.nlpsol("peers_fatrop", "fatrop", nlp, dict(quiet, fatrop={"print_level": 0, "max_iter": 3000}, **fatrop_opts))
+    solvers = {"anvil IPM stages": SparseIPMFunction("peers_quad_ipm", pp.quadrotor_problem("peers_quad_ipm"), IPMSettings())}
+    if args.sqp:
+        solvers["anvil SQP stages"] = SparseSQPFunction(
+            "peers_quad_sqp", pp.quadrotor_problem("peers_quad_sqp"), SQPSettings(max_iter=500)
+        )
+    for label, solver in solvers.items():
+        start = time.perf_counter()
+        solver.compile()
+        print(f"{label}: compiled in {time.perf_counter() - start:.1f} s", flush=True)
+    x_init = np.zeros(pp.QUAD_NX)
+    rows = []
+    for k, x0 in enumerate(pp.quadrotor_guesses()):
+        results = {}
+        for label, solver in solvers.items():
+            times, res = [], None
+            for _ in range(args.repeat):
+                res = solver(x0, p=x_init)
+                times.append(res.solve_time)
+            results[label] = (res.status.name, res.objective, res.iterations, statistics.median(times), res.x)
+        for label, peer in (("Ipopt", ipopt), ("fatrop", fatrop)):
+            times = []
+            for _ in range(args.repeat):
+                sol = peer(x0=x0, **bounds)
+                times.append(peer.stats()["t_wall_total"])
+            st = peer.stats()
+            status = st["return_status"] if label == "Ipopt" else ("Solve_Succeeded" if st["success"] else "failed")
+            x = np.asarray(sol["x"]).ravel()
+            results[label] = (status, float(sol["f"]), st["iter_count"], statistics.median(times), x)
+        peer_times = [results[p][3] for p in ("Ipopt", "fatrop")]
+        for label, (status, f, it, t, x) in results.items():
+            row = (
+                f"quadrotor{pp.QUAD_POINTS}",
+                ("example", "hover at start", "zero")[k],
+                label,
+                status,
+                f"{f:.9g}",
+                str(it),
+                f"{t * 1e3:.2f}",
+                *(f"{t / p:.3f}" for p in peer_times),
+                f"{violation(nlp, bounds, x):.1e}",
+            )
+            rows.append(row)
+            print("  ".join(f"{c:>16s}" for c in row), flush=True)
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=5, help="solves per solver and guess (median time)")
+    parser.add_argument("--sqp", action="store_true", help="also anvil's SQP solver by stages (slow: see docs)")
+    parser.add_argument("--markdown", action="store_true")
+    args = parser.parse_args()
+    header = ("problem", "guess", "solver", "status", "objective", "iterations", "ms", "× Ipopt", "× fatrop", "violation")
+    print("  ".join(f"{c:>16s}" for c in header))
+    rows = run(args)
+    if args.markdown:
+        print()
+        print("| " + " | ".join(header) + " |")
+        print("|" + "---|" * len(header))
+        for row in rows:
+            print("| " + " | ".join(row) + " |")
+
+
+if __name__ == "__main__":
+    main()
