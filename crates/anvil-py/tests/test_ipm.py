@@ -697,6 +697,26 @@ def test_fatrops_quadrotor_reaches_ipopts_optimum() -> None:
     assert res.status != SQPStatus.SOLVED, ("quadrotor from zero: the gap closed", res.objective)
 
 
+def test_the_sqp_by_stages_solves_fatrops_quadrotor_with_converging_qps() -> None:
+    """The SQP by stages on fatrop's quadrotor from the example's guess: Ipopt's J (1e-6). Its
+    final state is pinned, so its QPs take the z-form recursion, whose variables' regularisation
+    (fixed at 1e-7) left rho dx in every step's dual residual: near the solution every other QP
+    ran to its limit twice (511 QP iterations per SQP iteration, 11 s, J 1.6e-6 above Ipopt's).
+    As a forcing term it lets them converge: a few QP iterations per SQP iteration."""
+    import casadi
+    from anvil.opti import SparseSQPFunction, SQPSettings
+
+    nlp, bounds = peer_problems.quadrotor_casadi()
+    example = peer_problems.quadrotor_guesses()[0]
+    reference = casadi.nlpsol("ipopt_quadrotor_sqp", "ipopt", nlp, {"ipopt.print_level": 0, "print_time": False, "ipopt.sb": "yes"})
+    want = float(reference(x0=example, **bounds)["f"])
+    problem = peer_problems.quadrotor_problem("sqp_peer_quadrotor")
+    res = SparseSQPFunction("sqp_peer_quadrotor", problem, SQPSettings(max_iter=200))(example, p=np.zeros(peer_problems.QUAD_NX))
+    assert res.status == SQPStatus.SOLVED, res.status
+    assert abs(res.objective - want) <= 1e-6 * abs(want), (res.objective, want)
+    assert res.qp_iterations <= 40 * res.iterations, (res.qp_iterations, res.iterations)
+
+
 def test_multipliers_start_again_where_no_step_helps_a_feasible_point() -> None:
     """The COPS chain by stages at N = 100 from the plain guess, and from starts 1e-8 from
     it: paths of hundreds of iterations (Ipopt: 530 from the guess) on which the equality
