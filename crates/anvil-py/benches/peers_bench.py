@@ -19,31 +19,16 @@ import os
 import statistics
 import sys
 import time
-from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
-
-
-def violation(nlp: dict, bounds: dict, x: Any) -> float:
-    import casadi as cs
-    import numpy as np
-
-    g = np.asarray(cs.Function("g", [nlp["x"]], [nlp["g"]])(x)).ravel()
-    lbg = np.broadcast_to(bounds["lbg"], g.shape)
-    ubg = np.broadcast_to(bounds["ubg"], g.shape)
-    return float(
-        max(
-            np.max(np.maximum(lbg - g, g - ubg), initial=0.0),
-            np.max(np.maximum(bounds["lbx"] - x, x - bounds["ubx"]), initial=0.0),
-        )
-    )
 
 
 def run(args: argparse.Namespace) -> list[tuple[str, ...]]:
     import casadi as cs
     import numpy as np
     import peer_problems as pp
+    from opti_problems import casadi_violation
 
     from anvil.opti import IPMSettings, SparseIPMFunction, SparseSQPFunction, SQPSettings
 
@@ -91,7 +76,7 @@ def run(args: argparse.Namespace) -> list[tuple[str, ...]]:
                 str(it),
                 f"{t * 1e3:.2f}",
                 *(f"{t / p:.3f}" for p in peer_times),
-                f"{violation(nlp, bounds, x):.1e}",
+                f"{casadi_violation(nlp, bounds, x):.1e}",
             )
             rows.append(row)
             print("  ".join(f"{c:>16s}" for c in row), flush=True)
@@ -101,7 +86,7 @@ def run(args: argparse.Namespace) -> list[tuple[str, ...]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=5, help="solves per solver and guess (median time)")
-    parser.add_argument("--sqp", action="store_true", help="also anvil's SQP solver by stages (slow: see docs)")
+    parser.add_argument("--sqp", action="store_true", help="also anvil's SQP solver by stages")
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args()
     header = ("problem", "guess", "solver", "status", "objective", "iterations", "ms", "× Ipopt", "× fatrop", "violation")
