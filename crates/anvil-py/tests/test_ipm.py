@@ -625,6 +625,38 @@ def near_starts(z0: np.ndarray, count: int) -> list[np.ndarray]:
     return [z0] + [z0 * (1.0 + 1e-9 * e) for e in noise]
 
 
+@pytest.mark.parametrize("name", list(cops_multistage.OCPS))
+def test_the_fatrop_form_is_the_same_problem(name: str) -> None:
+    """The benchmark's fatrop peer solves each COPS problem in fatrop's explicit form
+    (cops_multistage.fatrop_form: the next grid point as controls, copied by the dynamics).
+    At the report's guess and at Ipopt's solution, carried into that form, its objective is
+    the Spec's, its dynamics rows (the copies) are zero, its path rows are the Spec's rows
+    (the same values, stage by stage instead of trajectory by trajectory), its bounds hold
+    where the Spec's do, and its variables come back to the same stacked stages."""
+    import casadi
+
+    n = 20
+    ocp, guesses, spec = cops_multistage.OCPS[name](n)
+    form = cops_multistage.fatrop_form(ocp)
+    nlp, bounds, _ = casadi_nlp(spec)
+    spec_fg = casadi.Function("spec_fg", [nlp["x"]], [nlp["f"], nlp["g"]])
+    form_fg = casadi.Function("form_fg", [form.nlp["x"]], [form.nlp["f"], form.nlp["g"]])
+    # Each stage's rows: the dynamics (nz, but the last stage's), then its path rows.
+    dynamics = np.concatenate([np.r_[np.full(ocp.nz if k < n else 0, True), np.full(ng, False)] for k, ng in enumerate(form.options["ng"])])
+    assert dynamics.size == form.nlp["g"].shape[0] == len(form.options["equality"])
+    for x in (guesses[0], ipopt(spec, guesses[0])["x"]):
+        z = cops_multistage.to_stages(x, n, ocp.width)
+        start = form.start(z)
+        np.testing.assert_array_equal(form.stages(start), z)
+        f_spec, g_spec = (np.asarray(v).ravel() for v in spec_fg(x))
+        f_form, g_form = (np.asarray(v).ravel() for v in form_fg(start))
+        np.testing.assert_allclose(f_form, f_spec, rtol=1e-12)
+        assert np.all(g_form[dynamics] == 0.0), name
+        np.testing.assert_allclose(np.sort(g_form[~dynamics]), np.sort(g_spec), rtol=1e-9, atol=1e-12)
+        inside = np.all((start >= form.bounds["lbx"]) & (start <= form.bounds["ubx"]))
+        assert inside == bool(np.all((x >= bounds["lbx"]) & (x <= bounds["ubx"]))), name
+
+
 @pytest.mark.parametrize("name", list(cops_multistage.PROBLEMS))
 def test_cops_multistage_reaches_ipopts_optimum(name: str) -> None:
     built = built_once(_COPS_MS_SOLVERS, _build_cops_multistage, cops_multistage.PROBLEMS)
