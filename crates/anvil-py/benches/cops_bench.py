@@ -22,18 +22,18 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
-import statistics
 import sys
 from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
 
+from solver_runs import against, anvil_run, casadi_run, print_markdown, print_row  # noqa: E402
+
 
 def run(args: argparse.Namespace) -> list[tuple[str, ...]]:
     import casadi as cs
     import cops_multistage
-    import numpy as np
     from cops_problems import PROBLEMS
     from opti_problems import anvil_problem, casadi_nlp, casadi_violation
 
@@ -97,28 +97,11 @@ def run(args: argparse.Namespace) -> list[tuple[str, ...]]:
             for k, x0 in enumerate(guesses):
                 results = {}
                 for label, (solver, into, out) in solvers.items():
-                    times, res = [], None
-                    for _ in range(args.repeat):
-                        res = solver(into(x0))
-                        times.append(res.solve_time)
-                    median = statistics.median(times)
-                    results[label] = (res.status.name, res.objective, res.iterations, median, out(res.x))
-                times = []
-                for _ in range(args.repeat):
-                    sol = ipopt(x0=x0, **bounds)
-                    times.append(ipopt.stats()["t_wall_total"])
-                st = ipopt.stats()
-                x = np.asarray(sol["x"]).ravel()
-                results["Ipopt"] = (st["return_status"], float(sol["f"]), st["iter_count"], statistics.median(times), x)
-                times = []
-                for _ in range(args.repeat):
-                    sol = fatrop(x0=fatrop_form.start(by_stages(x0)), **fatrop_form.bounds)
-                    times.append(fatrop.stats()["t_wall_total"])
-                st = fatrop.stats()
-                x = back(fatrop_form.stages(np.asarray(sol["x"]).ravel()))
-                status = "Solve_Succeeded" if st["success"] else f"failed ({st['return_status']})"
-                results["fatrop"] = (status, float(sol["f"]), st["iter_count"], statistics.median(times), x)
-                peer_times = {peer: results[peer][3] for peer in ("Ipopt", "fatrop")}
+                    status, f, it, t, z = anvil_run(lambda: solver(into(x0)), args.repeat)
+                    results[label] = (status, f, it, t, out(z))
+                results["Ipopt"] = casadi_run(ipopt, args.repeat, x0=x0, **bounds)
+                fat = casadi_run(fatrop, args.repeat, x0=fatrop_form.start(by_stages(x0)), **fatrop_form.bounds)
+                results["fatrop"] = (*fat[:4], back(fatrop_form.stages(fat[4])))
                 for label, (status, f, it, t, x) in results.items():
                     row = (
                         spec.name,
@@ -129,11 +112,11 @@ def run(args: argparse.Namespace) -> list[tuple[str, ...]]:
                         f"{spec.f_opt:g}" if spec.f_opt is not None else "—",
                         str(it),
                         f"{t * 1e3:.2f}",
-                        *(f"{t / peer:.3f}" for peer in peer_times.values()),
+                        *against(t, results, ("Ipopt", "fatrop")),
                         f"{casadi_violation(nlp, bounds, x):.1e}",
                     )
                     rows.append(row)
-                    print("  ".join(f"{c:>14s}" for c in row), flush=True)
+                    print_row(row, 14)
     return rows
 
 
@@ -147,14 +130,10 @@ def main() -> None:
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args()
     header = ("problem", "guess", "solver", "status", "objective", "published", "iterations", "ms", "× Ipopt", "× fatrop", "violation")
-    print("  ".join(f"{c:>14s}" for c in header))
+    print_row(header, 14)
     rows = run(args)
     if args.markdown:
-        print()
-        print("| " + " | ".join(header) + " |")
-        print("|" + "---|" * len(header))
-        for row in rows:
-            print("| " + " | ".join(row) + " |")
+        print_markdown(header, rows)
 
 
 if __name__ == "__main__":

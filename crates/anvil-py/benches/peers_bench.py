@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
+
+from solver_runs import against, anvil_run, casadi_run, print_markdown, print_row  # noqa: E402
 
 
 def run(args: argparse.Namespace) -> list[tuple[str, ...]]:
@@ -49,23 +50,9 @@ def run(args: argparse.Namespace) -> list[tuple[str, ...]]:
     x_init = np.zeros(pp.QUAD_NX)
     rows = []
     for k, x0 in enumerate(pp.quadrotor_guesses()):
-        results = {}
-        for label, solver in solvers.items():
-            times, res = [], None
-            for _ in range(args.repeat):
-                res = solver(x0, p=x_init)
-                times.append(res.solve_time)
-            results[label] = (res.status.name, res.objective, res.iterations, statistics.median(times), res.x)
+        results = {label: anvil_run(lambda: solver(x0, p=x_init), args.repeat) for label, solver in solvers.items()}
         for label, peer in (("Ipopt", ipopt), ("fatrop", fatrop)):
-            times = []
-            for _ in range(args.repeat):
-                sol = peer(x0=x0, **bounds)
-                times.append(peer.stats()["t_wall_total"])
-            st = peer.stats()
-            status = st["return_status"] if label == "Ipopt" else ("Solve_Succeeded" if st["success"] else "failed")
-            x = np.asarray(sol["x"]).ravel()
-            results[label] = (status, float(sol["f"]), st["iter_count"], statistics.median(times), x)
-        peer_times = [results[p][3] for p in ("Ipopt", "fatrop")]
+            results[label] = casadi_run(peer, args.repeat, x0=x0, **bounds)
         for label, (status, f, it, t, x) in results.items():
             row = (
                 f"quadrotor{pp.QUAD_POINTS}",
@@ -75,11 +62,11 @@ def run(args: argparse.Namespace) -> list[tuple[str, ...]]:
                 f"{f:.9g}",
                 str(it),
                 f"{t * 1e3:.2f}",
-                *(f"{t / p:.3f}" for p in peer_times),
+                *against(t, results, ("Ipopt", "fatrop")),
                 f"{casadi_violation(nlp, bounds, x):.1e}",
             )
             rows.append(row)
-            print("  ".join(f"{c:>16s}" for c in row), flush=True)
+            print_row(row, 16)
     return rows
 
 
@@ -90,14 +77,10 @@ def main() -> None:
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args()
     header = ("problem", "guess", "solver", "status", "objective", "iterations", "ms", "× Ipopt", "× fatrop", "violation")
-    print("  ".join(f"{c:>16s}" for c in header))
+    print_row(header, 16)
     rows = run(args)
     if args.markdown:
-        print()
-        print("| " + " | ".join(header) + " |")
-        print("|" + "---|" * len(header))
-        for row in rows:
-            print("| " + " | ".join(row) + " |")
+        print_markdown(header, rows)
 
 
 if __name__ == "__main__":
