@@ -1,7 +1,9 @@
-"""The peers' own examples (tests/peer_problems.py: fatrop's quadrotor), solved by anvil's
-interior-point solver by stages (and, with ``--sqp``, its SQP solver by stages) next to Ipopt
-(CasADi, MUMPS) and fatrop (CasADi, ``structure_detection="auto"``; neither JIT-compiled, as
-the example runs fatrop), from each of the problem's guesses, in the same run.
+"""The peers' own examples (tests/peer_problems.py: fatrop's quadrotor, rockit's motion
+planning), solved by anvil's interior-point solver by stages (and, with ``--sqp``, its SQP
+solver by stages) next to Ipopt (CasADi, MUMPS) and fatrop (CasADi; the quadrotor with
+``structure_detection="auto"``, the motion planning in fatrop's stage form, its free final
+time a state of each stage; neither JIT-compiled, as the examples run them), from each of the
+problem's guesses, in the same run.
 
     python crates/anvil-py/benches/peers_bench.py
     python crates/anvil-py/benches/peers_bench.py --sqp --markdown
@@ -15,9 +17,11 @@ CasADi's functions.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import time
+from typing import Any, Callable
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
@@ -25,48 +29,93 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
 from solver_runs import against, anvil_run, casadi_run, print_markdown, print_row  # noqa: E402
 
 
-def run(args: argparse.Namespace) -> list[tuple[str, ...]]:
-    import casadi as cs
+@dataclasses.dataclass
+class Peer:
+    """One example: its NLP for Ipopt (and the violation check), fatrop's form of it with the
+    maps of a guess onto its variables and back, anvil's problem, the guesses and x_init."""
+
+    name: str
+    nlp: dict[str, Any]
+    bounds: dict[str, Any]
+    fatrop: tuple[dict[str, Any], dict[str, Any], dict[str, Any], Callable[[Any], Any], Callable[[Any], Any]]
+    problem: Callable[[str], Any]
+    guesses: list[Any]
+    labels: tuple[str, ...]
+    p: Any
+
+
+def peers() -> list[Peer]:
     import numpy as np
     import peer_problems as pp
+
+    def same(x: Any) -> Any:
+        return x
+
+    nlp, bounds = pp.quadrotor_casadi()
+    fatrop_opts = {"structure_detection": "auto", "equality": [True] * nlp["g"].shape[0]}
+    quadrotor = Peer(
+        f"quadrotor{pp.QUAD_POINTS}",
+        nlp,
+        bounds,
+        (nlp, bounds, fatrop_opts, same, same),
+        pp.quadrotor_problem,
+        pp.quadrotor_guesses(),
+        ("example", "hover at start", "zero"),
+        np.zeros(pp.QUAD_NX),
+    )
+    nlp, bounds = pp.motion_casadi()
+    motion = Peer(
+        "motion planning",
+        nlp,
+        bounds,
+        pp.motion_fatrop(),
+        pp.motion_problem,
+        pp.motion_guesses(),
+        ("example", "slower"),
+        pp.MOTION_START,
+    )
+    return [quadrotor, motion]
+
+
+def run(args: argparse.Namespace) -> list[tuple[str, ...]]:
+    import casadi as cs
     from opti_problems import casadi_violation
 
     from anvil.opti import IPMSettings, SparseIPMFunction, SparseSQPFunction, SQPSettings
 
-    nlp, bounds = pp.quadrotor_casadi()
     quiet = {"print_time": False, "record_time": True}
-    ipopt = cs.nlpsol("peers_ipopt", "ipopt", nlp, dict(quiet, ipopt={"print_level": 0, "sb": "yes", "max_iter": 3000}))
-    fatrop_opts = {"structure_detection": "auto", "equality": [True] * nlp["g"].shape[0]}
-    fatrop = cs.nlpsol("peers_fatrop", "fatrop", nlp, dict(quiet, fatrop={"print_level": 0, "max_iter": 3000}, **fatrop_opts))
-    solvers = {"anvil IPM stages": SparseIPMFunction("peers_quad_ipm", pp.quadrotor_problem("peers_quad_ipm"), IPMSettings())}
-    if args.sqp:
-        solvers["anvil SQP stages"] = SparseSQPFunction(
-            "peers_quad_sqp", pp.quadrotor_problem("peers_quad_sqp"), SQPSettings(max_iter=500)
-        )
-    for label, solver in solvers.items():
-        start = time.perf_counter()
-        solver.compile()
-        print(f"{label}: compiled in {time.perf_counter() - start:.1f} s", flush=True)
-    x_init = np.zeros(pp.QUAD_NX)
     rows = []
-    for k, x0 in enumerate(pp.quadrotor_guesses()):
-        results = {label: anvil_run(lambda: solver(x0, p=x_init), args.repeat) for label, solver in solvers.items()}
-        for label, peer in (("Ipopt", ipopt), ("fatrop", fatrop)):
-            results[label] = casadi_run(peer, args.repeat, x0=x0, **bounds)
-        for label, (status, f, it, t, x) in results.items():
-            row = (
-                f"quadrotor{pp.QUAD_POINTS}",
-                ("example", "hover at start", "zero")[k],
-                label,
-                status,
-                f"{f:.9g}",
-                str(it),
-                f"{t * 1e3:.2f}",
-                *against(t, results, ("Ipopt", "fatrop")),
-                f"{casadi_violation(nlp, bounds, x):.1e}",
-            )
-            rows.append(row)
-            print_row(row, 16)
+    for k, peer in enumerate(peers()):
+        ipopt = cs.nlpsol(f"peers_ipopt{k}", "ipopt", peer.nlp, dict(quiet, ipopt={"print_level": 0, "sb": "yes", "max_iter": 3000}))
+        fatrop_nlp, fatrop_bounds, fatrop_opts, into, back = peer.fatrop
+        fatrop_quiet = dict(quiet, fatrop={"print_level": 0, "max_iter": 3000}, **fatrop_opts)
+        fatrop = cs.nlpsol(f"peers_fatrop{k}", "fatrop", fatrop_nlp, fatrop_quiet)
+        solvers = {"anvil IPM stages": SparseIPMFunction(f"peers{k}_ipm", peer.problem(f"peers{k}_ipm"), IPMSettings())}
+        if args.sqp:
+            solvers["anvil SQP stages"] = SparseSQPFunction(f"peers{k}_sqp", peer.problem(f"peers{k}_sqp"), SQPSettings(max_iter=500))
+        for label, solver in solvers.items():
+            start = time.perf_counter()
+            solver.compile()
+            print(f"{peer.name}, {label}: compiled in {time.perf_counter() - start:.1f} s", flush=True)
+        for guess, x0 in zip(peer.labels, peer.guesses):
+            results = {label: anvil_run(lambda: solver(x0, p=peer.p), args.repeat) for label, solver in solvers.items()}
+            results["Ipopt"] = casadi_run(ipopt, args.repeat, x0=x0, **peer.bounds)
+            status, f, it, t, w = casadi_run(fatrop, args.repeat, x0=into(x0), **fatrop_bounds)
+            results["fatrop"] = (status, f, it, t, back(w))
+            for label, (status, f, it, t, x) in results.items():
+                row = (
+                    peer.name,
+                    guess,
+                    label,
+                    status,
+                    f"{f:.9g}",
+                    str(it),
+                    f"{t * 1e3:.2f}",
+                    *against(t, results, ("Ipopt", "fatrop")),
+                    f"{casadi_violation(peer.nlp, peer.bounds, x):.1e}",
+                )
+                rows.append(row)
+                print_row(row, 16)
     return rows
 
 

@@ -394,6 +394,7 @@ type Function<'py> = Option<PyRef<'py, PyFunction>>;
 #[pyo3(signature = (
     n, nz, global_param_dim, param_dim, cost_initial, cost_stage, cost_terminal, eq_initial, eq_interstage,
     eq_stage, eq_terminal, ineq_stage, ineq_lb, ineq_ub, z_lb, z_ub, shared_dim=0, shared_lb=None, shared_ub=None,
+    ineq_initial=None, ineq_initial_bounds=None, ineq_terminal=None, ineq_terminal_bounds=None,
 ))]
 #[allow(clippy::too_many_arguments)]
 pub fn multistage_problem(
@@ -416,6 +417,10 @@ pub fn multistage_problem(
     shared_dim: usize,
     shared_lb: Option<&Bound<'_, PyAny>>,
     shared_ub: Option<&Bound<'_, PyAny>>,
+    ineq_initial: Function<'_>,
+    ineq_initial_bounds: Option<(Bound<'_, PyAny>, Bound<'_, PyAny>)>,
+    ineq_terminal: Function<'_>,
+    ineq_terminal_bounds: Option<(Bound<'_, PyAny>, Bound<'_, PyAny>)>,
 ) -> PyResult<PyMultistageProblem> {
     let mut problem = match horizon(n)? {
         Horizon::Steps(n) => MultistageProblem::new(n, nz, global_param_dim, param_dim),
@@ -444,6 +449,12 @@ pub fn multistage_problem(
     if let Some(h) = ineq_stage {
         problem = problem.ineq_stage(h.0.function(), bound(ineq_lb)?, bound(ineq_ub)?).py()?;
     }
+    if let Some((h, (lb, ub))) = ineq_initial.zip(ineq_initial_bounds) {
+        problem = problem.ineq_initial(h.0.function(), bound(&lb)?, bound(&ub)?).py()?;
+    }
+    if let Some((h, (lb, ub))) = ineq_terminal.zip(ineq_terminal_bounds) {
+        problem = problem.ineq_terminal(h.0.function(), bound(&lb)?, bound(&ub)?).py()?;
+    }
     Ok(PyMultistageProblem(problem.bounds(bound(z_lb)?, bound(z_ub)?).py()?))
 }
 
@@ -459,7 +470,8 @@ fn shared_bounds(lb: Option<&Bound<'_, PyAny>>, ub: Option<&Bound<'_, PyAny>>) -
 #[pyfunction]
 #[pyo3(signature = (
     n, nx, nu, param_dim, dynamics, stage_cost, terminal_cost, path, path_lb, path_ub, x_lb, x_ub, u_lb, u_ub,
-    terminal=None, shared_dim=0, shared_lb=None, shared_ub=None, initial=None,
+    terminal=None, shared_dim=0, shared_lb=None, shared_ub=None, initial=None, terminal_ineq=None,
+    terminal_ineq_bounds=None,
 ))]
 #[allow(clippy::too_many_arguments)]
 pub fn control_problem(
@@ -482,6 +494,8 @@ pub fn control_problem(
     shared_lb: Option<&Bound<'_, PyAny>>,
     shared_ub: Option<&Bound<'_, PyAny>>,
     initial: Function<'_>,
+    terminal_ineq: Function<'_>,
+    terminal_ineq_bounds: Option<(Bound<'_, PyAny>, Bound<'_, PyAny>)>,
 ) -> PyResult<PyMultistageProblem> {
     let f = dynamics.0.function();
     let mut ocp = match horizon(n)? {
@@ -519,6 +533,9 @@ pub fn control_problem(
     }
     if let Some(r) = initial {
         ocp = ocp.initial_constraints(r.0.function()).py()?;
+    }
+    if let Some((h, (lb, ub))) = terminal_ineq.zip(terminal_ineq_bounds) {
+        ocp = ocp.terminal_inequalities(h.0.function(), bound(&lb)?, bound(&ub)?).py()?;
     }
     ocp = ocp.state_bounds(bound(x_lb)?, bound(x_ub)?).py()?.control_bounds(bound(u_lb)?, bound(u_ub)?).py()?;
     Ok(PyMultistageProblem(MultistageProblem::from_dynamics(&ocp).py()?))

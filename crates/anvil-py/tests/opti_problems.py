@@ -54,6 +54,7 @@ class AnvilMath:
 
     sin = staticmethod(lambda t: t.sin())
     cos = staticmethod(lambda t: t.cos())
+    tan = staticmethod(lambda t: t.tan())
     exp = staticmethod(lambda t: t.exp())
     log = staticmethod(lambda t: t.log())
     sqrt = staticmethod(lambda t: t.sqrt())
@@ -83,6 +84,7 @@ class CasadiMath:
 
     sin = staticmethod(lambda t: CasadiMath._cs().sin(t))
     cos = staticmethod(lambda t: CasadiMath._cs().cos(t))
+    tan = staticmethod(lambda t: CasadiMath._cs().tan(t))
     exp = staticmethod(lambda t: CasadiMath._cs().exp(t))
     log = staticmethod(lambda t: CasadiMath._cs().log(t))
     sqrt = staticmethod(lambda t: CasadiMath._cs().sqrt(t))

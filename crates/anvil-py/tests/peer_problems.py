@@ -8,6 +8,15 @@ chose to show their solvers on, which nobody here tuned for.
   minimising Σ_k Σ_j (ω_j / ω_max)². The example's initial guess interpolates the states from
   start to end (plus 0.1) with the rotors at hover speed.
 
+- ``motion``: rockit's motion planning example (meco-group/rockit, ``examples/motion_planning.py``):
+  a kinematic bicycle (position, heading; steering angle |δ| ≤ π/6 and speed V ∈ [0, 1]) from
+  the origin heading north to (0, 10) around a round obstacle of radius 1 at (0.2, 5), in a
+  free final time T, minimising T + ∫ x² dt, on N = 20 intervals of M = 4 RK4 steps each; the
+  obstacle holds at every grid point, the last included. The example's guess: y = t along
+  the grid of T = 10, heading north at V = 1. Its ``disks`` variant starts anywhere in the
+  disk of radius 1/2 about the origin (heading north) and ends anywhere in the disk of radius
+  1/2 about (0, 10): inequalities on the first and the last stage, both active.
+
 Each problem comes as an anvil ``MultistageProblem`` (``from_dynamics``) and as the same NLP in
 CasADi (the z-form ``z_k = (x_k, u_k)``, the last stage's control unused and bounded, as
 ``from_dynamics`` has it), which Ipopt and fatrop solve in the tests and the benchmark.
@@ -138,3 +147,239 @@ def quadrotor_casadi() -> tuple[dict[str, Any], dict[str, Any]]:
         "ubg": 0.0,
     }
     return {"x": z, "f": f, "g": g}, bounds
+
+
+# --- rockit's motion planning ----------------------------------------------------------------
+
+MOTION_N, MOTION_M = 20, 4
+MOTION_NX, MOTION_NU = 3, 2
+MOTION_NZ = MOTION_NX + MOTION_NU
+MOTION_WHEELBASE = 1.0
+MOTION_OBSTACLE, MOTION_RADIUS = (0.2, 5.0), 1.0
+MOTION_START = np.array([0.0, 0.0, math.pi / 2])
+MOTION_END = np.array([0.0, 10.0])
+MOTION_STEER = math.pi / 6
+MOTION_T_GUESS = 10.0
+#: The ``disks`` variant's start and end regions.
+MOTION_DISK = 0.5
+
+
+def motion_ode(s: list[Any], u: Any, m: Any) -> list[Any]:
+    """The bicycle's (x, y, θ)' and the running cost x², for u = (δ, V)."""
+    delta, speed = u[0], u[1]
+    return [speed * m.cos(s[2]), speed * m.sin(s[2]), speed / MOTION_WHEELBASE * m.tan(delta), s[0] * s[0]]
+
+
+def motion_interval(x: Any, u: Any, t_final: Any, m: Any) -> list[Any]:
+    """The state after one control interval of T / N (M RK4 steps) and ∫ x² over it."""
+    h = t_final / (MOTION_N * MOTION_M)
+    s = [x[0], x[1], x[2], 0.0]
+    for _ in range(MOTION_M):
+        k1 = motion_ode(s, u, m)
+        k2 = motion_ode([s[i] + h / 2 * k1[i] for i in range(4)], u, m)
+        k3 = motion_ode([s[i] + h / 2 * k2[i] for i in range(4)], u, m)
+        k4 = motion_ode([s[i] + h * k3[i] for i in range(4)], u, m)
+        s = [s[i] + h / 6 * (k1[i] + 2 * k2[i] + 2 * k3[i] + k4[i]) for i in range(4)]
+    return s
+
+
+def motion_clearance(x: Any) -> Any:
+    """The squared distance to the obstacle's centre (at least its radius squared)."""
+    dx, dy = x[0] - MOTION_OBSTACLE[0], x[1] - MOTION_OBSTACLE[1]
+    return dx * dx + dy * dy
+
+
+def motion_guesses() -> list[np.ndarray]:
+    """``[z_0, …, z_N, T]``: the example's guess (y = t on the grid of T = 10, heading north at
+    V = 1), and the same path at half the speed and twice the time, steering slightly right."""
+    def path(speed: float, steer: float, t_final: float) -> np.ndarray:
+        stages = [[0.0, t_final * speed * k / MOTION_N, math.pi / 2, steer, speed] for k in range(MOTION_N + 1)]
+        return np.r_[np.concatenate(stages), t_final]
+
+    return [path(1.0, 0.0, MOTION_T_GUESS), path(0.5, -0.1, 2 * MOTION_T_GUESS)]
+
+
+def motion_bounds() -> tuple[np.ndarray, np.ndarray]:
+    """``(z_lb, z_ub)`` of one stage: |δ| ≤ π/6, 0 ≤ V ≤ 1."""
+    inf = np.inf
+    return np.array([-inf, -inf, -inf, -MOTION_STEER, 0.0]), np.array([inf, inf, inf, MOTION_STEER, 1.0])
+
+
+def motion_problem(name: str = "motion", disks: bool = False) -> Any:
+    """rockit's motion planning as ``from_dynamics`` (parameter: x_init), T shared; with
+    ``disks`` its variant in the z-form (no parameter): ``ineq_initial_fn`` and
+    ``ineq_terminal_fn`` hold the start and end disks."""
+    import anvil as av
+    from anvil.opti import MultistageProblem
+
+    m = AnvilMath
+    if not disks:
+        xusp = (av.Arg(MOTION_NX), av.Arg(MOTION_NU), av.Arg(1), av.Arg(0))
+        xsp = (av.Arg(MOTION_NX), av.Arg(1), av.Arg(0))
+        z_lb, z_ub = motion_bounds()
+        return MultistageProblem.from_dynamics(
+            N=MOTION_N,
+            nx=MOTION_NX,
+            nu=MOTION_NU,
+            dynamics_fn=av.NumericalFunction(f"{name}_f", lambda x, u, s, p: m.vec(motion_interval(x, u, s[0], m)[:3]), xusp),
+            stage_cost_fn=av.NumericalFunction(f"{name}_l", lambda x, u, s, p: motion_interval(x, u, s[0], m)[3], xusp),
+            terminal_cost_fn=av.NumericalFunction(f"{name}_time", lambda x, s, p: s[0], xsp),
+            path_constraints_fn=av.NumericalFunction(f"{name}_obstacle", lambda x, u, s, p: m.vec([motion_clearance(x)]), xusp),
+            path_lb=MOTION_RADIUS**2,
+            path_ub=np.inf,
+            terminal_ineq_fn=av.NumericalFunction(f"{name}_obstacle_end", lambda x, s, p: m.vec([motion_clearance(x)]), xsp),
+            terminal_ineq_lb=MOTION_RADIUS**2,
+            terminal_ineq_ub=np.inf,
+            terminal_constraints_fn=av.NumericalFunction(f"{name}_end", lambda x, s, p: x[:2] - MOTION_END, xsp),
+            u_lb=z_lb[MOTION_NX:],
+            u_ub=z_ub[MOTION_NX:],
+            shared_dim=1,
+            shared_lb=0.0,
+            shared_ub=np.inf,
+        )
+    zsp = (av.Arg(MOTION_NZ), av.Arg(1), av.Arg(0), av.Arg(0))
+    zzsp = (av.Arg(MOTION_NZ), av.Arg(MOTION_NZ), av.Arg(1), av.Arg(0), av.Arg(0))
+
+    def defect(z: Any, zn: Any, s: Any) -> Any:
+        nxt = motion_interval(z[:MOTION_NX], z[MOTION_NX:], s[0], m)
+        return m.vec([zn[i] - nxt[i] for i in range(MOTION_NX)])
+
+    def fn(what: str, body: Any, args: Any = zsp) -> Any:
+        return av.NumericalFunction(f"{name}_{what}", body, args)
+
+    running = fn("l", lambda z, s, g, p: motion_interval(z[:MOTION_NX], z[MOTION_NX:], s[0], m)[3])
+    z_lb, z_ub = motion_bounds()
+    return MultistageProblem(
+        N=MOTION_N,
+        nz=MOTION_NZ,
+        cost_initial_fn=running,
+        cost_stage_fn=running,
+        cost_terminal_fn=fn("time", lambda z, s, g, p: s[0]),
+        eq_initial_fn=fn("heading", lambda z, s, g, p: m.vec([z[2] - MOTION_START[2]])),
+        eq_interstage_fn=fn("defect", lambda z, zn, s, g, p: defect(z, zn, s), zzsp),
+        ineq_stage_fn=fn("obstacle", lambda z, s, g, p: m.vec([motion_clearance(z)])),
+        ineq_lb=MOTION_RADIUS**2,
+        ineq_ub=np.inf,
+        ineq_initial_fn=fn("start", lambda z, s, g, p: m.vec([z[0] * z[0] + z[1] * z[1], motion_clearance(z)])),
+        ineq_initial_lb=[-np.inf, MOTION_RADIUS**2],
+        ineq_initial_ub=[MOTION_DISK**2, np.inf],
+        ineq_terminal_fn=fn("end", lambda z, s, g, p: m.vec([motion_clearance(z), motion_end_distance(z)])),
+        ineq_terminal_lb=[MOTION_RADIUS**2, -np.inf],
+        ineq_terminal_ub=[np.inf, MOTION_DISK**2],
+        z_lb=z_lb,
+        z_ub=z_ub,
+        shared_dim=1,
+        shared_lb=0.0,
+        shared_ub=np.inf,
+    )
+
+
+def motion_end_distance(x: Any) -> Any:
+    dx, dy = x[0] - MOTION_END[0], x[1] - MOTION_END[1]
+    return dx * dx + dy * dy
+
+
+def motion_casadi(disks: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The same NLP in CasADi over ``[z_0, …, z_N, T]``: ``(nlp, bounds)`` for ``nlpsol``."""
+    import casadi as cs
+
+    nz, n, inf = MOTION_NZ, MOTION_N, np.inf
+    z = cs.SX.sym("z", (n + 1) * nz + 1)
+    t_final = z[-1]
+    xs = [z[k * nz : k * nz + MOTION_NX] for k in range(n + 1)]
+    us = [z[k * nz + MOTION_NX : (k + 1) * nz] for k in range(n + 1)]
+    intervals = [motion_interval(xs[k], us[k], t_final, CasadiMath) for k in range(n)]
+    f = t_final + sum(step[3] for step in intervals)
+    rows: list[tuple[Any, Any, Any]] = []  # (expression, lb, ub)
+    if disks:
+        rows.append((xs[0][2] - MOTION_START[2], 0.0, 0.0))
+        rows.append((xs[0][0] ** 2 + xs[0][1] ** 2, -inf, MOTION_DISK**2))
+        rows.append((motion_clearance(xs[0]), MOTION_RADIUS**2, inf))
+    else:
+        rows += [(xs[0][i] - MOTION_START[i], 0.0, 0.0) for i in range(MOTION_NX)]
+        rows.append((motion_clearance(xs[0]), MOTION_RADIUS**2, inf))
+    rows += [(xs[k + 1][i] - intervals[k][i], 0.0, 0.0) for k in range(n) for i in range(MOTION_NX)]
+    rows += [(motion_clearance(xs[k]), MOTION_RADIUS**2, inf) for k in range(1, n + 1)]
+    if disks:
+        rows.append((motion_end_distance(xs[n]), -inf, MOTION_DISK**2))
+    else:
+        rows += [(xs[n][i] - MOTION_END[i], 0.0, 0.0) for i in range(2)]
+    z_lb, z_ub = motion_bounds()
+    bounds = {
+        "lbx": np.r_[np.tile(z_lb, n + 1), 0.0],
+        "ubx": np.r_[np.tile(z_ub, n + 1), inf],
+        "lbg": np.array([r[1] for r in rows]),
+        "ubg": np.array([r[2] for r in rows]),
+    }
+    return {"x": z, "f": f, "g": cs.vertcat(*[r[0] for r in rows])}, bounds
+
+
+def motion_fatrop() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], Any, Any]:
+    """The motion planning problem in fatrop's form, the final time a state (T_{k+1} = T_k) of
+    each stage: ``(nlp, bounds, options, into, back)``, ``into`` mapping a guess
+    ``[z_0, …, z_N, T]`` onto its variables ``[x_0, u_0, …, x_N]`` and ``back`` the other way."""
+    import casadi as cs
+
+    n, nx, nu, inf = MOTION_N, MOTION_NX + 1, MOTION_NU, np.inf
+    xs = [cs.SX.sym(f"x{k}", nx) for k in range(n + 1)]
+    us = [cs.SX.sym(f"u{k}", nu) for k in range(n)]
+    z_lb, z_ub = motion_bounds()
+    variables, rows, lbg, ubg, equality, path_rows, lbx, ubx = [], [], [], [], [], [], [], []
+    cost: Any = 0.0
+    for k in range(n + 1):
+        x = xs[k]
+        variables.append(x)
+        lbx.append(np.r_[z_lb[:MOTION_NX], 0.0])
+        ubx.append(np.r_[z_ub[:MOTION_NX], inf])
+        path = []  # (row, lb, ub)
+        if k == 0:
+            path += [(x[i] - MOTION_START[i], 0.0, 0.0) for i in range(MOTION_NX)]
+        path.append((motion_clearance(x), MOTION_RADIUS**2, inf))
+        if k == n:
+            path += [(x[i] - MOTION_END[i], 0.0, 0.0) for i in range(2)]
+            cost = cost + x[MOTION_NX]
+        if k < n:
+            u = us[k]
+            variables.append(u)
+            lbx.append(z_lb[MOTION_NX:])
+            ubx.append(z_ub[MOTION_NX:])
+            step = motion_interval(x, u, x[MOTION_NX], CasadiMath)
+            cost = cost + step[3]
+            nxt = cs.vertcat(*step[:3], x[MOTION_NX])
+            rows.append(xs[k + 1] - nxt)
+            lbg += [0.0] * nx
+            ubg += [0.0] * nx
+            equality += [True] * nx
+        rows += [r for r, _, _ in path]
+        lbg += [lo for _, lo, _ in path]
+        ubg += [hi for _, _, hi in path]
+        equality += [lo == hi for _, lo, hi in path]
+        path_rows.append(len(path))
+    nlp = {"x": cs.vertcat(*variables), "f": cost, "g": cs.vertcat(*rows)}
+    bounds = {"lbx": np.concatenate(lbx), "ubx": np.concatenate(ubx), "lbg": np.array(lbg), "ubg": np.array(ubg)}
+    options = {
+        "structure_detection": "manual",
+        "nx": [nx] * (n + 1),
+        "nu": [nu] * n + [0],
+        "ng": path_rows,
+        "N": n,
+        "equality": equality,
+    }
+
+    def into(z: np.ndarray) -> np.ndarray:
+        stages, t_final = z[:-1].reshape(n + 1, MOTION_NZ), z[-1]
+        parts = []
+        for k in range(n + 1):
+            parts.append(np.r_[stages[k, :MOTION_NX], t_final])
+            if k < n:
+                parts.append(stages[k, MOTION_NX:])
+        return np.concatenate(parts)
+
+    def back(w: np.ndarray) -> np.ndarray:
+        stride = nx + nu
+        stages = [np.r_[w[k * stride : k * stride + MOTION_NX], w[k * stride + nx : (k + 1) * stride]] for k in range(n)]
+        last = w[n * stride : n * stride + MOTION_NX]
+        stages.append(np.r_[last, 0.0, 0.0])
+        return np.r_[np.concatenate(stages), w[n * stride + MOTION_NX]]
+
+    return nlp, bounds, options, into, back

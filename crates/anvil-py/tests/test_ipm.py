@@ -749,6 +749,81 @@ def test_the_sqp_by_stages_solves_fatrops_quadrotor_with_converging_qps() -> Non
     assert res.qp_iterations <= 40 * res.iterations, (res.qp_iterations, res.iterations)
 
 
+def motion_reference(disks):
+    """rockit's motion planning (or its ``disks`` variant) in CasADi: Ipopt, and the violation
+    of a point evaluated by CasADi."""
+    import casadi
+
+    nlp, bounds = peer_problems.motion_casadi(disks)
+    options = {"ipopt.print_level": 0, "print_time": False, "ipopt.sb": "yes"}
+    reference = casadi.nlpsol(f"ipopt_motion_{disks}", "ipopt", nlp, options)
+    g = casadi.Function(f"motion_g_{disks}", [nlp["x"]], [nlp["g"]])
+
+    def violation(x):
+        gx = np.asarray(g(x)).ravel()
+        rows = np.maximum(bounds["lbg"] - gx, gx - bounds["ubg"])
+        return float(max(np.max(rows), np.max(np.maximum(bounds["lbx"] - x, x - bounds["ubx"]))))
+
+    def ipopt_from(z0):
+        sol = reference(x0=z0, **bounds)
+        stats = reference.stats()
+        assert stats["success"], stats["return_status"]
+        return {"f": float(sol["f"]), "iterations": stats["iter_count"], "lam_g": np.asarray(sol["lam_g"]).ravel()}
+
+    return ipopt_from, violation
+
+
+def test_rockits_motion_planning_reaches_ipopts_optimum() -> None:
+    """rockit's motion planning example (a bicycle around a round obstacle in a free final
+    time; the obstacle at every grid point, the last one a terminal inequality), by stages
+    from the example's guess and a slower one: Ipopt's optimum within 1.2x its iterations (+3)
+    with the interior-point solver, and within 50 with the SQP by stages (its Hessian negative
+    along the saturated speed's coupling with the heading, which the inertia test credits as
+    the active bound it is once the KKT error is below 0.1: credited only below 1e-3, the
+    shifts before damped every step, 105 iterations and 300 from the second guess)."""
+    from anvil.opti import SparseSQPFunction, SQPSettings
+
+    ipopt_from, violation = motion_reference(False)
+    problem = peer_problems.motion_problem("ipm_peer_motion")
+    assert problem.nineq == peer_problems.MOTION_N + 1
+    ipm = SparseIPMFunction("ipm_peer_motion", problem)
+    sqp = SparseSQPFunction("sqp_peer_motion", peer_problems.motion_problem("sqp_peer_motion"), SQPSettings(max_iter=100))
+    for k, z0 in enumerate(peer_problems.motion_guesses()):
+        want = ipopt_from(z0)
+        for solver, most in ((ipm, 1.2 * want["iterations"] + 3), (sqp, 50)):
+            res = solver(z0, p=peer_problems.MOTION_START)
+            what = f"motion planning from guess {k} by {solver.name}"
+            reaches_ipopts_optimum(what, res, want, violation(np.asarray(res.x)))
+            assert res.iterations <= most, (what, res.iterations, want["iterations"])
+
+
+def test_inequalities_on_the_first_and_last_stage_reach_ipopts_optimum() -> None:
+    """rockit's motion planning from anywhere in a disk about the start to anywhere in one
+    about the end (inequality rows on the first and the last stage only, both active), in
+    the z-form: Ipopt's optimum, and each disk's multiplier Ipopt's, from both guesses with
+    the interior-point solver by stages and the SQP with each QP backend."""
+    from anvil.opti import SparseSQPFunction, SQPSettings
+
+    ipopt_from, violation = motion_reference(True)
+    problem = peer_problems.motion_problem("peer_motion_disks", disks=True)
+    n = peer_problems.MOTION_N
+    assert problem.nineq == 2 + (n - 1) + 2
+    solvers = [SparseIPMFunction("ipm_peer_motion_disks", problem)]
+    for qp in ("riccati", "piqp", "ipm"):
+        solvers.append(SparseSQPFunction(f"sqp_{qp}_peer_motion_disks", problem, SQPSettings(max_iter=100), qp_backend=qp))
+    for k, z0 in enumerate(peer_problems.motion_guesses()):
+        want = ipopt_from(z0)
+        # Ipopt's rows: the heading, the start disk, ...; the end disk last.
+        disks = np.array([want["lam_g"][1], want["lam_g"][-1]])
+        assert np.all(np.abs(disks) > 1e-2), disks
+        for solver in solvers:
+            res = solver(z0)
+            what = f"the disks from guess {k} by {solver.name}"
+            reaches_ipopts_optimum(what, res, want, violation(np.asarray(res.x)))
+            lam = np.asarray(res.lam_ineq)
+            np.testing.assert_allclose(lam[[0, -1]], disks, rtol=1e-4, err_msg=what)
+
+
 def test_multipliers_start_again_where_no_step_helps_a_feasible_point() -> None:
     """The COPS chain by stages at N = 100 from the plain guess, and from starts 1e-8 from
     it: paths of hundreds of iterations (Ipopt: 530 from the guess) on which the equality

@@ -37,8 +37,10 @@ def ocp(N=av.CodegenIntConstant("TR_N", 12)):
     F = av.NumericalFunction("tr_F", lambda x, u, p: av.Tensor.stack(x[0] + 0.1 * x[1], x[1] + 0.1 * u[0]), xup)
     l = av.NumericalFunction("tr_l", lambda x, u, p: (x**2).sum() + (u**2).sum(), xup)
     h = av.NumericalFunction("tr_path", lambda x, u, p: x[1].reshape(1), xup)
+    end = av.NumericalFunction("tr_end", lambda x, p: x[0].reshape(1), (av.Arg(2), av.Arg(0)))
     return MultistageProblem.from_dynamics(
-        N=N, nx=2, nu=1, dynamics_fn=F, stage_cost_fn=l, path_constraints_fn=h, path_lb=-0.5, path_ub=0.5, u_lb=-1.0, u_ub=1.0
+        N=N, nx=2, nu=1, dynamics_fn=F, stage_cost_fn=l, path_constraints_fn=h, path_lb=-0.5, path_ub=0.5, u_lb=-1.0, u_ub=1.0,
+        terminal_ineq_fn=end, terminal_ineq_ub=0.25,
     )
 
 
@@ -46,7 +48,12 @@ def z_form():
     stage = (av.Arg(2), av.Arg(0), av.Arg(1))
     cost = av.NumericalFunction("tr_zc", lambda z, g, p: ((z - p[0]) ** 2).sum(), stage)
     link = av.NumericalFunction("tr_zl", lambda z, zn, g, p: zn[0] - z[1], (av.Arg(2), av.Arg(2), av.Arg(0), av.Arg(1)))
-    return MultistageProblem(N=4, nz=2, cost_stage_fn=cost, eq_interstage_fn=link, z_lb=-2.0, z_ub=2.0, param_dim=1)
+    first = av.NumericalFunction("tr_zf", lambda z, g, p: (z[0] * z[1]).reshape(1), stage)
+    last = av.NumericalFunction("tr_zn", lambda z, g, p: z.sum().reshape(1), stage)
+    return MultistageProblem(
+        N=4, nz=2, cost_stage_fn=cost, eq_interstage_fn=link, z_lb=-2.0, z_ub=2.0, param_dim=1,
+        ineq_initial_fn=first, ineq_initial_ub=1.0, ineq_terminal_fn=last, ineq_terminal_lb=-1.0, ineq_terminal_ub=1.0,
+    )
 
 
 SOLVERS = {

@@ -521,6 +521,16 @@ def _shared(count: Any, lb: Any, ub: Any) -> tuple[int, Any, Any]:
     return count, _bound(-np.inf if lb is None else lb, "shared_lb"), _bound(np.inf if ub is None else ub, "shared_ub")
 
 
+def _inequality_bounds(
+    fn: Optional[NumericalFunction[Any, Any]], what: str, lb: Any, ub: Any, names: tuple[str, str]
+) -> tuple[Any, Any]:
+    """The bounds of an inequality function ``what`` (default -inf and 0, i.e. ``h <= 0``);
+    bounds without the function are an error."""
+    if fn is None and (lb is not None or ub is not None):
+        raise ValueError(f"{names[0]}/{names[1]} are given but there is no {what}")
+    return _bound(-np.inf if lb is None else lb, names[0]), _bound(0.0 if ub is None else ub, names[1])
+
+
 def _native(fn: Optional[NumericalFunction[Any, Any]]) -> Any:
     return None if fn is None else fn._native
 
@@ -532,7 +542,8 @@ class MultistageProblem(_Travels):
 
         min  l_0(z_0) + sum_{0<i<N} l(z_i) + l_N(z_N)
         s.t. e_0(z_0) = 0,  c(z_i, z_{i+1}) = 0 (i < N),  e(z_i) = 0 (0 < i < N),  e_N(z_N) = 0,
-             ineq_lb <= h(z_i) <= ineq_ub (0 < i < N),  z_lb <= z_i <= z_ub (every i)
+             ineq_lb <= h(z_i) <= ineq_ub (0 < i < N),  z_lb <= z_i <= z_ub (every i),
+             ineq_initial_lb <= h_0(z_0) <= ineq_initial_ub,  ineq_terminal_lb <= h_N(z_N) <= ineq_terminal_ub
 
     Every function takes ``(z, p_global, p_i)`` (``Arg(nz), Arg(global_param_dim),
     Arg(param_dim)``; ``Arg(0)`` for an absent parameter), ``eq_interstage_fn`` takes
@@ -543,7 +554,7 @@ class MultistageProblem(_Travels):
     A solver's variables are ``z`` (``(N + 1) * nz`` entries), its parameter
     ``[p_global, p_0, ..., p_N]`` (``global_param_dim + (N + 1) * param_dim``). Equality
     multipliers come in the order initial, interstage (stage by stage), stage (stage by
-    stage), terminal; inequality multipliers stage by stage.
+    stage), terminal; inequality multipliers initial, stage (stage by stage), terminal.
 
     Args:
       N: stage transitions (``N + 1`` stages): an int, or a CodegenIntConstant that the
@@ -554,6 +565,10 @@ class MultistageProblem(_Travels):
       ineq_stage_fn: ``h``, with ``ineq_lb``/``ineq_ub`` (one entry per row of ``h``, or
         scalars, at every stage; or an ``(N - 1, rows)`` array of each stage's; default -inf
         and 0, i.e. ``h <= 0``).
+      ineq_initial_fn, ineq_terminal_fn: ``h_0`` and ``h_N``, inequalities on the first and the
+        last stage only (a terminal set: ``|z_N[:2] - target|^2 <= r^2``), with
+        ``ineq_initial_lb``/``ineq_initial_ub`` and ``ineq_terminal_lb``/``ineq_terminal_ub``
+        (one entry per row, or scalars; default -inf and 0).
       z_lb, z_ub: bounds on the stages' variables: ``nz`` entries (or scalars) that hold at
         every stage, or an ``(N + 1, nz)`` array (or ``(N + 1) * nz`` entries) of each
         stage's, e.g. a free final time bounded at one stage only (default none).
@@ -591,6 +606,12 @@ class MultistageProblem(_Travels):
     ineq_stage_fn: Optional[NumericalFunction[Any, Any]] = None
     ineq_lb: Any = None
     ineq_ub: Any = None
+    ineq_initial_fn: Optional[NumericalFunction[Any, Any]] = None
+    ineq_initial_lb: Any = None
+    ineq_initial_ub: Any = None
+    ineq_terminal_fn: Optional[NumericalFunction[Any, Any]] = None
+    ineq_terminal_lb: Any = None
+    ineq_terminal_ub: Any = None
     z_lb: Any = None
     z_ub: Any = None
     #: States and controls per stage (``z = (x, u)``) of a problem from ``from_dynamics``
@@ -603,8 +624,11 @@ class MultistageProblem(_Travels):
     path_constraints_fn: Optional[NumericalFunction[Any, Any]] = None
     terminal_constraints_fn: Optional[NumericalFunction[Any, Any]] = None
     initial_constraints_fn: Optional[NumericalFunction[Any, Any]] = None
+    terminal_ineq_fn: Optional[NumericalFunction[Any, Any]] = None
     path_lb: Any = None
     path_ub: Any = None
+    terminal_ineq_lb: Any = None
+    terminal_ineq_ub: Any = None
     x_lb: Any = None
     x_ub: Any = None
     u_lb: Any = None
@@ -632,6 +656,12 @@ class MultistageProblem(_Travels):
         shared_dim: int = 0,
         shared_lb: Any = None,
         shared_ub: Any = None,
+        ineq_initial_fn: Optional[NumericalFunction[Any, Any]] = None,
+        ineq_initial_lb: Any = None,
+        ineq_initial_ub: Any = None,
+        ineq_terminal_fn: Optional[NumericalFunction[Any, Any]] = None,
+        ineq_terminal_lb: Any = None,
+        ineq_terminal_ub: Any = None,
     ) -> None:
         self.horizon = _horizon(N)
         self.nz = _count(nz, "nz", 1)
@@ -648,10 +678,15 @@ class MultistageProblem(_Travels):
         self.eq_stage_fn = _stage_function(eq_stage_fn, "eq_stage_fn", stage)
         self.eq_terminal_fn = _stage_function(eq_terminal_fn, "eq_terminal_fn", stage)
         self.ineq_stage_fn = _stage_function(ineq_stage_fn, "ineq_stage_fn", stage)
-        if self.ineq_stage_fn is None and (ineq_lb is not None or ineq_ub is not None):
-            raise ValueError("ineq_lb/ineq_ub are given but there is no ineq_stage_fn")
-        self.ineq_lb = _bound(-np.inf if ineq_lb is None else ineq_lb, "ineq_lb")
-        self.ineq_ub = _bound(0.0 if ineq_ub is None else ineq_ub, "ineq_ub")
+        self.ineq_initial_fn = _stage_function(ineq_initial_fn, "ineq_initial_fn", stage)
+        self.ineq_terminal_fn = _stage_function(ineq_terminal_fn, "ineq_terminal_fn", stage)
+        self.ineq_lb, self.ineq_ub = _inequality_bounds(self.ineq_stage_fn, "ineq_stage_fn", ineq_lb, ineq_ub, ("ineq_lb", "ineq_ub"))
+        self.ineq_initial_lb, self.ineq_initial_ub = _inequality_bounds(
+            self.ineq_initial_fn, "ineq_initial_fn", ineq_initial_lb, ineq_initial_ub, ("ineq_initial_lb", "ineq_initial_ub")
+        )
+        self.ineq_terminal_lb, self.ineq_terminal_ub = _inequality_bounds(
+            self.ineq_terminal_fn, "ineq_terminal_fn", ineq_terminal_lb, ineq_terminal_ub, ("ineq_terminal_lb", "ineq_terminal_ub")
+        )
         self.z_lb = _bound(-np.inf if z_lb is None else z_lb, "z_lb")
         self.z_ub = _bound(np.inf if z_ub is None else z_ub, "z_ub")
         self._native = _anvil.multistage_problem(
@@ -674,6 +709,10 @@ class MultistageProblem(_Travels):
             self.shared_dim,
             self.shared_lb,
             self.shared_ub,
+            _native(self.ineq_initial_fn),
+            (self.ineq_initial_lb, self.ineq_initial_ub),
+            _native(self.ineq_terminal_fn),
+            (self.ineq_terminal_lb, self.ineq_terminal_ub),
         )
 
     @classmethod
@@ -698,12 +737,16 @@ class MultistageProblem(_Travels):
         shared_lb: Any = None,
         shared_ub: Any = None,
         initial_constraints_fn: Optional[NumericalFunction[Any, Any]] = None,
+        terminal_ineq_fn: Optional[NumericalFunction[Any, Any]] = None,
+        terminal_ineq_lb: Any = None,
+        terminal_ineq_ub: Any = None,
     ) -> MultistageProblem:
         """An optimal control problem in states ``x`` (``nx``) and controls ``u`` (``nu``)::
 
             min  sum_{k<N} l(x_k, u_k, p_k) + l_N(x_N, p_N)
             s.t. x_0 = x_init,  x_{k+1} = F(x_k, u_k, p_k),  path_lb <= h(x_k, u_k, p_k) <= path_ub (k < N),
-                 r(x_N, p_N) = 0,  x_lb <= x_k <= x_ub,  u_lb <= u_k <= u_ub
+                 r(x_N, p_N) = 0,  terminal_ineq_lb <= h_N(x_N, p_N) <= terminal_ineq_ub,
+                 x_lb <= x_k <= x_ub,  u_lb <= u_k <= u_ub
 
         as a MultistageProblem with ``z_k = (x_k, u_k)`` (``z_N``'s control is unused: bounded,
         costed nowhere). Callbacks take ``(x, u, p)`` (``terminal_cost_fn``: ``(x, p)``), ``p``
@@ -722,7 +765,9 @@ class MultistageProblem(_Travels):
           path_constraints_fn: ``h``, or None; ``path_lb``/``path_ub``: its bounds, the same at
             every stage or an ``(N, rows)`` array of each stage's (default -inf and 0, i.e.
             ``h <= 0``).
-          x_lb, x_ub, u_lb, u_ub: bounds on every state and control (default: none).
+          x_lb, x_ub, u_lb, u_ub: bounds on the states and controls (default: none): ``nx``
+            (``nu``) entries, or scalars, that hold at every stage, or an ``(N + 1, nx)``
+            (``(N, nu)``) array of each stage's (a state held at the last stage only).
           param_dim: entries of each stage parameter.
           terminal_constraints_fn: ``r`` of ``(x, p)``, equality rows on the final state (a
             point-to-point problem: ``x - x_target``), or None. Their multipliers follow the
@@ -739,6 +784,10 @@ class MultistageProblem(_Travels):
             place of ``x_0 = x_init`` (some states free: ``lambda x, u, p: x[:2] - a``), or None.
             There is then no ``x_init``: the parameter is ``[p_0, ..., p_N]``. Their
             multipliers come first.
+          terminal_ineq_fn: ``h_N`` of ``(x, p)``, inequality rows on the final state (a terminal
+            set, or a path constraint that must hold at the end too: ``h(x_N)`` of an obstacle),
+            or None; ``terminal_ineq_lb``/``terminal_ineq_ub``: its bounds (default -inf and 0).
+            Their multipliers follow the path constraints'.
 
         Example, the least time ``T`` that moves a double integrator from rest at 0 to rest
         at 1 with ``|u| <= 1``::
@@ -769,18 +818,22 @@ class MultistageProblem(_Travels):
         path_constraints_fn = _stage_function(path_constraints_fn, "path_constraints_fn", xup)
         terminal_constraints_fn = _stage_function(terminal_constraints_fn, "terminal_constraints_fn", xp)
         initial_constraints_fn = _stage_function(initial_constraints_fn, "initial_constraints_fn", xup)
-        if path_constraints_fn is None and (path_lb is not None or path_ub is not None):
-            raise ValueError("path_lb/path_ub are given but there is no path_constraints_fn")
+        terminal_ineq_fn = _stage_function(terminal_ineq_fn, "terminal_ineq_fn", xp)
+        path_bounds = _inequality_bounds(path_constraints_fn, "path_constraints_fn", path_lb, path_ub, ("path_lb", "path_ub"))
+        terminal_ineq_bounds = _inequality_bounds(
+            terminal_ineq_fn, "terminal_ineq_fn", terminal_ineq_lb, terminal_ineq_ub, ("terminal_ineq_lb", "terminal_ineq_ub")
+        )
         bounds = [
-            _bound(default if value is None else value, what)
-            for value, default, what in (
-                (path_lb, -np.inf, "path_lb"),
-                (path_ub, 0.0, "path_ub"),
-                (x_lb, -np.inf, "x_lb"),
-                (x_ub, np.inf, "x_ub"),
-                (u_lb, -np.inf, "u_lb"),
-                (u_ub, np.inf, "u_ub"),
-            )
+            *path_bounds,
+            *(
+                _bound(default if value is None else value, what)
+                for value, default, what in (
+                    (x_lb, -np.inf, "x_lb"),
+                    (x_ub, np.inf, "x_ub"),
+                    (u_lb, -np.inf, "u_lb"),
+                    (u_ub, np.inf, "u_ub"),
+                )
+            ),
         ]
         native = _anvil.control_problem(
             horizon,
@@ -797,6 +850,8 @@ class MultistageProblem(_Travels):
             shared_lb,
             shared_ub,
             _native(initial_constraints_fn),
+            _native(terminal_ineq_fn),
+            terminal_ineq_bounds,
         )
         problem = cls.__new__(cls)
         problem.shared_dim, problem.shared_lb, problem.shared_ub = shared_dim, shared_lb, shared_ub
@@ -806,6 +861,8 @@ class MultistageProblem(_Travels):
         problem.path_constraints_fn = path_constraints_fn
         problem.terminal_constraints_fn = terminal_constraints_fn
         problem.initial_constraints_fn = initial_constraints_fn
+        problem.terminal_ineq_fn = terminal_ineq_fn
+        problem.terminal_ineq_lb, problem.terminal_ineq_ub = terminal_ineq_bounds
         problem.path_lb, problem.path_ub, problem.x_lb, problem.x_ub, problem.u_lb, problem.u_ub = bounds
         problem._native = native
         return problem
@@ -869,6 +926,8 @@ class MultistageProblem(_Travels):
         "eq_stage_fn",
         "eq_terminal_fn",
         "ineq_stage_fn",
+        "ineq_initial_fn",
+        "ineq_terminal_fn",
     )
     _DYNAMICS_FUNCTIONS = (
         "dynamics_fn",
@@ -877,14 +936,17 @@ class MultistageProblem(_Travels):
         "path_constraints_fn",
         "terminal_constraints_fn",
         "initial_constraints_fn",
+        "terminal_ineq_fn",
     )
 
     def _describe(self, writer: Any) -> dict[str, Any]:
         if self.nx is None:
-            names, bounds = self._Z_FUNCTIONS, ("ineq_lb", "ineq_ub", "z_lb", "z_ub")
+            names = self._Z_FUNCTIONS
+            bounds = ("ineq_lb", "ineq_ub", "ineq_initial_lb", "ineq_initial_ub", "ineq_terminal_lb", "ineq_terminal_ub", "z_lb", "z_ub")
             sizes = {"nz": self.nz, "param_dim": self.param_dim, "global_param_dim": self.global_param_dim}
         else:
-            names, bounds = self._DYNAMICS_FUNCTIONS, ("path_lb", "path_ub", "x_lb", "x_ub", "u_lb", "u_ub")
+            names = self._DYNAMICS_FUNCTIONS
+            bounds = ("path_lb", "path_ub", "terminal_ineq_lb", "terminal_ineq_ub", "x_lb", "x_ub", "u_lb", "u_ub")
             sizes = {"nx": self.nx, "nu": self.nu, "param_dim": self.param_dim}
         if self.shared_dim:
             sizes["shared_dim"] = self.shared_dim
@@ -902,12 +964,18 @@ class MultistageProblem(_Travels):
         fns = {k: _travel.function(functions, v) for k, v in document["functions"].items()}
         bounds = dict(document["bounds"])
         # Bounds of absent constraints are not arguments.
+        inequalities = {
+            "ineq_stage_fn": "ineq",
+            "ineq_initial_fn": "ineq_initial",
+            "ineq_terminal_fn": "ineq_terminal",
+            "path_constraints_fn": "path",
+            "terminal_ineq_fn": "terminal_ineq",
+        }
+        for fn, prefix in inequalities.items():
+            if fns.get(fn) is None:
+                bounds.pop(f"{prefix}_lb", None), bounds.pop(f"{prefix}_ub", None)
         if document["form"] == "z":
-            if fns.get("ineq_stage_fn") is None:
-                bounds.pop("ineq_lb", None), bounds.pop("ineq_ub", None)
             return cls(N=_travel.horizon_from(document["N"]), **document["sizes"], **fns, **bounds)
-        if fns.get("path_constraints_fn") is None:
-            bounds.pop("path_lb", None), bounds.pop("path_ub", None)
         return cls.from_dynamics(N=_travel.horizon_from(document["N"]), **document["sizes"], **fns, **bounds)
 
     def __repr__(self) -> str:

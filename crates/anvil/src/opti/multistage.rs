@@ -33,6 +33,32 @@ impl Term {
     }
 }
 
+/// An inequality term with its rows' bounds: one stage's (`rows` entries, holding at every
+/// stage) or every stage's (`count·rows`, stage by stage).
+#[derive(Debug)]
+pub(crate) struct Inequality {
+    pub term: Term,
+    pub lb: Vec<f64>,
+    pub ub: Vec<f64>,
+}
+
+impl Inequality {
+    /// The bounds `(lb, ub)` of row `r` at the term's `k`-th stage.
+    pub fn bounds(&self, k: usize, r: usize) -> (f64, f64) {
+        let rows = self.term.rows;
+        let i = if self.lb.len() == rows { r } else { k * rows + r };
+        (self.lb[i], self.ub[i])
+    }
+
+    /// Whether row `r` has a finite bound at some stage (the other rows constrain nothing).
+    pub fn bounded(&self, r: usize) -> bool {
+        (0..self.term.count).any(|k| {
+            let (lb, ub) = self.bounds(k, r);
+            lb.is_finite() || ub.is_finite()
+        })
+    }
+}
+
 /// How stage variables split into states and controls (problems from
 /// [`MultistageProblem::from_dynamics`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,13 +75,15 @@ pub struct StateControl {
 /// ```text
 /// min  ℓ_0(z_0) + Σ_{i=1}^{N-1} ℓ(z_i) + ℓ_N(z_N)
 /// s.t. e_0(z_0) = 0,  c(z_i, z_{i+1}) = 0 (i < N),  e(z_i) = 0 and lb ≤ h(z_i) ≤ ub (0 < i < N),
-///      e_N(z_N) = 0,  z_lb,i ≤ z_i ≤ z_ub,i (every i; the same at every stage, or not)
+///      e_N(z_N) = 0,  lb_0 ≤ h_0(z_0) ≤ ub_0,  lb_N ≤ h_N(z_N) ≤ ub_N,
+///      z_lb,i ≤ z_i ≤ z_ub,i (every i; the same at every stage, or not)
 /// ```
 ///
 /// Stage functions take `(z_i, p_global, p_i)` and the interstage function
 /// `(z_i, z_{i+1}, p_global, p_i)` (with the source stage's parameter); `Arg::new(0)` where a
 /// parameter is absent. The solver's parameter vector is `[p_global, p_0, …, p_N]`; its
-/// equality multipliers are ordered initial, interstage (stage by stage), stage, terminal.
+/// equality multipliers are ordered initial, interstage (stage by stage), stage, terminal, and
+/// its inequality multipliers initial, stage (stage by stage), terminal.
 ///
 /// ```
 /// use anvil::{Arg, NumericalFunction, opti::MultistageProblem};
@@ -89,10 +117,9 @@ pub struct MultistageProblem {
     eq_interstage: Option<Term>,
     eq_stage: Option<Term>,
     eq_terminal: Option<Term>,
-    ineq_stage: Option<Term>,
-    /// Bounds of one stage's inequality rows.
-    pub(crate) ineq_lb: Vec<f64>,
-    pub(crate) ineq_ub: Vec<f64>,
+    ineq_initial: Option<Inequality>,
+    ineq_stage: Option<Inequality>,
+    ineq_terminal: Option<Inequality>,
     pub(crate) z_lb: Vec<f64>,
     pub(crate) z_ub: Vec<f64>,
     pub(crate) state_control: Option<StateControl>,
@@ -203,9 +230,9 @@ impl MultistageProblem {
             eq_interstage: None,
             eq_stage: None,
             eq_terminal: None,
+            ineq_initial: None,
             ineq_stage: None,
-            ineq_lb: Vec::new(),
-            ineq_ub: Vec::new(),
+            ineq_terminal: None,
             z_lb: vec![f64::NEG_INFINITY; nz],
             z_ub: vec![f64::INFINITY; nz],
             state_control: None,
@@ -294,8 +321,14 @@ impl MultistageProblem {
         };
         lifted.eq_stage = lift(&self.eq_stage)?;
         lifted.eq_terminal = lift(&self.eq_terminal)?;
-        lifted.ineq_stage = lift(&self.ineq_stage)?;
-        (lifted.ineq_lb, lifted.ineq_ub) = (self.ineq_lb.clone(), self.ineq_ub.clone());
+        let lift_ineq = |q: &Option<Inequality>| -> Result<Option<Inequality>> {
+            let Some(q) = q else { return Ok(None) };
+            let term = shared::lift_term(&q.term, nz, ns, params)?;
+            Ok(Some(Inequality { term, lb: q.lb.clone(), ub: q.ub.clone() }))
+        };
+        lifted.ineq_initial = lift_ineq(&self.ineq_initial)?;
+        lifted.ineq_stage = lift_ineq(&self.ineq_stage)?;
+        lifted.ineq_terminal = lift_ineq(&self.ineq_terminal)?;
         let stages = self.horizon.is_none().then_some(self.n + 1);
         (lifted.z_lb, lifted.z_ub) = shared::lift_bounds([&self.z_lb, &self.z_ub], nz, s, stages);
         Ok(Some(lifted))
@@ -353,12 +386,43 @@ impl MultistageProblem {
         Ok(self)
     }
 
+    /// The inequality constraints `lb_0 ≤ h_0(z_0, p_global, p_0) ≤ ub_0` on the first stage
+    /// (`lb`, `ub`: one entry per row of `h_0`, or scalars); their multipliers come first.
+    pub fn ineq_initial(mut self, f: &NumericalFunction, lb: impl Into<Bound>, ub: impl Into<Bound>) -> Result<Self> {
+        let term = self.term(f, Kind::Initial, "ineq_initial_fn", false)?;
+        self.ineq_initial = inequality(term, lb.into(), ub.into(), ["ineq_initial_lb", "ineq_initial_ub"])?;
+        Ok(self)
+    }
+
     /// The inequality constraints `lb ≤ h(z_i, p_global, p_i) ≤ ub` for `0 < i < N`; `lb`
     /// and `ub` have one entry per row of `h` (or are scalars) and hold at every stage, or
     /// `(N − 1)·rows` entries, each stage's (stacked by stage).
     pub fn ineq_stage(mut self, f: &NumericalFunction, lb: impl Into<Bound>, ub: impl Into<Bound>) -> Result<Self> {
         let term = self.term(f, Kind::Stage, "ineq_stage_fn", false)?;
-        self.set_ineq_stage(term, lb.into(), ub.into())?;
+        self.ineq_stage = inequality(term, lb.into(), ub.into(), ["ineq_lb", "ineq_ub"])?;
+        Ok(self)
+    }
+
+    /// The inequality constraints `lb_N ≤ h_N(z_N, p_global, p_N) ≤ ub_N` on the last stage (a
+    /// terminal set: `|x_N − x_target|² ≤ r²`); their multipliers come last.
+    ///
+    /// ```
+    /// use anvil::{Arg, NumericalFunction, opti::MultistageProblem};
+    /// # fn main() -> anvil::Result<()> {
+    /// let stage = || [Arg::new(2), Arg::new(0), Arg::new(0)];
+    /// let speed = NumericalFunction::new("speed", |[z, _g, _p]| z.shrink(&[(1, 2)]), stage())?;
+    /// let disk = NumericalFunction::new("disk", |[z, _g, _p]| (&z * &z).sum().reshape([1]), stage())?;
+    /// // |v_0| ≤ 2 at the first stage, |z_N|² ≤ 1 at the last.
+    /// let problem = MultistageProblem::new(10, 2, 0, 0)?
+    ///     .ineq_initial(&speed, -2.0, 2.0)?
+    ///     .ineq_terminal(&disk, f64::NEG_INFINITY, 1.0)?;
+    /// assert_eq!(problem.nineq(), 2);
+    /// assert!(MultistageProblem::new(10, 2, 0, 0)?.ineq_terminal(&disk, [0.0, 0.0], 1.0).is_err());
+    /// # Ok(()) }
+    /// ```
+    pub fn ineq_terminal(mut self, f: &NumericalFunction, lb: impl Into<Bound>, ub: impl Into<Bound>) -> Result<Self> {
+        let term = self.term(f, Kind::Terminal, "ineq_terminal_fn", false)?;
+        self.ineq_terminal = inequality(term, lb.into(), ub.into(), ["ineq_terminal_lb", "ineq_terminal_ub"])?;
         Ok(self)
     }
 
@@ -390,17 +454,6 @@ impl MultistageProblem {
         }
         (self.z_lb, self.z_ub) = (lb, ub);
         Ok(self)
-    }
-
-    /// The stage inequality `term` with its bounds (its rows', the same at every stage or each
-    /// stage's), checked even where the term acts on no stage (and is then dropped).
-    fn set_ineq_stage(&mut self, term: Term, lb: Bound, ub: Bound) -> Result<()> {
-        let shape = ByStage { each: term.rows, stages: term.count, each_name: "rows", stages_name: "stages" };
-        let (lb, ub) = shape.resolve(lb, ub, ["ineq_lb", "ineq_ub"])?;
-        let kept = term.rows > 0 && term.count > 0;
-        (self.ineq_lb, self.ineq_ub) = if kept { (lb, ub) } else { (Vec::new(), Vec::new()) };
-        self.ineq_stage = kept.then_some(term);
-        Ok(())
     }
 
     /// Stage transitions `N`.
@@ -511,9 +564,25 @@ impl MultistageProblem {
         [&self.eq_initial, &self.eq_interstage, &self.eq_stage, &self.eq_terminal].into_iter().flatten()
     }
 
+    /// The inequality terms with their bounds, in the order of their multipliers (initial,
+    /// stage, terminal).
+    pub(crate) fn inequalities(&self) -> impl Iterator<Item = &Inequality> {
+        [&self.ineq_initial, &self.ineq_stage, &self.ineq_terminal].into_iter().flatten()
+    }
+
     /// The inequality terms.
     pub(crate) fn ineq_terms(&self) -> impl Iterator<Item = &Term> {
-        self.ineq_stage.iter()
+        self.inequalities().map(|q| &q.term)
+    }
+
+    /// Every inequality row's bounds `(lb, ub)`, in the order of the multipliers.
+    pub(crate) fn ineq_bounds(&self) -> (Vec<f64>, Vec<f64>) {
+        self.inequalities()
+            .flat_map(|q| {
+                let rows = q.term.rows;
+                (0..q.term.count * rows).map(move |i| q.bounds(i / rows, i % rows))
+            })
+            .unzip()
     }
 
     /// Where a kind of function acts: `(first stage, stages)`.
@@ -674,9 +743,26 @@ impl MultistageProblem {
             })?;
             let mut term = problem.term(&path, Kind::Stage, "path_constraints_fn", false)?;
             (term.first, term.count) = (0, n);
-            problem.set_ineq_stage(term, lb.clone(), ub.clone())?;
+            problem.ineq_stage = inequality(term, lb.clone(), ub.clone(), ["path_lb", "path_ub"])?;
         }
-        let join = |x: &[f64], u: &[f64]| x.iter().chain(u).copied().collect::<Vec<f64>>();
+        if let Some((h, lb, ub)) = &ocp.terminal_ineq {
+            let rows = lower(&derived_name(h.name(), "z"), stage(), &|s| {
+                Ok(first(h, &tail(vec![split(&s[0]).0], s))?.flatten())
+            })?;
+            let term = problem.term(&rows, Kind::Terminal, "terminal_ineq_fn", false)?;
+            problem.ineq_terminal = inequality(term, lb.clone(), ub.clone(), ["terminal_ineq_lb", "terminal_ineq_ub"])?;
+        }
+        // Each stage's (x, u) bounds: the states' of stage k, the controls' of step k (the last
+        // stage's unused control bounded as the last step's).
+        let join = |x: &[f64], u: &[f64]| -> Vec<f64> {
+            let (x_stages, u_stages) = (x.len() / nx.max(1), u.len() / nu.max(1));
+            let stages = if x_stages > 1 || u_stages > 1 { n + 1 } else { 1 };
+            let stage = |v: &[f64], each: usize, count: usize, k: usize| {
+                let k = if count > 1 { k.min(count - 1) } else { 0 };
+                v[k * each..(k + 1) * each].to_vec()
+            };
+            (0..stages).flat_map(|k| [stage(x, nx, x_stages, k), stage(u, nu, u_stages, k)].concat()).collect()
+        };
         problem.bounds(join(&ocp.x_lb, &ocp.u_lb), join(&ocp.x_ub, &ocp.u_ub))
     }
 }
@@ -686,7 +772,7 @@ impl MultistageProblem {
 /// ```text
 /// min  Σ_{k<N} ℓ(x_k, u_k, p_k) + ℓ_N(x_N, p_N)
 /// s.t. x_0 = x_init,  x_{k+1} = F(x_k, u_k, p_k),  lb ≤ h(x_k, u_k, p_k) ≤ ub (k < N),
-///      r(x_N, p_N) = 0,  x_lb ≤ x_k ≤ x_ub,  u_lb ≤ u_k ≤ u_ub
+///      r(x_N, p_N) = 0,  lb_N ≤ h_N(x_N, p_N) ≤ ub_N,  x_lb ≤ x_k ≤ x_ub,  u_lb ≤ u_k ≤ u_ub
 /// ```
 ///
 /// (or `r_0(x_0, u_0, p_0) = 0` in place of `x_0 = x_init`:
@@ -721,6 +807,7 @@ pub struct ControlProblem {
     terminal: Option<NumericalFunction>,
     initial: Option<NumericalFunction>,
     path: Option<(NumericalFunction, Bound, Bound)>,
+    terminal_ineq: Option<(NumericalFunction, Bound, Bound)>,
     /// Variables shared by every step, declared by a dynamics function of `(x, u, s, p)`.
     shared: Option<Shared>,
     x_lb: Vec<f64>,
@@ -754,6 +841,7 @@ impl ControlProblem {
             terminal: None,
             initial: None,
             path: None,
+            terminal_ineq: None,
             x_lb: vec![f64::NEG_INFINITY; nx],
             x_ub: vec![f64::INFINITY; nx],
             u_lb: vec![f64::NEG_INFINITY; nu],
@@ -915,19 +1003,68 @@ impl ControlProblem {
         Ok(self)
     }
 
-    /// Bounds on every state (`nx` entries each, or scalars).
-    pub fn state_bounds(mut self, lb: impl Into<Bound>, ub: impl Into<Bound>) -> Result<Self> {
-        (self.x_lb, self.x_ub) = (lb.into().resolve(self.nx, "x_lb")?, ub.into().resolve(self.nx, "x_ub")?);
-        super::problem::check_ordered(&self.x_lb, &self.x_ub, "x_lb", "x_ub")?;
+    /// The terminal inequality constraints `lb_N ≤ h_N(x_N, p_N) ≤ ub_N` on the final state (a
+    /// terminal set, or a path constraint that holds at the end too); their multipliers follow
+    /// the path constraints'.
+    ///
+    /// ```
+    /// use anvil::{Arg, NumericalFunction, opti::{ControlProblem, MultistageProblem}};
+    /// # fn main() -> anvil::Result<()> {
+    /// let xup = || [Arg::new(2), Arg::new(1), Arg::new(0)];
+    /// let f = NumericalFunction::new("end_f", |[x, u, _p]| &x + &u, xup())?;
+    /// // The final state within the unit disk.
+    /// let disk = NumericalFunction::new("end_disk", |[x, _p]| (&x * &x).sum(), [Arg::new(2), Arg::new(0)])?;
+    /// let ocp = ControlProblem::new(10, 2, 1, 0, &f)?.terminal_inequalities(&disk, f64::NEG_INFINITY, 1.0)?;
+    /// assert_eq!(MultistageProblem::from_dynamics(&ocp)?.nineq(), 1);
+    /// # Ok(()) }
+    /// ```
+    pub fn terminal_inequalities(
+        mut self,
+        f: &NumericalFunction,
+        lb: impl Into<Bound>,
+        ub: impl Into<Bound>,
+    ) -> Result<Self> {
+        self.check(f, &self.xp(), "terminal_ineq_fn")?;
+        self.terminal_ineq = Some((f.renamed(f.name())?, lb.into(), ub.into()));
         Ok(self)
     }
 
-    /// Bounds on every control (`nu` entries each, or scalars).
-    pub fn control_bounds(mut self, lb: impl Into<Bound>, ub: impl Into<Bound>) -> Result<Self> {
-        (self.u_lb, self.u_ub) = (lb.into().resolve(self.nu, "u_lb")?, ub.into().resolve(self.nu, "u_ub")?);
-        super::problem::check_ordered(&self.u_lb, &self.u_ub, "u_lb", "u_ub")?;
+    /// Bounds on the states: the same at every stage (`nx` entries each, or scalars), or
+    /// stage by stage (`(N + 1)·nx` entries, stacked by stage: a state held at the last stage).
+    ///
+    /// ```
+    /// use anvil::{Arg, NumericalFunction, opti::{ControlProblem, MultistageProblem}};
+    /// # fn main() -> anvil::Result<()> {
+    /// let xup = || [Arg::new(1), Arg::new(1), Arg::new(0)];
+    /// let f = NumericalFunction::new("held_f", |[x, u, _p]| &x + &u, xup())?;
+    /// // x ≤ 1 throughout, and 0.5 ≤ x at the last of 3 stages.
+    /// let lb = [f64::NEG_INFINITY, f64::NEG_INFINITY, 0.5];
+    /// let ocp = ControlProblem::new(2, 1, 1, 0, &f)?.state_bounds(lb, 1.0)?;
+    /// assert!(ControlProblem::new(2, 1, 1, 0, &f)?.state_bounds([0.0, 0.0], 1.0).is_err());
+    /// # Ok(()) }
+    /// ```
+    pub fn state_bounds(mut self, lb: impl Into<Bound>, ub: impl Into<Bound>) -> Result<Self> {
+        let shape = ByStage { each: self.nx, stages: self.n + 1, each_name: "nx", stages_name: "N + 1" };
+        (self.x_lb, self.x_ub) = shape.resolve(lb.into(), ub.into(), ["x_lb", "x_ub"])?;
         Ok(self)
     }
+
+    /// Bounds on the controls: the same at every step (`nu` entries each, or scalars), or step
+    /// by step (`N·nu` entries, stacked by step).
+    pub fn control_bounds(mut self, lb: impl Into<Bound>, ub: impl Into<Bound>) -> Result<Self> {
+        let shape = ByStage { each: self.nu, stages: self.n, each_name: "nu", stages_name: "N" };
+        (self.u_lb, self.u_ub) = shape.resolve(lb.into(), ub.into(), ["u_lb", "u_ub"])?;
+        Ok(self)
+    }
+}
+
+/// The inequality `term` with its bounds (its rows', the same at every stage or each stage's,
+/// named `names` in errors), checked even where the term has no rows or acts on no stage (and
+/// is then dropped).
+fn inequality(term: Term, lb: Bound, ub: Bound, names: [&str; 2]) -> Result<Option<Inequality>> {
+    let shape = ByStage { each: term.rows, stages: term.count, each_name: "rows", stages_name: "stages" };
+    let (lb, ub) = shape.resolve(lb, ub, names)?;
+    Ok((term.rows > 0 && term.count > 0).then_some(Inequality { term, lb, ub }))
 }
 
 /// A cost returns a scalar.

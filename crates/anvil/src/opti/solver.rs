@@ -177,10 +177,8 @@ impl Bounds {
     /// A multistage problem's bounds, every stage's repeated; `q_rows`: its inequality rows
     /// with a finite bound.
     pub(crate) fn multistage(problem: &MultistageProblem, q_rows: &[usize]) -> Self {
-        // Bounds hold one stage's entries (repeated here) or already every stage's.
-        let stage_rows = problem.ineq_lb.len().max(1);
-        let (q_lb, q_ub) =
-            q_rows.iter().map(|&i| (problem.ineq_lb[i % stage_rows], problem.ineq_ub[i % stage_rows])).unzip();
+        let (lb, ub) = problem.ineq_bounds();
+        let (q_lb, q_ub) = q_rows.iter().map(|&i| (lb[i], ub[i])).unzip();
         let repeat = |v: &[f64]| v.iter().copied().cycle().take(problem.nvars()).collect::<Vec<f64>>();
         Bounds { x_lb: repeat(&problem.z_lb), x_ub: repeat(&problem.z_ub), q_lb, q_ub }
     }

@@ -214,12 +214,12 @@ fn tracing_failed(name: &str) -> Error {
     Error::Problem { what: "solver", name: name.into(), message: "tracing failed".into() }
 }
 
-/// Stage terms of one kind with the rows each passes on (`keep` says which rows of a term).
-fn stage_terms<'a>(terms: impl Iterator<Item = &'a Term>, keep: impl Fn(usize) -> bool) -> Vec<StageTerm<'a>> {
+/// Stage terms of one kind, each with the rows it passes on.
+fn stage_terms<'a, R: Iterator<Item = usize>>(terms: impl Iterator<Item = (&'a Term, R)>) -> Vec<StageTerm<'a>> {
     let mut offset = 0;
     let mut out = Vec::new();
-    for term in terms.filter(|t| t.count > 0) {
-        let rows: Vec<usize> = (0..term.rows).filter(|&r| keep(r)).collect();
+    for (term, rows) in terms.filter(|(t, _)| t.count > 0) {
+        let rows: Vec<usize> = rows.collect();
         let kept = rows.len();
         if kept > 0 {
             out.push(StageTerm { term, rows, row_offset: offset });
@@ -241,15 +241,11 @@ struct StageTerms<'a> {
 impl<'a> StageTerms<'a> {
     fn new(problem: &'a MultistageProblem) -> Self {
         // A row is kept where it has a finite bound at any stage (bounds may differ by stage).
-        let rows = problem.ineq_terms().next().map_or(1, |t| t.rows.max(1));
-        let finite = |r: usize| {
-            let bounded = |v: &[f64]| v.iter().skip(r).step_by(rows).any(|b| b.is_finite());
-            bounded(&problem.ineq_lb) || bounded(&problem.ineq_ub)
-        };
-        let ineqs = stage_terms(problem.ineq_terms(), finite);
+        let ineqs = stage_terms(problem.inequalities().map(|q| (&q.term, (0..q.term.rows).filter(|&r| q.bounded(r)))));
+        let every_row = |t: &'a Term| (t, 0..t.rows);
         StageTerms {
-            costs: stage_terms(problem.cost_terms(), |_| true),
-            eqs: stage_terms(problem.eq_terms(), |_| true),
+            costs: stage_terms(problem.cost_terms().map(every_row)),
+            eqs: stage_terms(problem.eq_terms().map(every_row)),
             q_rows: q_rows(problem, &ineqs),
             ineqs,
         }

@@ -528,6 +528,85 @@ fn bounds_that_differ_by_stage_bind_where_they_hold_for_every_solver() {
     assert!(err.to_string().contains("give the horizon N as a number"), "{err}");
 }
 
+/// Inequalities on the first and the last stage: the double integrator's first force within
+/// ±0.3 and its final position at most 0.3 (it ends at 0.6 without), written as `ineq_initial` and `ineq_terminal`
+/// rows, solve as the same limits written as bounds at those stages, with each row's
+/// multiplier the bound's, by the interior-point solver by stages and the SQP with both QP
+/// backends; the rows' multipliers come initial first, terminal last.
+#[test]
+fn first_and_last_stage_inequalities_bind_as_bounds_there_for_every_solver() {
+    let n = 20;
+    let stage = || [Arg::new(3), Arg::new(2), Arg::new(0)];
+    let force = NumericalFunction::new("fl_force", |[z, _g, _p]| z.shrink(&[(2, 3)]), stage()).unwrap();
+    let position = NumericalFunction::new("fl_position", |[z, _g, _p]| z.shrink(&[(0, 1)]), stage()).unwrap();
+    let rows = double_integrator_z_form(n).ineq_initial(&force, -0.3, 0.3).unwrap();
+    let rows = rows.ineq_terminal(&position, f64::NEG_INFINITY, 0.3).unwrap();
+    assert_eq!(rows.nineq(), 2);
+    let (mut lb, mut ub) = (Vec::new(), Vec::new());
+    for k in 0..=n {
+        let force_limit = if k == 0 { 0.3 } else { 1.0 };
+        lb.extend([f64::NEG_INFINITY, f64::NEG_INFINITY, -force_limit]);
+        ub.extend([if k == n { 0.3 } else { f64::INFINITY }, f64::INFINITY, force_limit]);
+    }
+    let bounds = double_integrator_z_form(n).bounds(lb, ub).unwrap();
+    let (x0, x_init) = (vec![0.0; 3 * (n + 1)], [1.0, 0.5]);
+    let settings = IpmSettings { tol: 1e-10, ..IpmSettings::default() };
+    let solve_ipm = |name: &str, problem: &MultistageProblem| {
+        let solution = IpmFunction::multistage(name, problem, settings.clone())
+            .unwrap()
+            .solve(&x0, &x_init, &WarmStart::default())
+            .unwrap();
+        assert_eq!(solution.info.status, Status::Solved, "{name}: {:?}", solution.info);
+        solution
+    };
+    let want = solve_ipm("fl_bounds_ipm", &bounds);
+    let (first_force, last_position) = (2, 3 * n);
+    assert!(want.lam_box[first_force].abs() > 1e-3 && want.lam_box[last_position].abs() > 1e-3, "both limits bind");
+    let check = |name: &str, got: &Solution| {
+        assert_close(&format!("{name}: x"), &got.x, &want.x, 1e-6);
+        let lam = [want.lam_box[first_force], want.lam_box[last_position]];
+        assert_close(&format!("{name}: lam_ineq"), &got.lam_ineq, &lam, 1e-5);
+    };
+    check("fl_rows_ipm", &solve_ipm("fl_rows_ipm", &rows));
+    for backend in [QpBackend::Riccati, QpBackend::PiqpSparse] {
+        let name = format!("fl_rows_{backend:?}").to_lowercase();
+        let sqp = SqpFunction::multistage(&name, &rows, SqpSettings::default(), backend).unwrap();
+        let solution = sqp.solve(&x0, &x_init, &WarmStart::default()).unwrap();
+        assert_eq!(solution.info.status, Status::Solved, "{name}: {:?}", solution.info);
+        check(&name, &solution);
+    }
+}
+
+/// The first and last stage's inequalities get the errors the stage inequalities get.
+#[test]
+fn first_and_last_stage_inequalities_get_errors_that_say_what_to_fix() {
+    let stage = || [Arg::new(3), Arg::new(0), Arg::new(0)];
+    let two = NumericalFunction::new("fle_two", |[z, _g, _p]| z.shrink(&[(0, 2)]), stage()).unwrap();
+    let problem = || MultistageProblem::new(5, 3, 0, 0).unwrap();
+    let e = problem().ineq_initial(&two, vec![0.0; 3], 1.0).unwrap_err().to_string();
+    assert!(e.contains("`ineq_initial_lb`: has 3 entries, expected rows = 2"), "{e}");
+    let e = problem().ineq_terminal(&two, 1.0, [0.0, 2.0]).unwrap_err().to_string();
+    assert!(e.contains("ineq_terminal_lb") && e.contains("no value satisfies both"), "{e}");
+    let coupled = NumericalFunction::new(
+        "fle_coupled",
+        |[z, zn, _g, _p]| &z - &zn,
+        [Arg::new(3), Arg::new(3), Arg::new(0), Arg::new(0)],
+    )
+    .unwrap();
+    let e = problem().ineq_terminal(&coupled, 0.0, 1.0).unwrap_err().to_string();
+    assert!(e.contains("ineq_terminal_fn must take (z, p_global, p_i)"), "{e}");
+    // The dynamics form's terminal rows take (x, p).
+    let xup = || [Arg::new(2), Arg::new(1), Arg::new(0)];
+    let f = NumericalFunction::new("fle_f", |[x, u, _p]| &x + &u, xup()).unwrap();
+    let ocp = || ControlProblem::new(5, 2, 1, 0, &f).unwrap();
+    let e = ocp().terminal_inequalities(&f, 0.0, 1.0).unwrap_err().to_string();
+    assert!(e.contains("terminal_ineq_fn must take (f64 array of shape [2], f64 array of shape [0])"), "{e}");
+    let end = NumericalFunction::new("fle_end", |[x, _p]| x.clone(), [Arg::new(2), Arg::new(0)]).unwrap();
+    let wrong = ocp().terminal_inequalities(&end, vec![0.0; 3], 1.0).unwrap();
+    let e = MultistageProblem::from_dynamics(&wrong).unwrap_err().to_string();
+    assert!(e.contains("`terminal_ineq_lb`: has 3 entries, expected rows = 2"), "{e}");
+}
+
 /// A QP whose solution touches no bound is solved without its inequalities (one
 /// factorisation): from a small initial state the double integrator's force stays inside
 /// [-1, 1], and one SQP step (the problem is a QP) is the solution. From a large one the
