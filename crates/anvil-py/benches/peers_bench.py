@@ -1,8 +1,8 @@
-"""The peers' own examples (tests/peer_problems.py: fatrop's quadrotor, rockit's motion
-planning), solved by anvil's interior-point solver by stages (and, with ``--sqp``, its SQP
+"""The peers' own examples (tests/peer_problems.py: fatrop's quadrotor and car reference
+tracking, rockit's motion planning), solved by anvil's interior-point solver by stages (and, with ``--sqp``, its SQP
 solver by stages) next to Ipopt (CasADi, MUMPS) and fatrop (CasADi; the quadrotor with
 ``structure_detection="auto"``, the motion planning in fatrop's stage form, its free final
-time a state of each stage; neither JIT-compiled, as the examples run them), from each of the
+time a state of each stage, the car as its example poses it; neither JIT-compiled, as the examples run them), from each of the
 problem's guesses, in the same run.
 
     python crates/anvil-py/benches/peers_bench.py
@@ -74,7 +74,18 @@ def peers() -> list[Peer]:
         ("example", "slower"),
         pp.MOTION_START,
     )
-    return [quadrotor, motion]
+    nlp, bounds = pp.car_casadi()
+    car = Peer(
+        "car tracking",
+        nlp,
+        bounds,
+        pp.car_fatrop(),
+        pp.car_problem,
+        pp.car_guesses(),
+        ("example", "start held"),
+        pp.car_parameter(),
+    )
+    return [quadrotor, motion, car]
 
 
 def run(args: argparse.Namespace) -> list[tuple[str, ...]]:

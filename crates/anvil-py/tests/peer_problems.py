@@ -17,6 +17,15 @@ chose to show their solvers on, which nobody here tuned for.
   disk of radius 1/2 about the origin (heading north) and ends anywhere in the disk of radius
   1/2 about (0, 10): inequalities on the first and the last stage, both active.
 
+- ``car``: fatrop's car reference-tracking example (meco-group/fatrop,
+  ``examples/car_reference_tracking_example.py``): a kinematic bicycle with its speed a state
+  (x, y, θ, v; acceleration |a| ≤ 3, steering |δ| ≤ π/4, -5 ≤ v ≤ 20 after the start) tracks
+  a cubic spline through six waypoints at 5 m/s for 5 s (K = 51 points, one RK4 step of 0.1 s
+  per interval), from a start off the reference, keeping clear of three round obstacles at
+  every point (the first one on the reference's way): tracking costs at every point, a² on
+  every step. The reference is each stage's parameter. The example's guess: the reference
+  states, zero controls; a second: the start state held throughout.
+
 Each problem comes as an anvil ``MultistageProblem`` (``from_dynamics``) and as the same NLP in
 CasADi (the z-form ``z_k = (x_k, u_k)``, the last stage's control unused and bounded, as
 ``from_dynamics`` has it), which Ipopt and fatrop solve in the tests and the benchmark.
@@ -381,5 +390,207 @@ def motion_fatrop() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], Any
         last = w[n * stride : n * stride + MOTION_NX]
         stages.append(np.r_[last, 0.0, 0.0])
         return np.r_[np.concatenate(stages), w[n * stride + MOTION_NX]]
+
+    return nlp, bounds, options, into, back
+
+
+# --- fatrop's car reference tracking ---------------------------------------------------------
+
+CAR_N, CAR_DT = 50, 0.1
+CAR_NX, CAR_NU = 4, 2
+CAR_WHEELBASE = 2.7
+CAR_SPEED_LIMITS, CAR_ACCELERATION, CAR_STEER = (-20.0 / 4, 20.0), 3.0, math.pi / 4
+CAR_WEIGHTS = {"position": 10.0, "heading": 10.0, "speed": 0.1, "acceleration": 1.0}
+CAR_WAYPOINTS = [(0, 0), (5, 3), (10, 8), (15, 10), (20, 12), (25, 8)]
+CAR_SPEED = 5.0
+CAR_START = np.array([0.5, -0.5, math.pi / 6, 1.0])
+CAR_OBSTACLES = [(2.0, 8.0, 6.0), (12.0, 8.0, 2.0), (22.0, 10.0, 1.5)]
+
+
+def car_reference() -> np.ndarray:
+    """The reference (x, y, θ, v) at each of the K points: cubic splines (not-a-knot) of x and y
+    against the waypoints' chord length, at the distance 5 m/s covers by then, θ the tangent's
+    angle, v 5 m/s."""
+    from scipy.interpolate import CubicSpline
+
+    points = np.array(CAR_WAYPOINTS, dtype=float)
+    chord = np.r_[0.0, np.cumsum(np.linalg.norm(np.diff(points, axis=0), axis=1))]
+    sx, sy = CubicSpline(chord, points[:, 0]), CubicSpline(chord, points[:, 1])
+    s = (CAR_SPEED * np.linspace(0.0, CAR_N * CAR_DT, CAR_N + 1)) % chord[-1]
+    theta = np.arctan2(sy.derivative()(s), sx.derivative()(s))
+    return np.stack([sx(s), sy(s), theta, np.full(s.shape, CAR_SPEED)], axis=1)
+
+
+def car_ode(x: Any, u: Any, m: Any) -> list[Any]:
+    theta, v = x[2], x[3]
+    return [v * m.cos(theta), v * m.sin(theta), v * m.tan(u[1]) / CAR_WHEELBASE, u[0]]
+
+
+def car_step(x: Any, u: Any, m: Any) -> list[Any]:
+    """One RK4 step of 0.1 s."""
+    h = CAR_DT
+
+    def at(base: list[Any], k: list[Any], c: float) -> list[Any]:
+        return [base[i] + c * k[i] for i in range(CAR_NX)]
+
+    x = [x[i] for i in range(CAR_NX)]
+    k1 = car_ode(x, u, m)
+    k2 = car_ode(at(x, k1, h / 2), u, m)
+    k3 = car_ode(at(x, k2, h / 2), u, m)
+    k4 = car_ode(at(x, k3, h), u, m)
+    return [x[i] + h / 6 * (k1[i] + 2 * k2[i] + 2 * k3[i] + k4[i]) for i in range(CAR_NX)]
+
+
+def car_tracking(x: Any, ref: Any, m: Any) -> Any:
+    """The example's tracking cost at one point against its reference (x, y, θ, v)."""
+    w = CAR_WEIGHTS
+    position = (x[0] - ref[0]) * (x[0] - ref[0]) + (x[1] - ref[1]) * (x[1] - ref[1])
+    s, c = m.sin(x[2] - ref[2]), m.cos(x[2] - ref[2])
+    heading = s * s + (1.0 - c) * (1.0 - c)
+    return w["position"] * position + w["heading"] * heading + w["speed"] * (x[3] - ref[3]) * (x[3] - ref[3])
+
+
+def car_clearances(x: Any) -> list[Any]:
+    """Each obstacle's squared distance (at least its radius squared)."""
+    return [(x[0] - ox) * (x[0] - ox) + (x[1] - oy) * (x[1] - oy) for ox, oy, _ in CAR_OBSTACLES]
+
+
+def car_radii() -> np.ndarray:
+    return np.array([r * r for _, _, r in CAR_OBSTACLES])
+
+
+def car_state_bounds() -> tuple[np.ndarray, np.ndarray]:
+    """``(x_lb, x_ub)`` by stage: the speed bounded after the start."""
+    x_lb, x_ub = np.full((CAR_N + 1, CAR_NX), -np.inf), np.full((CAR_N + 1, CAR_NX), np.inf)
+    x_lb[1:, 3], x_ub[1:, 3] = CAR_SPEED_LIMITS
+    return x_lb, x_ub
+
+
+def car_parameter() -> np.ndarray:
+    """The solver's parameter: x_init, then each stage's reference."""
+    return np.r_[CAR_START, car_reference().ravel()]
+
+
+def car_guesses() -> list[np.ndarray]:
+    """The example's guess (the reference's states, zero controls) and the start state held
+    throughout (zero controls)."""
+    ref = car_reference()
+    example = np.concatenate([np.r_[ref[k], 0.0, 0.0] for k in range(CAR_N + 1)])
+    held = np.tile(np.r_[CAR_START, 0.0, 0.0], CAR_N + 1)
+    return [example, held]
+
+
+def car_problem(name: str = "car") -> Any:
+    """The car as ``MultistageProblem.from_dynamics`` (parameter: x_init and the references)."""
+    import anvil as av
+    from anvil.opti import MultistageProblem
+
+    m = AnvilMath
+    xup, xp = (av.Arg(CAR_NX), av.Arg(CAR_NU), av.Arg(CAR_NX)), (av.Arg(CAR_NX), av.Arg(CAR_NX))
+    x_lb, x_ub = car_state_bounds()
+    w = CAR_WEIGHTS["acceleration"]
+    return MultistageProblem.from_dynamics(
+        N=CAR_N,
+        nx=CAR_NX,
+        nu=CAR_NU,
+        param_dim=CAR_NX,
+        dynamics_fn=av.NumericalFunction(f"{name}_f", lambda x, u, p: m.vec(car_step(x, u, m)), xup),
+        stage_cost_fn=av.NumericalFunction(f"{name}_l", lambda x, u, p: car_tracking(x, p, m) + w * u[0] * u[0], xup),
+        terminal_cost_fn=av.NumericalFunction(f"{name}_lf", lambda x, p: car_tracking(x, p, m), xp),
+        path_constraints_fn=av.NumericalFunction(f"{name}_clear", lambda x, u, p: m.vec(car_clearances(x)), xup),
+        path_lb=car_radii(),
+        path_ub=np.inf,
+        terminal_ineq_fn=av.NumericalFunction(f"{name}_clear_end", lambda x, p: m.vec(car_clearances(x)), xp),
+        terminal_ineq_lb=car_radii(),
+        terminal_ineq_ub=np.inf,
+        x_lb=x_lb,
+        x_ub=x_ub,
+        u_lb=[-CAR_ACCELERATION, -CAR_STEER],
+        u_ub=[CAR_ACCELERATION, CAR_STEER],
+    )
+
+
+def car_casadi() -> tuple[dict[str, Any], dict[str, Any]]:
+    """The same NLP in CasADi over the stacked z = (x_k, u_k) (the last control unused and
+    bounded, as ``from_dynamics`` has it): ``(nlp, bounds)``."""
+    import casadi as cs
+
+    n, nz, inf = CAR_N, CAR_NX + CAR_NU, np.inf
+    ref = car_reference()
+    z = cs.SX.sym("z", (n + 1) * nz)
+    xs = [z[k * nz : k * nz + CAR_NX] for k in range(n + 1)]
+    us = [z[k * nz + CAR_NX : (k + 1) * nz] for k in range(n + 1)]
+    w = CAR_WEIGHTS["acceleration"]
+    f = sum(car_tracking(xs[k], ref[k], CasadiMath) + w * us[k][0] ** 2 for k in range(n))
+    f += car_tracking(xs[n], ref[n], CasadiMath)
+    rows = [xs[0] - CAR_START]
+    rows += [xs[k + 1] - cs.vertcat(*car_step(xs[k], us[k], CasadiMath)) for k in range(n)]
+    rows += [cs.vertcat(*car_clearances(xs[k])) for k in range(n + 1)]
+    neq, radii = CAR_NX * (n + 1), car_radii()
+    x_lb, x_ub = car_state_bounds()
+    u_lb, u_ub = np.array([-CAR_ACCELERATION, -CAR_STEER]), np.array([CAR_ACCELERATION, CAR_STEER])
+    bounds = {
+        "lbx": np.concatenate([np.r_[x_lb[k], u_lb] for k in range(n + 1)]),
+        "ubx": np.concatenate([np.r_[x_ub[k], u_ub] for k in range(n + 1)]),
+        "lbg": np.r_[np.zeros(neq), np.tile(radii, n + 1)],
+        "ubg": np.r_[np.zeros(neq), np.full(3 * (n + 1), inf)],
+    }
+    return {"x": z, "f": f, "g": cs.vertcat(*rows)}, bounds
+
+
+def car_fatrop() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], Any, Any]:
+    """The car as the example poses it to fatrop (variables x_0, u_0, ..., x_N; per point the
+    dynamics, then the path rows: the start, the speed's and the controls' bounds as rows,
+    the obstacles): ``(nlp, bounds, options, into, back)`` as ``motion_fatrop``'s."""
+    import casadi as cs
+
+    n, nx, nu, inf = CAR_N, CAR_NX, CAR_NU, np.inf
+    ref = car_reference()
+    xs = [cs.SX.sym(f"x{k}", nx) for k in range(n + 1)]
+    us = [cs.SX.sym(f"u{k}", nu) for k in range(n)]
+    w = CAR_WEIGHTS["acceleration"]
+    variables, rows, lbg, ubg, path_rows = [], [], [], [], []
+    cost: Any = 0.0
+    for k in range(n + 1):
+        x = xs[k]
+        variables.append(x)
+        cost = cost + car_tracking(x, ref[k], CasadiMath)
+        path: list[tuple[Any, float, float]] = []
+        if k == 0:
+            path += [(x[i] - CAR_START[i], 0.0, 0.0) for i in range(nx)]
+        else:
+            path.append((x[3], *CAR_SPEED_LIMITS))
+        if k < n:
+            u = us[k]
+            variables.append(u)
+            cost = cost + w * u[0] ** 2
+            rows.append(xs[k + 1] - cs.vertcat(*car_step(x, u, CasadiMath)))
+            lbg += [0.0] * nx
+            ubg += [0.0] * nx
+            path += [(u[0], -CAR_ACCELERATION, CAR_ACCELERATION), (u[1], -CAR_STEER, CAR_STEER)]
+        path += [(c, r, inf) for c, r in zip(car_clearances(x), car_radii())]
+        rows += [r for r, _, _ in path]
+        lbg += [lo for _, lo, _ in path]
+        ubg += [hi for _, _, hi in path]
+        path_rows.append(len(path))
+    lbg_a, ubg_a = np.array(lbg), np.array(ubg)
+    nlp = {"x": cs.vertcat(*variables), "f": cost, "g": cs.vertcat(*rows)}
+    size = (n + 1) * nx + n * nu
+    bounds = {"lbx": np.full(size, -inf), "ubx": np.full(size, inf), "lbg": lbg_a, "ubg": ubg_a}
+    options = {
+        "structure_detection": "manual",
+        "nx": [nx] * (n + 1),
+        "nu": [nu] * n + [0],
+        "ng": path_rows,
+        "N": n,
+        "equality": list(lbg_a == ubg_a),
+    }
+
+    def into(z: np.ndarray) -> np.ndarray:
+        stages = z.reshape(n + 1, nx + nu)
+        return np.concatenate([stages[k] if k < n else stages[k, :nx] for k in range(n + 1)])
+
+    def back(v: np.ndarray) -> np.ndarray:
+        return np.r_[v, 0.0, 0.0]
 
     return nlp, bounds, options, into, back
