@@ -532,15 +532,12 @@ fn bounds_that_differ_by_stage_bind_where_they_hold_for_every_solver() {
 /// ±0.3 and its final position at most 0.3 (it ends at 0.6 without), written as `ineq_initial` and `ineq_terminal`
 /// rows, solve as the same limits written as bounds at those stages, with each row's
 /// multiplier the bound's, by the interior-point solver by stages and the SQP with both QP
-/// backends; the rows' multipliers come initial first, terminal last.
+/// backends; the rows' multipliers come initial first, terminal last. An unreachable terminal
+/// set ends `Infeasible`.
 #[test]
 fn first_and_last_stage_inequalities_bind_as_bounds_there_for_every_solver() {
     let n = 20;
-    let stage = || [Arg::new(3), Arg::new(2), Arg::new(0)];
-    let force = NumericalFunction::new("fl_force", |[z, _g, _p]| z.shrink(&[(2, 3)]), stage()).unwrap();
-    let position = NumericalFunction::new("fl_position", |[z, _g, _p]| z.shrink(&[(0, 1)]), stage()).unwrap();
-    let rows = double_integrator_z_form(n).ineq_initial(&force, -0.3, 0.3).unwrap();
-    let rows = rows.ineq_terminal(&position, f64::NEG_INFINITY, 0.3).unwrap();
+    let rows = double_integrator_first_and_last_rows(n);
     assert_eq!(rows.nineq(), 2);
     let (mut lb, mut ub) = (Vec::new(), Vec::new());
     for k in 0..=n {
@@ -575,6 +572,26 @@ fn first_and_last_stage_inequalities_bind_as_bounds_there_for_every_solver() {
         assert_eq!(solution.info.status, Status::Solved, "{name}: {:?}", solution.info);
         check(&name, &solution);
     }
+    // In half the time the final position cannot come below 0.3 (at least 1.0 with the
+    // force at -1 throughout): an unreachable terminal set ends INFEASIBLE.
+    let short = double_integrator_first_and_last_rows(10);
+    let x0 = vec![0.0; 33];
+    let ipm = IpmFunction::multistage("fl_short_ipm", &short, IpmSettings::default()).unwrap();
+    let status = ipm.solve(&x0, &x_init, &WarmStart::default()).unwrap().info.status;
+    assert_eq!(status, Status::Infeasible, "interior point");
+    let sqp = SqpFunction::multistage("fl_short_sqp", &short, SqpSettings::default(), QpBackend::Riccati).unwrap();
+    let status = sqp.solve(&x0, &x_init, &WarmStart::default()).unwrap().info.status;
+    assert_eq!(status, Status::Infeasible, "SQP");
+}
+
+/// The z-form double integrator with its first force within ±0.3 and its final position at
+/// most 0.3 as inequality rows on the first and the last stage.
+fn double_integrator_first_and_last_rows(n: usize) -> MultistageProblem {
+    let stage = || [Arg::new(3), Arg::new(2), Arg::new(0)];
+    let force = NumericalFunction::new("fl_force", |[z, _g, _p]| z.shrink(&[(2, 3)]), stage()).unwrap();
+    let position = NumericalFunction::new("fl_position", |[z, _g, _p]| z.shrink(&[(0, 1)]), stage()).unwrap();
+    let rows = double_integrator_z_form(n).ineq_initial(&force, -0.3, 0.3).unwrap();
+    rows.ineq_terminal(&position, f64::NEG_INFINITY, 0.3).unwrap()
 }
 
 /// The first and last stage's inequalities get the errors the stage inequalities get.
@@ -775,6 +792,11 @@ fn generated_multistage_module_compiles_cleanly_runs_under_sanitizers_and_never_
         SqpFunction::multistage("aot_minimum_time_sqp", &minimum_time, settings.clone(), QpBackend::Riccati).unwrap();
     let (mt_guess, mt_init): (Vec<f64>, [f64; 2]) =
         ((0..64).map(|i| if i == 63 { 2.0 } else { 0.0 }).collect(), [0.0; 2]);
+    // Inequality rows on the first and the last stage (terms at different stages).
+    let rows = double_integrator_first_and_last_rows(20);
+    let rows_zeros = vec![0.0; 63];
+    let rows_ipm = IpmFunction::multistage("aot_di_rows_ipm", &rows, IpmSettings::default()).unwrap();
+    let rows_sqp = SqpFunction::multistage("aot_di_rows_sqp", &rows, settings.clone(), QpBackend::Riccati).unwrap();
     let runs: Vec<Run> = vec![
         (&exact, &zeros, &x_init),
         (&gn, &zeros, &x_init),
@@ -782,9 +804,11 @@ fn generated_multistage_module_compiles_cleanly_runs_under_sanitizers_and_never_
         (&ipm, &zeros, &x_init),
         (&shared, &mt_guess, &mt_init),
         (&shared_sqp, &mt_guess, &mt_init),
+        (&rows_ipm, &rows_zeros, &di_init),
+        (&rows_sqp, &rows_zeros, &di_init),
     ];
     let dir = std::env::temp_dir().join(format!("anvil_multistage_module_{}", std::process::id()));
-    let items: Vec<&dyn ModuleItem> = vec![&exact, &gn, &z_form, &ipm, &shared, &shared_sqp];
+    let items: Vec<&dyn ModuleItem> = vec![&exact, &gn, &z_form, &ipm, &shared, &shared_sqp, &rows_ipm, &rows_sqp];
     let (hpp, cpp) = generate_module("ocpmod", &items, &dir).unwrap();
     let header = std::fs::read_to_string(hpp).unwrap();
     let source = std::fs::read_to_string(cpp).unwrap();
