@@ -323,6 +323,19 @@ def motion_casadi(disks: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
     return {"x": z, "f": f, "g": cs.vertcat(*[r[0] for r in rows])}, bounds
 
 
+def fatrop_stage_options(nx: int, nu: int, n: int, path_rows: list[int], lbg: Any, ubg: Any) -> dict[str, Any]:
+    """fatrop's manual structure of an NLP written stage by stage (``x_0, u_0, …, x_N``; per
+    stage the dynamics' rows, then its path rows), its rows with equal bounds equalities."""
+    return {
+        "structure_detection": "manual",
+        "nx": [nx] * (n + 1),
+        "nu": [nu] * n + [0],
+        "ng": path_rows,
+        "N": n,
+        "equality": list(np.asarray(lbg) == np.asarray(ubg)),
+    }
+
+
 def motion_fatrop() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], Any, Any]:
     """The motion planning problem in fatrop's form, the final time a state (T_{k+1} = T_k) of
     each stage: ``(nlp, bounds, options, into, back)``, ``into`` mapping a guess
@@ -333,7 +346,7 @@ def motion_fatrop() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], Any
     xs = [cs.SX.sym(f"x{k}", nx) for k in range(n + 1)]
     us = [cs.SX.sym(f"u{k}", nu) for k in range(n)]
     z_lb, z_ub = motion_bounds()
-    variables, rows, lbg, ubg, equality, path_rows, lbx, ubx = [], [], [], [], [], [], [], []
+    variables, rows, lbg, ubg, path_rows, lbx, ubx = [], [], [], [], [], [], []
     cost: Any = 0.0
     for k in range(n + 1):
         x = xs[k]
@@ -358,22 +371,13 @@ def motion_fatrop() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], Any
             rows.append(xs[k + 1] - nxt)
             lbg += [0.0] * nx
             ubg += [0.0] * nx
-            equality += [True] * nx
         rows += [r for r, _, _ in path]
         lbg += [lo for _, lo, _ in path]
         ubg += [hi for _, _, hi in path]
-        equality += [lo == hi for _, lo, hi in path]
         path_rows.append(len(path))
     nlp = {"x": cs.vertcat(*variables), "f": cost, "g": cs.vertcat(*rows)}
     bounds = {"lbx": np.concatenate(lbx), "ubx": np.concatenate(ubx), "lbg": np.array(lbg), "ubg": np.array(ubg)}
-    options = {
-        "structure_detection": "manual",
-        "nx": [nx] * (n + 1),
-        "nu": [nu] * n + [0],
-        "ng": path_rows,
-        "N": n,
-        "equality": equality,
-    }
+    options = fatrop_stage_options(nx, nu, n, path_rows, lbg, ubg)
 
     def into(z: np.ndarray) -> np.ndarray:
         stages, t_final = z[:-1].reshape(n + 1, MOTION_NZ), z[-1]
@@ -573,18 +577,10 @@ def car_fatrop() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], Any, A
         lbg += [lo for _, lo, _ in path]
         ubg += [hi for _, _, hi in path]
         path_rows.append(len(path))
-    lbg_a, ubg_a = np.array(lbg), np.array(ubg)
     nlp = {"x": cs.vertcat(*variables), "f": cost, "g": cs.vertcat(*rows)}
     size = (n + 1) * nx + n * nu
-    bounds = {"lbx": np.full(size, -inf), "ubx": np.full(size, inf), "lbg": lbg_a, "ubg": ubg_a}
-    options = {
-        "structure_detection": "manual",
-        "nx": [nx] * (n + 1),
-        "nu": [nu] * n + [0],
-        "ng": path_rows,
-        "N": n,
-        "equality": list(lbg_a == ubg_a),
-    }
+    bounds = {"lbx": np.full(size, -inf), "ubx": np.full(size, inf), "lbg": np.array(lbg), "ubg": np.array(ubg)}
+    options = fatrop_stage_options(nx, nu, n, path_rows, lbg, ubg)
 
     def into(z: np.ndarray) -> np.ndarray:
         stages = z.reshape(n + 1, nx + nu)
