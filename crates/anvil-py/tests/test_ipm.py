@@ -852,6 +852,29 @@ def test_fatrops_car_tracking_reaches_ipopts_optimum() -> None:
         assert res.iterations <= 1.2 * want["iterations"] + 3, (what, res.iterations, want["iterations"])
 
 
+@pytest.mark.xfail(
+    reason="the SQP by stages keeps a shift of ~60 while the KKT error stays above 0.1 (issue 31): "
+    "220 iterations from the example's guess, MAX_ITER from the start held",
+    strict=True,
+)
+def test_the_sqp_by_stages_solves_fatrops_car_tracking() -> None:
+    """A known gap, recorded strictly (it reports when it is closed): the SQP by stages on
+    fatrop's car example within 50 iterations of Ipopt's optimum from both guesses. Its
+    obstacles' active rows curve the Lagrangian's Hessian the other way; the inertia test
+    credits them only below a KKT error of 0.1, which the shift's damping keeps it above
+    (credited always, 10 / 20 iterations, but the cart-pole at N = 200 then ends elsewhere)."""
+    import casadi
+    from anvil.opti import SparseSQPFunction, SQPSettings
+
+    nlp, bounds = peer_problems.car_casadi()
+    reference = casadi.nlpsol("ipopt_car_sqp", "ipopt", nlp, {"ipopt.print_level": 0, "print_time": False, "ipopt.sb": "yes"})
+    solver = SparseSQPFunction("sqp_peer_car", peer_problems.car_problem("sqp_peer_car"), SQPSettings(max_iter=50))
+    for z0 in peer_problems.car_guesses():
+        want = float(reference(x0=z0, **bounds)["f"])
+        res = solver(z0, p=peer_problems.car_parameter())
+        assert res.status == SQPStatus.SOLVED and abs(res.objective - want) <= 1e-6 * abs(want), (res.status, res.iterations)
+
+
 def test_multipliers_start_again_where_no_step_helps_a_feasible_point() -> None:
     """The COPS chain by stages at N = 100 from the plain guess, and from starts 1e-8 from
     it: paths of hundreds of iterations (Ipopt: 530 from the guess) on which the equality
