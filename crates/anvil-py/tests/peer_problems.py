@@ -192,10 +192,15 @@ def motion_interval(x: Any, u: Any, t_final: Any, m: Any) -> list[Any]:
     return s
 
 
+def squared_distance(x: Any, point: Any) -> Any:
+    """|(x[0], x[1]) - point|²."""
+    dx, dy = x[0] - point[0], x[1] - point[1]
+    return dx * dx + dy * dy
+
+
 def motion_clearance(x: Any) -> Any:
     """The squared distance to the obstacle's centre (at least its radius squared)."""
-    dx, dy = x[0] - MOTION_OBSTACLE[0], x[1] - MOTION_OBSTACLE[1]
-    return dx * dx + dy * dy
+    return squared_distance(x, MOTION_OBSTACLE)
 
 
 def motion_guesses() -> list[np.ndarray]:
@@ -284,8 +289,8 @@ def motion_problem(name: str = "motion", disks: bool = False) -> Any:
 
 
 def motion_end_distance(x: Any) -> Any:
-    dx, dy = x[0] - MOTION_END[0], x[1] - MOTION_END[1]
-    return dx * dx + dy * dy
+    """The squared distance to the goal (the disks variant: at most 1/4)."""
+    return squared_distance(x, MOTION_END)
 
 
 def motion_casadi(disks: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -456,7 +461,7 @@ def car_tracking(x: Any, ref: Any, m: Any) -> Any:
 
 def car_clearances(x: Any) -> list[Any]:
     """Each obstacle's squared distance (at least its radius squared)."""
-    return [(x[0] - ox) * (x[0] - ox) + (x[1] - oy) * (x[1] - oy) for ox, oy, _ in CAR_OBSTACLES]
+    return [squared_distance(x, (ox, oy)) for ox, oy, _ in CAR_OBSTACLES]
 
 
 def car_radii() -> np.ndarray:

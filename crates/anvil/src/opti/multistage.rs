@@ -754,14 +754,16 @@ impl MultistageProblem {
         }
         // Each stage's (x, u) bounds: the states' of stage k, the controls' of step k (the last
         // stage's unused control bounded as the last step's).
+        fn at(v: &[f64], each: usize, k: usize) -> &[f64] {
+            if v.len() > each {
+                &v[k * each..(k + 1) * each]
+            } else {
+                v
+            }
+        }
         let join = |x: &[f64], u: &[f64]| -> Vec<f64> {
-            let (x_stages, u_stages) = (x.len() / nx.max(1), u.len() / nu.max(1));
-            let stages = if x_stages > 1 || u_stages > 1 { n + 1 } else { 1 };
-            let stage = |v: &[f64], each: usize, count: usize, k: usize| {
-                let k = if count > 1 { k.min(count - 1) } else { 0 };
-                v[k * each..(k + 1) * each].to_vec()
-            };
-            (0..stages).flat_map(|k| [stage(x, nx, x_stages, k), stage(u, nu, u_stages, k)].concat()).collect()
+            let stages = if x.len() > nx || u.len() > nu { n + 1 } else { 1 };
+            (0..stages).flat_map(|k| [at(x, nx, k), at(u, nu, k.min(n - 1))].concat()).collect()
         };
         problem.bounds(join(&ocp.x_lb, &ocp.u_lb), join(&ocp.x_ub, &ocp.u_ub))
     }
