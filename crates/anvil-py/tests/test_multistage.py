@@ -598,6 +598,8 @@ def test_bad_first_and_last_stage_inequalities_are_clear_errors():
         MultistageProblem(N=5, nz=3, ineq_initial_fn=rows, ineq_initial_lb=[0.0, 0.0, 0.0])
     with pytest.raises(ValueError, match="ineq_terminal_lb.*no value satisfies both"):
         MultistageProblem(N=5, nz=3, ineq_terminal_fn=rows, ineq_terminal_lb=1.0, ineq_terminal_ub=[0.0, 2.0])
+    with pytest.raises(ValueError, match="ineq_terminal_lb`: entry 1 is NaN"):
+        MultistageProblem(N=5, nz=3, ineq_terminal_fn=rows, ineq_terminal_lb=[0.0, np.nan])
     with pytest.raises(ValueError, match="ineq_initial_lb/ineq_initial_ub are given but there is no ineq_initial_fn"):
         MultistageProblem(N=5, nz=3, ineq_initial_ub=1.0)
     with pytest.raises(ValueError, match="ineq_terminal_lb/ineq_terminal_ub are given but there is no ineq_terminal_fn"):
@@ -617,6 +619,13 @@ def test_bad_first_and_last_stage_inequalities_are_clear_errors():
         MultistageProblem.from_dynamics(N=5, nx=2, nu=1, dynamics_fn=f, terminal_ineq_fn=end, terminal_ineq_ub=[1.0, 1.0, 1.0])
     with pytest.raises(ValueError, match="terminal_ineq_lb/terminal_ineq_ub are given but there is no terminal_ineq_fn"):
         MultistageProblem.from_dynamics(N=5, nx=2, nu=1, dynamics_fn=f, terminal_ineq_lb=0.0)
+    # State and control bounds by stage: NaN and huge arrays.
+    nan_at_stage_3 = np.zeros((6, 2))
+    nan_at_stage_3[3, 1] = np.nan
+    with pytest.raises(ValueError, match="x_lb`: entry 7 is NaN"):
+        MultistageProblem.from_dynamics(N=5, nx=2, nu=1, dynamics_fn=f, x_lb=nan_at_stage_3)
+    with pytest.raises(ValueError, match=r"u_lb`: has 10000000 entries, expected nu = 1 \(every stage's\) or \(N\)·nu = 5"):
+        MultistageProblem.from_dynamics(N=5, nx=2, nu=1, dynamics_fn=f, u_lb=np.zeros(10**7))
     # Rows and their multipliers: initial, stage by stage, terminal.
     problem = MultistageProblem(N=5, nz=3, ineq_initial_fn=rows, ineq_stage_fn=rows, ineq_terminal_fn=end_z(), ineq_terminal_ub=1.0)
     assert problem.nineq == 2 + 4 * 2 + 1
