@@ -1,8 +1,9 @@
 """The peers' own examples (tests/peer_problems.py: fatrop's quadrotor and car reference
-tracking, rockit's motion planning), solved by anvil's interior-point solver by stages (and, with ``--sqp``, its SQP
-solver by stages) next to Ipopt (CasADi, MUMPS) and fatrop (CasADi; the quadrotor with
-``structure_detection="auto"``, the motion planning in fatrop's stage form, its free final
-time a state of each stage, the car as its example poses it; neither JIT-compiled, as the examples run them), from each of the
+tracking, rockit's motion planning, acados' chain of masses), solved by anvil's interior-point
+solver by stages (and, with ``--sqp``, its SQP solver by stages) next to Ipopt (CasADi, MUMPS)
+and fatrop (CasADi; the quadrotor and the chain of masses with ``structure_detection="auto"``,
+the motion planning in fatrop's stage form, its free final time a state of each stage, the car
+as its example poses it; neither JIT-compiled, as the examples run them), from each of the
 problem's guesses, in the same run.
 
     python crates/anvil-py/benches/peers_bench.py
@@ -85,7 +86,19 @@ def peers() -> list[Peer]:
         ("example", "start held"),
         pp.car_parameter(),
     )
-    return [quadrotor, motion, car]
+    nlp, bounds = pp.chain_casadi()
+    fatrop_opts = {"structure_detection": "auto", "equality": [True] * nlp["g"].shape[0]}
+    chain = Peer(
+        "chain of masses",
+        nlp,
+        bounds,
+        (nlp, bounds, fatrop_opts, same, same),
+        pp.chain_problem,
+        pp.chain_guesses(),
+        ("start held", "rest"),
+        pp.chain_start(),
+    )
+    return [quadrotor, motion, car, chain]
 
 
 def run(args: argparse.Namespace) -> list[tuple[str, ...]]:

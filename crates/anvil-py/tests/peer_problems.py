@@ -26,6 +26,16 @@ chose to show their solvers on, which nobody here tuned for.
   every step. The reference is each stage's parameter. The example's guess: the reference
   states, zero controls; a second: the start state held throughout.
 
+- ``chain_mass``: acados' chain of masses (acados, ``examples/acados_python/chain_mass``, after
+  Wirsching, Bock and Diehl, "Fast NMPC of a chain of masses connected by springs", 2006): five
+  balls (m = 0.033) on springs (D = 1, rest length 0.033), the first fixed at the origin, the
+  last moved by its velocity u (|u_i| ≤ 1); 21 states (the four free balls' positions, the
+  three intermediate ones' velocities). From the state 5 steps of u = (-1, 1, 1) away from
+  rest, back to rest over N = 40 steps of 0.2 s (two RK4 steps each), the example's weights
+  (the last ball's position 4× the others, controls 1e-2), the balls' y at least -0.05 (the
+  wall, a state bound at every point; the example softens it with slacks). Guesses: the start
+  held, and rest, over the horizon (zero controls).
+
 Each problem comes as an anvil ``MultistageProblem`` (``from_dynamics``) and as the same NLP in
 CasADi (the z-form ``z_k = (x_k, u_k)``, the last stage's control unused and bounded, as
 ``from_dynamics`` has it), which Ipopt and fatrop solve in the tests and the benchmark.
@@ -595,3 +605,153 @@ def car_fatrop() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], Any, A
         return np.r_[v, 0.0, 0.0]
 
     return nlp, bounds, options, into, back
+
+
+# --- acados' chain of masses -----------------------------------------------------------------
+
+CHAIN_BALLS = 5
+CHAIN_FREE = CHAIN_BALLS - 2  # the intermediate balls
+CHAIN_NX, CHAIN_NU = (2 * CHAIN_FREE + 1) * 3, 3
+CHAIN_N, CHAIN_TS, CHAIN_RK4_STEPS = 40, 0.2, 2
+CHAIN_MASS, CHAIN_SPRING, CHAIN_REST_LENGTH = 0.033, 1.0, 0.033
+CHAIN_WALL, CHAIN_U_MAX = -0.05, 1.0
+CHAIN_END = np.array([CHAIN_REST_LENGTH * (CHAIN_FREE + 1) * 6, 0.0, 0.0])
+CHAIN_PUSH = np.array([-1.0, 1.0, 1.0])
+
+
+class _NumpyMath:
+    """The operations chain_ode uses, on floats (for the rest state and the start)."""
+
+    vec = staticmethod(lambda items: np.array(items, dtype=float))
+    sqrt = staticmethod(np.sqrt)
+
+
+def chain_ode(x: Any, u: Any, m: Any) -> list[Any]:
+    """The balls' velocities, the last one's (u), and the free balls' accelerations: gravity
+    along z and the springs' forces D/m (1 - L/|d|) d on both balls of each spring."""
+    free = CHAIN_FREE
+    positions = [[x[3 * i + j] for j in range(3)] for i in range(free + 1)]
+    velocities = [x[3 * (free + 1) + j] for j in range(3 * free)]
+    acceleration: list[Any] = [-9.81 if j == 2 else 0.0 for _ in range(free) for j in range(3)]
+    for i in range(free + 1):
+        left = positions[i - 1] if i > 0 else [0.0, 0.0, 0.0]
+        d = [positions[i][j] - left[j] for j in range(3)]
+        scale = CHAIN_SPRING / CHAIN_MASS * (1.0 - CHAIN_REST_LENGTH / m.sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]))
+        for j in range(3):
+            if i < free:
+                acceleration[3 * i + j] = acceleration[3 * i + j] - scale * d[j]
+            if i > 0:
+                acceleration[3 * (i - 1) + j] = acceleration[3 * (i - 1) + j] + scale * d[j]
+    return velocities + [u[0], u[1], u[2]] + acceleration
+
+
+def chain_step(x: Any, u: Any, m: Any) -> list[Any]:
+    """One sampling time: two RK4 steps of 0.1 s."""
+    h = CHAIN_TS / CHAIN_RK4_STEPS
+
+    def at(base: list[Any], k: list[Any], c: float) -> list[Any]:
+        return [base[i] + c * k[i] for i in range(CHAIN_NX)]
+
+    x = [x[i] for i in range(CHAIN_NX)]
+    for _ in range(CHAIN_RK4_STEPS):
+        k1 = chain_ode(x, u, m)
+        k2 = chain_ode(at(x, k1, h / 2), u, m)
+        k3 = chain_ode(at(x, k2, h / 2), u, m)
+        k4 = chain_ode(at(x, k3, h), u, m)
+        x = [x[i] + h / 6 * (k1[i] + 2 * k2[i] + 2 * k3[i] + k4[i]) for i in range(CHAIN_NX)]
+    return x
+
+
+def chain_rest() -> np.ndarray:
+    """The chain at rest with its last ball at (0.792, 0, 0): the free balls where the
+    springs balance gravity."""
+    from scipy.optimize import fsolve
+
+    free = CHAIN_FREE
+
+    def accelerations(p: np.ndarray) -> np.ndarray:
+        x = np.r_[p, CHAIN_END, np.zeros(3 * free)]
+        return np.array(chain_ode(x, np.zeros(CHAIN_NU), _NumpyMath)[3 * (free + 1) :])
+
+    guess = np.concatenate([CHAIN_END * (i + 1) / (free + 1) for i in range(free)])
+    p, _, found, message = fsolve(accelerations, guess, full_output=True, xtol=1e-14)
+    if found != 1:
+        raise RuntimeError(f"the chain's rest state was not found: {message}")
+    return np.r_[p, CHAIN_END, np.zeros(3 * free)]
+
+
+def chain_start() -> np.ndarray:
+    """The example's start: rest, then 5 steps of u = (-1, 1, 1)."""
+    x = chain_rest()
+    for _ in range(5):
+        x = np.array(chain_step(x, CHAIN_PUSH, _NumpyMath))
+    return x
+
+
+def chain_cost(x: Any, u: Any, rest: np.ndarray) -> Any:
+    """½ |x - rest|²_Q (+ ½ |u|²_R): Q = 2 diag(1, ..., the last ball's 4, ..., 1), R = 2e-2 I."""
+    q = np.ones(CHAIN_NX)
+    q[3 * CHAIN_FREE : 3 * CHAIN_FREE + 3] = CHAIN_FREE + 1
+    cost = sum(q[i] * (x[i] - rest[i]) * (x[i] - rest[i]) for i in range(CHAIN_NX))
+    if u is not None:
+        cost = cost + sum(1e-2 * u[j] * u[j] for j in range(CHAIN_NU))
+    return cost
+
+
+def chain_state_bounds() -> tuple[np.ndarray, np.ndarray]:
+    """``(x_lb, x_ub)``: every ball's y beyond the wall."""
+    x_lb, x_ub = np.full(CHAIN_NX, -np.inf), np.full(CHAIN_NX, np.inf)
+    x_lb[1 : 3 * (CHAIN_FREE + 1) : 3] = CHAIN_WALL
+    return x_lb, x_ub
+
+
+def chain_guesses() -> list[np.ndarray]:
+    """The start held, and rest, over the horizon (zero controls)."""
+    return [np.tile(np.r_[x, np.zeros(CHAIN_NU)], CHAIN_N + 1) for x in (chain_start(), chain_rest())]
+
+
+def chain_problem(name: str = "chain_mass") -> Any:
+    """The chain as ``MultistageProblem.from_dynamics`` (parameter: x_init, chain_start())."""
+    import anvil as av
+    from anvil.opti import MultistageProblem
+
+    m, rest = AnvilMath, chain_rest()
+    xup, xp = (av.Arg(CHAIN_NX), av.Arg(CHAIN_NU), av.Arg(0)), (av.Arg(CHAIN_NX), av.Arg(0))
+    x_lb, x_ub = chain_state_bounds()
+    return MultistageProblem.from_dynamics(
+        N=CHAIN_N,
+        nx=CHAIN_NX,
+        nu=CHAIN_NU,
+        dynamics_fn=av.NumericalFunction(f"{name}_f", lambda x, u, p: m.vec(chain_step(x, u, m)), xup),
+        stage_cost_fn=av.NumericalFunction(f"{name}_l", lambda x, u, p: chain_cost(x, u, rest), xup),
+        terminal_cost_fn=av.NumericalFunction(f"{name}_lf", lambda x, p: chain_cost(x, None, rest), xp),
+        x_lb=x_lb,
+        x_ub=x_ub,
+        u_lb=-CHAIN_U_MAX,
+        u_ub=CHAIN_U_MAX,
+    )
+
+
+def chain_casadi() -> tuple[dict[str, Any], dict[str, Any]]:
+    """The same NLP in CasADi over the stacked z = (x_k, u_k) (the last control unused and
+    bounded, as ``from_dynamics`` has it): ``(nlp, bounds)``, its rows the initial state and
+    the steps (all equalities)."""
+    import casadi as cs
+
+    n, nx, nu = CHAIN_N, CHAIN_NX, CHAIN_NU
+    nz = nx + nu
+    rest, start = chain_rest(), chain_start()
+    z = cs.SX.sym("z", (n + 1) * nz)
+    xs = [z[k * nz : k * nz + nx] for k in range(n + 1)]
+    us = [z[k * nz + nx : (k + 1) * nz] for k in range(n + 1)]
+    f = sum(chain_cost(xs[k], us[k], rest) for k in range(n)) + chain_cost(xs[n], None, rest)
+    steps = [xs[k + 1] - cs.vertcat(*chain_step(xs[k], us[k], CasadiMath)) for k in range(n)]
+    x_lb, x_ub = chain_state_bounds()
+    u_bound = np.full(nu, CHAIN_U_MAX)
+    bounds = {
+        "lbx": np.tile(np.r_[x_lb, -u_bound], n + 1),
+        "ubx": np.tile(np.r_[x_ub, u_bound], n + 1),
+        "lbg": 0.0,
+        "ubg": 0.0,
+    }
+    return {"x": z, "f": f, "g": cs.vertcat(xs[0] - start, *steps)}, bounds

@@ -88,14 +88,25 @@ pub fn hessian(y: &Tensor, x: &Tensor) -> Result<Tensor> {
 }
 
 /// `batched`, the derivative of `y` with respect to `x` (zeros where `pattern` has none), or
-/// the same derivative one unit direction at a time if `x` is small and that is less work.
+/// the same derivative one unit direction at a time if `x` is small and that is less work,
+/// within [`UNIT_DIRECTIONS_MAX_WORK`] operations.
 fn less_work_of(batched: Tensor, y: &Tensor, x: &Tensor, pattern: &SparsityPattern) -> Result<Tensor> {
     if x.numel() > UNIT_DIRECTIONS_MAX {
         return Ok(batched);
     }
     let one_by_one = forward_unit_directions(y, x, pattern)?;
-    Ok(if work(&one_by_one)? < work(&batched)? { one_by_one } else { batched })
+    let unrolled = work(&one_by_one)?;
+    Ok(if unrolled <= UNIT_DIRECTIONS_MAX_WORK && unrolled < work(&batched)? { one_by_one } else { batched })
 }
+
+/// The most operations of a derivative written one unit direction at a time: twice a
+/// straight-line program's budget ([`crate::LowerOptions`]). Its code is
+/// all its operations (each direction's copy of what the direction reaches), which the
+/// compiler takes faster than linearly in their number: the Hessian of acados' chain of
+/// masses (21 states, two RK4 steps per stage) one direction at a time is 97k operations
+/// against 169k batched, and did not compile in 10 minutes; batched, a loop over the
+/// directions whose body is one direction's, its solver builds in 13 s.
+pub const UNIT_DIRECTIONS_MAX_WORK: usize = 16384;
 
 /// The most directions for which a derivative is also built one direction at a time.
 pub const UNIT_DIRECTIONS_MAX: usize = 64;
@@ -551,6 +562,47 @@ mod tests {
         assert!(work(&h).unwrap() <= work(&all_at_once).unwrap());
         let (one, all) = (at(&h, &point[..5]), at(&all_at_once, &point[..5]));
         assert!(one.iter().zip(&all).all(|(a, b)| a.to_bits() == b.to_bits() || (*a == 0.0 && *b == 0.0)));
+    }
+
+    /// Springs between neighbours, integrated `steps` times: every element read alone.
+    fn springs(x: &Tensor, steps: usize) -> Tensor {
+        let n = x.numel();
+        let mut s: Vec<Tensor> = (0..n).map(|i| x.get(i as isize)).collect();
+        for _ in 0..steps {
+            s = (0..n)
+                .map(|i| {
+                    let (left, right) = (&s[(i + n - 1) % n], &s[(i + 1) % n]);
+                    let stretch = (left - &s[i]) * (right - &s[i]);
+                    &s[i] + (stretch + 1.0).sqrt() * 0.1
+                })
+                .collect();
+        }
+        Tensor::stack(&s, 0)
+    }
+
+    #[test]
+    fn derivatives_too_large_one_direction_at_a_time_stay_batched() {
+        let x = Tensor::input(0, 24, DType::F64);
+        let y = springs(&x, 8).sum();
+        let g = gradient(&y, &x).unwrap();
+        let pattern = dependency_pattern(g.node().unwrap(), x.node().unwrap()).unwrap().symmetrized();
+        let batched = structural_zeros(&pattern, forward_jacobian(&g, &x).unwrap()).unwrap();
+        let one_by_one = forward_unit_directions(&g, &x, &pattern).unwrap();
+        let (unrolled, looped) = (work(&one_by_one).unwrap(), work(&batched).unwrap());
+        // Less work written out, but past the budget its code would not compile in time.
+        assert!(UNIT_DIRECTIONS_MAX_WORK < unrolled && unrolled < looped, "{unrolled} {looped}");
+        let h = hessian(&y, &x).unwrap();
+        assert_eq!(work(&h).unwrap(), looped);
+        let point: Vec<f64> = (0..24).map(|i| 0.1 * i as f64 - 0.7).collect();
+        let (kept, other) = (at(&h, &point), at(&one_by_one, &point));
+        assert!(kept.iter().zip(&other).all(|(a, b)| (a - b).abs() <= 1e-12 * (1.0 + b.abs())));
+        // A smaller one is still written out.
+        let x = Tensor::input(0, 6, DType::F64);
+        let y = springs(&x, 2).sum();
+        let g = gradient(&y, &x).unwrap();
+        let pattern = dependency_pattern(g.node().unwrap(), x.node().unwrap()).unwrap().symmetrized();
+        let one_by_one = work(&forward_unit_directions(&g, &x, &pattern).unwrap()).unwrap();
+        assert_eq!(work(&hessian(&y, &x).unwrap()).unwrap(), one_by_one);
     }
 
     #[test]
