@@ -1,10 +1,10 @@
 """The peers' own examples (tests/peer_problems.py: fatrop's quadrotor and car reference
-tracking, rockit's motion planning, acados' chain of masses), solved by anvil's interior-point
-solver by stages (and, with ``--sqp``, its SQP solver by stages) next to Ipopt (CasADi, MUMPS)
-and fatrop (CasADi; the quadrotor and the chain of masses with ``structure_detection="auto"``,
-the motion planning in fatrop's stage form, its free final time a state of each stage, the car
-as its example poses it; neither JIT-compiled, as the examples run them), from each of the
-problem's guesses, in the same run.
+tracking, rockit's motion planning, acados' chain of masses, CasADi's race car), solved by
+anvil's interior-point solver by stages (and, with ``--sqp``, its SQP solver by stages) next to
+Ipopt (CasADi, MUMPS) and fatrop (CasADi; the quadrotor and the chain of masses with
+``structure_detection="auto"``, the motion planning and the race car in fatrop's stage form,
+the free final time a state of each stage, the car as its example poses it; neither
+JIT-compiled, as the examples run them), from each of the problem's guesses, in the same run.
 
     python crates/anvil-py/benches/peers_bench.py
     python crates/anvil-py/benches/peers_bench.py --sqp --markdown
@@ -98,7 +98,11 @@ def peers() -> list[Peer]:
         ("start held", "rest"),
         pp.chain_start(),
     )
-    return [quadrotor, motion, car, chain]
+    from opti_problems import casadi_nlp
+
+    nlp, bounds, _ = casadi_nlp(pp.race_spec())
+    race = Peer("race car", nlp, bounds, pp.race_fatrop(), pp.race_problem, pp.race_guesses(), ("example", "ramp"), np.zeros(2))
+    return [quadrotor, motion, car, chain, race]
 
 
 def run(args: argparse.Namespace) -> list[tuple[str, ...]]:

@@ -36,6 +36,12 @@ chose to show their solvers on, which nobody here tuned for.
   wall, a state bound at every point; the example softens it with slacks). Guesses: the start
   held, and rest, over the horizon (zero controls).
 
+- ``race``: CasADi's race car (casadi, ``docs/examples/python/race_car.py``, the Opti stack's
+  introductory example): position and speed, ṗ = v, v̇ = u − v, throttle 0 ≤ u ≤ 1, from
+  standstill at 0 to position 1 in minimal time T (shared by every interval), N = 100 RK4
+  steps of T/N, the speed at most 1 − sin(2π p)/2 at every point. The example's guess: speed
+  1 and T = 1 (the rest zero); a second: p from 0 to 1, speed and throttle 1/2, T = 2.
+
 Each problem comes as an anvil ``MultistageProblem`` (``from_dynamics``) and as the same NLP in
 CasADi (the z-form ``z_k = (x_k, u_k)``, the last stage's control unused and bounded, as
 ``from_dynamics`` has it), which Ipopt and fatrop solve in the tests and the benchmark.
@@ -674,8 +680,8 @@ def chain_rest() -> np.ndarray:
         return np.array(chain_ode(x, np.zeros(CHAIN_NU), _NumpyMath)[3 * (free + 1) :])
 
     guess = np.concatenate([CHAIN_END * (i + 1) / (free + 1) for i in range(free)])
-    p, _, found, message = fsolve(accelerations, guess, full_output=True, xtol=1e-14)
-    if found != 1:
+    p, _, _, message = fsolve(accelerations, guess, full_output=True, xtol=1e-13)
+    if not np.max(np.abs(accelerations(p))) <= 1e-9:
         raise RuntimeError(f"the chain's rest state was not found: {message}")
     return np.r_[p, CHAIN_END, np.zeros(3 * free)]
 
@@ -755,3 +761,160 @@ def chain_casadi() -> tuple[dict[str, Any], dict[str, Any]]:
         "ubg": 0.0,
     }
     return {"x": z, "f": f, "g": cs.vertcat(xs[0] - start, *steps)}, bounds
+
+
+# --- CasADi's race car -----------------------------------------------------------------------
+
+RACE_N, RACE_NX, RACE_NU = 100, 2, 1
+RACE_NZ = RACE_NX + RACE_NU
+
+
+def race_limit(position: Any, m: Any) -> Any:
+    return 1.0 - m.sin(2.0 * math.pi * position) / 2.0
+
+
+def race_step(x: Any, u: Any, t_final: Any, m: Any) -> list[Any]:
+    """One RK4 step of T/N of ṗ = v, v̇ = u − v."""
+    h = t_final / RACE_N
+
+    def f(p: Any, v: Any) -> tuple[Any, Any]:
+        return v, u[0] - v
+
+    k1 = f(x[0], x[1])
+    k2 = f(x[0] + h / 2 * k1[0], x[1] + h / 2 * k1[1])
+    k3 = f(x[0] + h / 2 * k2[0], x[1] + h / 2 * k2[1])
+    k4 = f(x[0] + h * k3[0], x[1] + h * k3[1])
+    return [x[i] + h / 6 * (k1[i] + 2 * k2[i] + 2 * k3[i] + k4[i]) for i in range(RACE_NX)]
+
+
+def race_speeding(x: Any, m: Any) -> Any:
+    """The speed over the limit (at most 0)."""
+    return x[1] - race_limit(x[0], m)
+
+
+def race_guesses() -> list[np.ndarray]:
+    """``[z_0, …, z_N, T]``: the example's (speed 1, T = 1, the rest zero), and p from 0 to 1
+    with speed and throttle 1/2, T = 2."""
+    example = np.r_[np.tile([0.0, 1.0, 0.0], RACE_N + 1), 1.0]
+    ramp = np.r_[np.concatenate([[k / RACE_N, 0.5, 0.5] for k in range(RACE_N + 1)]), 2.0]
+    return [example, ramp]
+
+
+def race_problem(name: str = "race") -> Any:
+    """The race as ``from_dynamics`` (parameter: x_init, standstill at 0), T shared."""
+    import anvil as av
+    from anvil.opti import MultistageProblem
+
+    m = AnvilMath
+    xusp = (av.Arg(RACE_NX), av.Arg(RACE_NU), av.Arg(1), av.Arg(0))
+    xsp = (av.Arg(RACE_NX), av.Arg(1), av.Arg(0))
+    return MultistageProblem.from_dynamics(
+        N=RACE_N,
+        nx=RACE_NX,
+        nu=RACE_NU,
+        dynamics_fn=av.NumericalFunction(f"{name}_f", lambda x, u, s, p: m.vec(race_step(x, u, s[0], m)), xusp),
+        stage_cost_fn=av.NumericalFunction(f"{name}_l", lambda x, u, s, p: 0.0 * s[0], xusp),
+        terminal_cost_fn=av.NumericalFunction(f"{name}_time", lambda x, s, p: s[0], xsp),
+        path_constraints_fn=av.NumericalFunction(f"{name}_limit", lambda x, u, s, p: m.vec([race_speeding(x, m)]), xusp),
+        path_lb=-np.inf,
+        path_ub=0.0,
+        terminal_ineq_fn=av.NumericalFunction(f"{name}_limit_end", lambda x, s, p: m.vec([race_speeding(x, m)]), xsp),
+        terminal_ineq_lb=-np.inf,
+        terminal_ineq_ub=0.0,
+        terminal_constraints_fn=av.NumericalFunction(f"{name}_finish", lambda x, s, p: x[:1] - 1.0, xsp),
+        u_lb=0.0,
+        u_ub=1.0,
+        shared_dim=1,
+        shared_lb=0.0,
+        shared_ub=np.inf,
+    )
+
+
+def race_spec() -> Any:
+    """The same NLP over ``[z_0, …, z_N, T]`` as an ``opti_problems.Spec`` (the whole problem
+    for anvil's sparse solvers, and through ``casadi_nlp`` for Ipopt): the start and the
+    steps, the finish (equalities); the speed limit at every point."""
+    from opti_problems import Spec
+
+    n, nz, inf = RACE_N, RACE_NZ, np.inf
+
+    def split(z: Any) -> tuple[Any, list[Any], list[Any]]:
+        t_final = z[(n + 1) * nz]
+        return t_final, [z[k * nz : k * nz + RACE_NX] for k in range(n + 1)], [z[k * nz + RACE_NX : (k + 1) * nz] for k in range(n + 1)]
+
+    def eq(z: Any, m: Any) -> Any:
+        t_final, xs, us = split(z)
+        rows = [xs[0][0], xs[0][1]]
+        for k in range(n):
+            nxt = race_step(xs[k], us[k], t_final, m)
+            rows += [xs[k + 1][i] - nxt[i] for i in range(RACE_NX)]
+        return m.vec(rows + [xs[n][0] - 1.0])
+
+    def ineq(z: Any, m: Any) -> Any:
+        _, xs, _ = split(z)
+        return m.vec([race_speeding(xs[k], m) for k in range(n + 1)])
+
+    return Spec(
+        name="race",
+        n=(n + 1) * nz + 1,
+        x0=list(race_guesses()[0]),
+        cost=lambda z, m: z[(n + 1) * nz],
+        eq=eq,
+        ineq=ineq,
+        ineq_lb=-inf,
+        ineq_ub=0.0,
+        x_lb=np.r_[np.tile([-inf, -inf, 0.0], n + 1), 0.0],
+        x_ub=np.r_[np.tile([inf, inf, 1.0], n + 1), inf],
+        large=True,
+    )
+
+
+def race_fatrop() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], Any, Any]:
+    """The race in fatrop's form, T a state of each stage (T_{k+1} = T_k), as
+    ``motion_fatrop``'s: ``(nlp, bounds, options, into, back)``."""
+    import casadi as cs
+
+    n, nx, nu, inf = RACE_N, RACE_NX + 1, RACE_NU, np.inf
+    xs = [cs.SX.sym(f"x{k}", nx) for k in range(n + 1)]
+    us = [cs.SX.sym(f"u{k}", nu) for k in range(n)]
+    variables, rows, lbg, ubg, path_rows, lbx, ubx = [], [], [], [], [], [], []
+    for k in range(n + 1):
+        x = xs[k]
+        variables.append(x)
+        lbx.append([-inf, -inf, 0.0])
+        ubx.append([inf, inf, inf])
+        path: list[tuple[Any, float, float]] = [(x[i], 0.0, 0.0) for i in range(RACE_NX)] if k == 0 else []
+        path.append((race_speeding(x, CasadiMath), -inf, 0.0))
+        if k == n:
+            path.append((x[0] - 1.0, 0.0, 0.0))
+        else:
+            variables.append(us[k])
+            lbx.append([0.0])
+            ubx.append([1.0])
+            rows.append(xs[k + 1] - cs.vertcat(*race_step(x, us[k], x[RACE_NX], CasadiMath), x[RACE_NX]))
+            lbg += [0.0] * nx
+            ubg += [0.0] * nx
+        rows += [r for r, _, _ in path]
+        lbg += [lo for _, lo, _ in path]
+        ubg += [hi for _, _, hi in path]
+        path_rows.append(len(path))
+    nlp = {"x": cs.vertcat(*variables), "f": xs[n][RACE_NX], "g": cs.vertcat(*rows)}
+    bounds = {"lbx": np.concatenate(lbx), "ubx": np.concatenate(ubx), "lbg": np.array(lbg), "ubg": np.array(ubg)}
+    options = fatrop_stage_options(nx, nu, n, path_rows, lbg, ubg)
+
+    def into(z: np.ndarray) -> np.ndarray:
+        stages, t_final = z[:-1].reshape(n + 1, RACE_NZ), z[-1]
+        parts = []
+        for k in range(n + 1):
+            parts.append(np.r_[stages[k, :RACE_NX], t_final])
+            if k < n:
+                parts.append(stages[k, RACE_NX:])
+        return np.concatenate(parts)
+
+    def back(w: np.ndarray) -> np.ndarray:
+        stride = nx + nu
+        stages = [np.r_[w[k * stride : k * stride + RACE_NX], w[k * stride + nx : (k + 1) * stride]] for k in range(n)]
+        stages.append(np.r_[w[n * stride : n * stride + RACE_NX], 0.0])
+        return np.r_[np.concatenate(stages), w[n * stride + RACE_NX]]
+
+    return nlp, bounds, options, into, back
