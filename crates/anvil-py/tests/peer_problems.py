@@ -357,6 +357,29 @@ def fatrop_stage_options(nx: int, nu: int, n: int, path_rows: list[int], lbg: An
     }
 
 
+def free_time_maps(n: int, nx: int, nu: int) -> tuple[Any, Any]:
+    """``(into, back)``: a guess ``[z_0, …, z_N, T]`` (``z_k = (x_k, u_k)``) onto fatrop's
+    variables ``[x_0, T, u_0, …, x_N, T]`` (the final time a state of each stage) and back
+    (the last stage's control zero)."""
+
+    def into(z: np.ndarray) -> np.ndarray:
+        stages, t_final = z[:-1].reshape(n + 1, nx + nu), z[-1]
+        parts = []
+        for k in range(n + 1):
+            parts.append(np.r_[stages[k, :nx], t_final])
+            if k < n:
+                parts.append(stages[k, nx:])
+        return np.concatenate(parts)
+
+    def back(w: np.ndarray) -> np.ndarray:
+        stride = nx + 1 + nu
+        stages = [np.r_[w[k * stride : k * stride + nx], w[k * stride + nx + 1 : (k + 1) * stride]] for k in range(n)]
+        stages.append(np.r_[w[n * stride : n * stride + nx], np.zeros(nu)])
+        return np.r_[np.concatenate(stages), w[n * stride + nx]]
+
+    return into, back
+
+
 def motion_fatrop() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], Any, Any]:
     """The motion planning problem in fatrop's form, the final time a state (T_{k+1} = T_k) of
     each stage: ``(nlp, bounds, options, into, back)``, ``into`` mapping a guess
@@ -400,22 +423,7 @@ def motion_fatrop() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], Any
     bounds = {"lbx": np.concatenate(lbx), "ubx": np.concatenate(ubx), "lbg": np.array(lbg), "ubg": np.array(ubg)}
     options = fatrop_stage_options(nx, nu, n, path_rows, lbg, ubg)
 
-    def into(z: np.ndarray) -> np.ndarray:
-        stages, t_final = z[:-1].reshape(n + 1, MOTION_NZ), z[-1]
-        parts = []
-        for k in range(n + 1):
-            parts.append(np.r_[stages[k, :MOTION_NX], t_final])
-            if k < n:
-                parts.append(stages[k, MOTION_NX:])
-        return np.concatenate(parts)
-
-    def back(w: np.ndarray) -> np.ndarray:
-        stride = nx + nu
-        stages = [np.r_[w[k * stride : k * stride + MOTION_NX], w[k * stride + nx : (k + 1) * stride]] for k in range(n)]
-        last = w[n * stride : n * stride + MOTION_NX]
-        stages.append(np.r_[last, 0.0, 0.0])
-        return np.r_[np.concatenate(stages), w[n * stride + MOTION_NX]]
-
+    into, back = free_time_maps(n, MOTION_NX, nu)
     return nlp, bounds, options, into, back
 
 
@@ -902,19 +910,5 @@ def race_fatrop() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], Any, 
     bounds = {"lbx": np.concatenate(lbx), "ubx": np.concatenate(ubx), "lbg": np.array(lbg), "ubg": np.array(ubg)}
     options = fatrop_stage_options(nx, nu, n, path_rows, lbg, ubg)
 
-    def into(z: np.ndarray) -> np.ndarray:
-        stages, t_final = z[:-1].reshape(n + 1, RACE_NZ), z[-1]
-        parts = []
-        for k in range(n + 1):
-            parts.append(np.r_[stages[k, :RACE_NX], t_final])
-            if k < n:
-                parts.append(stages[k, RACE_NX:])
-        return np.concatenate(parts)
-
-    def back(w: np.ndarray) -> np.ndarray:
-        stride = nx + nu
-        stages = [np.r_[w[k * stride : k * stride + RACE_NX], w[k * stride + nx : (k + 1) * stride]] for k in range(n)]
-        stages.append(np.r_[w[n * stride : n * stride + RACE_NX], 0.0])
-        return np.r_[np.concatenate(stages), w[n * stride + RACE_NX]]
-
+    into, back = free_time_maps(n, RACE_NX, nu)
     return nlp, bounds, options, into, back
