@@ -1230,47 +1230,19 @@ class InteriorPoint::Method {
   // where larger than 1000, as Ipopt), y by least squares.
   IpmOutcome take_restored_point(Problem& p) {
     const Method& r = *resto_;
-    // The bound multipliers as if the restoration phase's whole move had been one
-    // primal-dual Newton step from this iterate (each z's step from its slack's change,
-    // z + dz = (mu + z (slack - trial slack)) / slack), kept positive by the fraction to the
-    // boundary; all 1 if one comes out above kBoundMultResetThreshold (Ipopt's).
-    double alpha = 1.0;
-    const auto step = [&](bool has, double z, double slack, double trial, double* dz) {
-      *dz = has ? (mu_ + z * (slack - trial)) / slack - z : 0.0;
-      if (has && *dz < 0.0) alpha = min2(alpha, -tau_ * z / *dz);
-    };
-    for (int j = 0; j < NX; ++j) {
-      step(hl_[j], zl[j], x[j] - xl_[j], r.x[j] - xl_[j], &dzl_[j]);
-      step(hu_[j], zu[j], xu_[j] - x[j], xu_[j] - r.x[j], &dzu_[j]);
-    }
-    for (int i = 0; i < NQ; ++i) {
-      const double trial = inside(r.s[i], dl_[i], du_[i], hdl_[i], hdu_[i]);
-      step(hdl_[i], vl[i], s[i] - dl_[i], trial - dl_[i], &dvl_[i]);
-      step(hdu_[i], vu[i], du_[i] - s[i], du_[i] - trial, &dvu_[i]);
-      s[i] = trial;
-    }
-    double largest = 0.0;
     for (int j = 0; j < NX; ++j) {
       x[j] = r.x[j];
-      zl[j] += alpha * dzl_[j];
-      zu[j] += alpha * dzu_[j];
-      largest = max2(largest, max2(zl[j], zu[j]));
+      zl[j] = hl_[j] ? (r.zl[j] > kBoundMultResetThreshold ? 1.0 : r.zl[j]) : 0.0;
+      zu[j] = hu_[j] ? (r.zu[j] > kBoundMultResetThreshold ? 1.0 : r.zu[j]) : 0.0;
     }
     for (int i = 0; i < NQ; ++i) {
-      vl[i] += alpha * dvl_[i];
-      vu[i] += alpha * dvu_[i];
-      largest = max2(largest, max2(vl[i], vu[i]));
-    }
-    if (largest > kBoundMultResetThreshold) {
-      for (int j = 0; j < NX; ++j) zl[j] = hl_[j] ? 1.0 : 0.0, zu[j] = hu_[j] ? 1.0 : 0.0;
-      for (int i = 0; i < NQ; ++i) vl[i] = hdl_[i] ? 1.0 : 0.0, vu[i] = hdu_[i] ? 1.0 : 0.0;
+      s[i] = inside(r.s[i], dl_[i], du_[i], hdl_[i], hdu_[i]);
+      vl[i] = hdl_[i] ? (r.vl[i] > kBoundMultResetThreshold ? 1.0 : r.vl[i]) : 0.0;
+      vu[i] = hdu_[i] ? (r.vu[i] > kBoundMultResetThreshold ? 1.0 : r.vu[i]) : 0.0;
     }
     if (!p.linearize(x, &f_, grad_, c_, d_)) return IpmOutcome::NonFinite;
     reset_bound_multipliers();
-    // The constraint multipliers start again from zero (Ipopt's, with its default
-    // constr_mult_reset_threshold of 0).
-    for (int i = 0; i < NEQ; ++i) yc[i] = 0.0;
-    for (int i = 0; i < NQ; ++i) yd[i] = 0.0;
+    least_squares_multipliers(p);
     return IpmOutcome::Solved;
   }
 
