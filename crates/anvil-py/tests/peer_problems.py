@@ -357,6 +357,31 @@ def fatrop_stage_options(nx: int, nu: int, n: int, path_rows: list[int], lbg: An
     }
 
 
+class FatropRows:
+    """The rows of an NLP written stage by stage for fatrop: each stage's dynamics (equalities),
+    then its path rows ``(row, lb, ub)``; ``options`` is fatrop's manual structure of them."""
+
+    def __init__(self) -> None:
+        self.rows: list[Any] = []
+        self.lbg: list[float] = []
+        self.ubg: list[float] = []
+        self.path_rows: list[int] = []
+
+    def dynamics(self, defect: Any, count: int) -> None:
+        self.rows.append(defect)
+        self.lbg += [0.0] * count
+        self.ubg += [0.0] * count
+
+    def path(self, path: list[tuple[Any, float, float]]) -> None:
+        self.rows += [r for r, _, _ in path]
+        self.lbg += [lo for _, lo, _ in path]
+        self.ubg += [hi for _, _, hi in path]
+        self.path_rows.append(len(path))
+
+    def options(self, nx: int, nu: int, n: int) -> dict[str, Any]:
+        return fatrop_stage_options(nx, nu, n, self.path_rows, self.lbg, self.ubg)
+
+
 def free_time_maps(n: int, nx: int, nu: int) -> tuple[Any, Any]:
     """``(into, back)``: a guess ``[z_0, …, z_N, T]`` (``z_k = (x_k, u_k)``) onto fatrop's
     variables ``[x_0, T, u_0, …, x_N, T]`` (the final time a state of each stage) and back
@@ -390,7 +415,7 @@ def motion_fatrop() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], Any
     xs = [cs.SX.sym(f"x{k}", nx) for k in range(n + 1)]
     us = [cs.SX.sym(f"u{k}", nu) for k in range(n)]
     z_lb, z_ub = motion_bounds()
-    variables, rows, lbg, ubg, path_rows, lbx, ubx = [], [], [], [], [], [], []
+    variables, lbx, ubx, stages = [], [], [], FatropRows()
     cost: Any = 0.0
     for k in range(n + 1):
         x = xs[k]
@@ -411,17 +436,11 @@ def motion_fatrop() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], Any
             ubx.append(z_ub[MOTION_NX:])
             step = motion_interval(x, u, x[MOTION_NX], CasadiMath)
             cost = cost + step[3]
-            nxt = cs.vertcat(*step[:3], x[MOTION_NX])
-            rows.append(xs[k + 1] - nxt)
-            lbg += [0.0] * nx
-            ubg += [0.0] * nx
-        rows += [r for r, _, _ in path]
-        lbg += [lo for _, lo, _ in path]
-        ubg += [hi for _, _, hi in path]
-        path_rows.append(len(path))
-    nlp = {"x": cs.vertcat(*variables), "f": cost, "g": cs.vertcat(*rows)}
-    bounds = {"lbx": np.concatenate(lbx), "ubx": np.concatenate(ubx), "lbg": np.array(lbg), "ubg": np.array(ubg)}
-    options = fatrop_stage_options(nx, nu, n, path_rows, lbg, ubg)
+            stages.dynamics(xs[k + 1] - cs.vertcat(*step[:3], x[MOTION_NX]), nx)
+        stages.path(path)
+    nlp = {"x": cs.vertcat(*variables), "f": cost, "g": cs.vertcat(*stages.rows)}
+    bounds = {"lbx": np.concatenate(lbx), "ubx": np.concatenate(ubx), "lbg": np.array(stages.lbg), "ubg": np.array(stages.ubg)}
+    options = stages.options(nx, nu, n)
 
     into, back = free_time_maps(n, MOTION_NX, nu)
     return nlp, bounds, options, into, back
@@ -582,7 +601,7 @@ def car_fatrop() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], Any, A
     xs = [cs.SX.sym(f"x{k}", nx) for k in range(n + 1)]
     us = [cs.SX.sym(f"u{k}", nu) for k in range(n)]
     w = CAR_WEIGHTS["acceleration"]
-    variables, rows, lbg, ubg, path_rows = [], [], [], [], []
+    variables, stages = [], FatropRows()
     cost: Any = 0.0
     for k in range(n + 1):
         x = xs[k]
@@ -597,19 +616,14 @@ def car_fatrop() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], Any, A
             u = us[k]
             variables.append(u)
             cost = cost + w * u[0] ** 2
-            rows.append(xs[k + 1] - cs.vertcat(*car_step(x, u, CasadiMath)))
-            lbg += [0.0] * nx
-            ubg += [0.0] * nx
+            stages.dynamics(xs[k + 1] - cs.vertcat(*car_step(x, u, CasadiMath)), nx)
             path += [(u[0], -CAR_ACCELERATION, CAR_ACCELERATION), (u[1], -CAR_STEER, CAR_STEER)]
         path += [(c, r, inf) for c, r in zip(car_clearances(x), car_radii())]
-        rows += [r for r, _, _ in path]
-        lbg += [lo for _, lo, _ in path]
-        ubg += [hi for _, _, hi in path]
-        path_rows.append(len(path))
-    nlp = {"x": cs.vertcat(*variables), "f": cost, "g": cs.vertcat(*rows)}
+        stages.path(path)
+    nlp = {"x": cs.vertcat(*variables), "f": cost, "g": cs.vertcat(*stages.rows)}
     size = (n + 1) * nx + n * nu
-    bounds = {"lbx": np.full(size, -inf), "ubx": np.full(size, inf), "lbg": np.array(lbg), "ubg": np.array(ubg)}
-    options = fatrop_stage_options(nx, nu, n, path_rows, lbg, ubg)
+    bounds = {"lbx": np.full(size, -inf), "ubx": np.full(size, inf), "lbg": np.array(stages.lbg), "ubg": np.array(stages.ubg)}
+    options = stages.options(nx, nu, n)
 
     def into(z: np.ndarray) -> np.ndarray:
         stages = z.reshape(n + 1, nx + nu)
@@ -885,7 +899,7 @@ def race_fatrop() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], Any, 
     n, nx, nu, inf = RACE_N, RACE_NX + 1, RACE_NU, np.inf
     xs = [cs.SX.sym(f"x{k}", nx) for k in range(n + 1)]
     us = [cs.SX.sym(f"u{k}", nu) for k in range(n)]
-    variables, rows, lbg, ubg, path_rows, lbx, ubx = [], [], [], [], [], [], []
+    variables, lbx, ubx, stages = [], [], [], FatropRows()
     for k in range(n + 1):
         x = xs[k]
         variables.append(x)
@@ -899,16 +913,11 @@ def race_fatrop() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], Any, 
             variables.append(us[k])
             lbx.append([0.0])
             ubx.append([1.0])
-            rows.append(xs[k + 1] - cs.vertcat(*race_step(x, us[k], x[RACE_NX], CasadiMath), x[RACE_NX]))
-            lbg += [0.0] * nx
-            ubg += [0.0] * nx
-        rows += [r for r, _, _ in path]
-        lbg += [lo for _, lo, _ in path]
-        ubg += [hi for _, _, hi in path]
-        path_rows.append(len(path))
-    nlp = {"x": cs.vertcat(*variables), "f": xs[n][RACE_NX], "g": cs.vertcat(*rows)}
-    bounds = {"lbx": np.concatenate(lbx), "ubx": np.concatenate(ubx), "lbg": np.array(lbg), "ubg": np.array(ubg)}
-    options = fatrop_stage_options(nx, nu, n, path_rows, lbg, ubg)
+            stages.dynamics(xs[k + 1] - cs.vertcat(*race_step(x, us[k], x[RACE_NX], CasadiMath), x[RACE_NX]), nx)
+        stages.path(path)
+    nlp = {"x": cs.vertcat(*variables), "f": xs[n][RACE_NX], "g": cs.vertcat(*stages.rows)}
+    bounds = {"lbx": np.concatenate(lbx), "ubx": np.concatenate(ubx), "lbg": np.array(stages.lbg), "ubg": np.array(stages.ubg)}
+    options = stages.options(nx, nu, n)
 
     into, back = free_time_maps(n, RACE_NX, nu)
     return nlp, bounds, options, into, back
