@@ -48,17 +48,22 @@ class Peer:
 def peers() -> list[Peer]:
     import numpy as np
     import peer_problems as pp
+    from opti_problems import casadi_nlp
 
     def same(x: Any) -> Any:
         return x
 
+    def detected(nlp: dict[str, Any], bounds: dict[str, Any]) -> tuple[Any, ...]:
+        """fatrop on the z-form NLP itself, its stages detected from the sparsity (all rows
+        equalities)."""
+        return (nlp, bounds, {"structure_detection": "auto", "equality": [True] * nlp["g"].shape[0]}, same, same)
+
     nlp, bounds = pp.quadrotor_casadi()
-    fatrop_opts = {"structure_detection": "auto", "equality": [True] * nlp["g"].shape[0]}
     quadrotor = Peer(
         f"quadrotor{pp.QUAD_POINTS}",
         nlp,
         bounds,
-        (nlp, bounds, fatrop_opts, same, same),
+        detected(nlp, bounds),
         pp.quadrotor_problem,
         pp.quadrotor_guesses(),
         ("example", "hover at start", "zero"),
@@ -87,19 +92,16 @@ def peers() -> list[Peer]:
         pp.car_parameter(),
     )
     nlp, bounds = pp.chain_casadi()
-    fatrop_opts = {"structure_detection": "auto", "equality": [True] * nlp["g"].shape[0]}
     chain = Peer(
         "chain of masses",
         nlp,
         bounds,
-        (nlp, bounds, fatrop_opts, same, same),
+        detected(nlp, bounds),
         pp.chain_problem,
         pp.chain_guesses(),
         ("start held", "rest"),
         pp.chain_start(),
     )
-    from opti_problems import casadi_nlp
-
     nlp, bounds, _ = casadi_nlp(pp.race_spec())
     race = Peer("race car", nlp, bounds, pp.race_fatrop(), pp.race_problem, pp.race_guesses(), ("example", "ramp"), np.zeros(2))
     return [quadrotor, motion, car, chain, race]

@@ -61,6 +61,14 @@ class AnvilMath:
     sum = staticmethod(lambda t: t.sum())
 
 
+class NumpyMath:
+    """The same operations on floats (numpy scalars and arrays, elementwise)."""
+
+    vec = staticmethod(lambda items: np.array(items, dtype=float))
+    sin, cos, tan, exp, log, sqrt = np.sin, np.cos, np.tan, np.exp, np.log, np.sqrt
+    sum = staticmethod(np.sum)
+
+
 class CasadiMath:
     """The same operations on CasADi SX."""
 

@@ -54,7 +54,7 @@ from typing import Any
 
 import numpy as np
 
-from opti_problems import AnvilMath, CasadiMath
+from opti_problems import AnvilMath, CasadiMath, NumpyMath
 
 # --- fatrop's quadrotor ----------------------------------------------------------------------
 
@@ -647,13 +647,6 @@ CHAIN_END = np.array([CHAIN_REST_LENGTH * (CHAIN_FREE + 1) * 6, 0.0, 0.0])
 CHAIN_PUSH = np.array([-1.0, 1.0, 1.0])
 
 
-class _NumpyMath:
-    """The operations chain_ode uses, on floats (for the rest state and the start)."""
-
-    vec = staticmethod(lambda items: np.array(items, dtype=float))
-    sqrt = staticmethod(np.sqrt)
-
-
 def chain_ode(x: Any, u: Any, m: Any) -> list[Any]:
     """The balls' velocities, the last one's (u), and the free balls' accelerations: gravity
     along z and the springs' forces D/m (1 - L/|d|) d on both balls of each spring."""
@@ -699,7 +692,7 @@ def chain_rest() -> np.ndarray:
 
     def accelerations(p: np.ndarray) -> np.ndarray:
         x = np.r_[p, CHAIN_END, np.zeros(3 * free)]
-        return np.array(chain_ode(x, np.zeros(CHAIN_NU), _NumpyMath)[3 * (free + 1) :])
+        return np.array(chain_ode(x, np.zeros(CHAIN_NU), NumpyMath)[3 * (free + 1) :])
 
     guess = np.concatenate([CHAIN_END * (i + 1) / (free + 1) for i in range(free)])
     p, _, _, message = fsolve(accelerations, guess, full_output=True, xtol=1e-13)
@@ -712,7 +705,7 @@ def chain_start() -> np.ndarray:
     """The example's start: rest, then 5 steps of u = (-1, 1, 1)."""
     x = chain_rest()
     for _ in range(5):
-        x = np.array(chain_step(x, CHAIN_PUSH, _NumpyMath))
+        x = np.array(chain_step(x, CHAIN_PUSH, NumpyMath))
     return x
 
 

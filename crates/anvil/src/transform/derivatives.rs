@@ -105,7 +105,7 @@ fn less_work_of(batched: Tensor, y: &Tensor, x: &Tensor, pattern: &SparsityPatte
 /// compiler takes faster than linearly in their number: the Hessian of acados' chain of
 /// masses (21 states, two RK4 steps per stage) one direction at a time is 97k operations
 /// against 169k batched, and did not compile in 10 minutes; batched, a loop over the
-/// directions whose body is one direction's, its solver builds in 13 s.
+/// directions whose body is one direction's, its solver builds in 12 s.
 pub const UNIT_DIRECTIONS_MAX_WORK: usize = 16384;
 
 /// The most directions for which a derivative is also built one direction at a time.
@@ -533,8 +533,7 @@ mod tests {
         let weights = Tensor::from_array(&ndarray::Array1::from(vec![0.3, -1.2, 0.7, 2.0, -0.4, 1.5]));
         let point = [1.3, 0.2, 0.9, 0.1, -0.3, 0.2, 0.5, -0.7, 0.25];
         let batched = |y: &Tensor| {
-            let g = gradient(y, &z).unwrap();
-            let pattern = dependency_pattern(g.node().unwrap(), z.node().unwrap()).unwrap().symmetrized();
+            let (g, pattern) = gradient_and_pattern(y, &z);
             structural_zeros(&pattern, forward_jacobian(&g, &z).unwrap()).unwrap()
         };
         let y = (arm_rates(&z) * &weights).sum();
@@ -556,12 +555,19 @@ mod tests {
         let x = Tensor::input(0, 5, DType::F64);
         let step = (cartpole_step(&x) * &weights.shrink(&[(0, 4)])).sum();
         let h = hessian(&step, &x).unwrap();
-        let g = gradient(&step, &x).unwrap();
-        let pattern = dependency_pattern(g.node().unwrap(), x.node().unwrap()).unwrap().symmetrized();
+        let (g, pattern) = gradient_and_pattern(&step, &x);
         let all_at_once = structural_zeros(&pattern, forward_jacobian(&g, &x).unwrap()).unwrap();
         assert!(work(&h).unwrap() <= work(&all_at_once).unwrap());
         let (one, all) = (at(&h, &point[..5]), at(&all_at_once, &point[..5]));
         assert!(one.iter().zip(&all).all(|(a, b)| a.to_bits() == b.to_bits() || (*a == 0.0 && *b == 0.0)));
+    }
+
+    /// The gradient of the scalar `y` and its (symmetrized) dependency pattern on `x`: a
+    /// Hessian's forward directions and structure.
+    fn gradient_and_pattern(y: &Tensor, x: &Tensor) -> (Tensor, SparsityPattern) {
+        let g = gradient(y, x).unwrap();
+        let pattern = dependency_pattern(g.node().unwrap(), x.node().unwrap()).unwrap().symmetrized();
+        (g, pattern)
     }
 
     /// Springs between neighbours, integrated `steps` times: every element read alone.
@@ -584,8 +590,7 @@ mod tests {
     fn derivatives_too_large_one_direction_at_a_time_stay_batched() {
         let x = Tensor::input(0, 24, DType::F64);
         let y = springs(&x, 8).sum();
-        let g = gradient(&y, &x).unwrap();
-        let pattern = dependency_pattern(g.node().unwrap(), x.node().unwrap()).unwrap().symmetrized();
+        let (g, pattern) = gradient_and_pattern(&y, &x);
         let batched = structural_zeros(&pattern, forward_jacobian(&g, &x).unwrap()).unwrap();
         let one_by_one = forward_unit_directions(&g, &x, &pattern).unwrap();
         let (unrolled, looped) = (work(&one_by_one).unwrap(), work(&batched).unwrap());
@@ -599,8 +604,7 @@ mod tests {
         // A smaller one is still written out.
         let x = Tensor::input(0, 6, DType::F64);
         let y = springs(&x, 2).sum();
-        let g = gradient(&y, &x).unwrap();
-        let pattern = dependency_pattern(g.node().unwrap(), x.node().unwrap()).unwrap().symmetrized();
+        let (g, pattern) = gradient_and_pattern(&y, &x);
         let one_by_one = work(&forward_unit_directions(&g, &x, &pattern).unwrap()).unwrap();
         assert_eq!(work(&hessian(&y, &x).unwrap()).unwrap(), one_by_one);
     }
