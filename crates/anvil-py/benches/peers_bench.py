@@ -1,10 +1,11 @@
 """The peers' own examples (tests/peer_problems.py: fatrop's quadrotor and car reference
-tracking, rockit's motion planning, acados' chain of masses, CasADi's race car), solved by
-anvil's interior-point solver by stages (and, with ``--sqp``, its SQP solver by stages) next to
-Ipopt (CasADi, MUMPS) and fatrop (CasADi; the quadrotor and the chain of masses with
-``structure_detection="auto"``, the motion planning and the race car in fatrop's stage form,
-the free final time a state of each stage, the car as its example poses it; neither
-JIT-compiled, as the examples run them), from each of the problem's guesses, in the same run.
+tracking, rockit's motion planning, acados' chain of masses, CasADi's race car and Van der Pol
+examples), solved by anvil's interior-point solver by stages (and, with ``--sqp``, its SQP
+solver by stages) next to Ipopt (CasADi, MUMPS) and fatrop (CasADi; the quadrotor, the chain
+of masses and Van der Pol with ``structure_detection="auto"``, the motion planning and the
+race car in fatrop's stage form, the free final time a state of each stage, the car as its
+example poses it; neither JIT-compiled, as the examples run them), from each of the problem's
+guesses, in the same run.
 
     python crates/anvil-py/benches/peers_bench.py
     python crates/anvil-py/benches/peers_bench.py --sqp --markdown
@@ -104,7 +105,22 @@ def peers() -> list[Peer]:
     )
     nlp, bounds, _ = casadi_nlp(pp.race_spec())
     race = Peer("race car", nlp, bounds, pp.race_fatrop(), pp.race_problem, pp.race_guesses(), ("example", "ramp"), np.zeros(2))
-    return [quadrotor, motion, car, chain, race]
+    vdp = []
+    for to_rest in (False, True):
+        nlp, bounds = pp.vdp_casadi(to_rest)
+        vdp.append(
+            Peer(
+                "Van der Pol" + (" to rest" if to_rest else ""),
+                nlp,
+                bounds,
+                detected(nlp, bounds),
+                lambda name, to_rest=to_rest: pp.vdp_problem(name, to_rest),
+                pp.vdp_guesses(),
+                ("example", "start held"),
+                pp.VDP_START,
+            )
+        )
+    return [quadrotor, motion, car, chain, race, *vdp]
 
 
 def run(args: argparse.Namespace) -> list[tuple[str, ...]]:

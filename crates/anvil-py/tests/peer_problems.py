@@ -42,6 +42,14 @@ chose to show their solvers on, which nobody here tuned for.
   steps of T/N, the speed at most 1 − sin(2π p)/2 at every point. The example's guess: speed
   1 and T = 1 (the rest zero); a second: p from 0 to 1, speed and throttle 1/2, T = 2.
 
+- ``vdp``: CasADi's Van der Pol examples (casadi, ``docs/examples/python/direct_multiple_shooting.py``
+  and ``dae_multiple_shooting.py``): ẋ₁ = (1 − x₂²) x₁ − x₂ + u, ẋ₂ = x₁ from (0, 1) over
+  10 s, minimising ∫ x₁² + x₂² + u² dt, on N = 20 intervals of four RK4 steps that integrate
+  the cost with the states (the first example's integrator); x₁ ≥ −0.25 and |u| ≤ 1 (the
+  first example), or the DAE example's end at rest with −0.75 ≤ u ≤ 1 (its algebraic
+  variable z = 1 − x₂² eliminated). Guesses: the example's (zero but the start), and the start
+  held.
+
 Each problem comes as an anvil ``MultistageProblem`` (``from_dynamics``) and as the same NLP in
 CasADi (the z-form ``z_k = (x_k, u_k)``, the last stage's control unused and bounded, as
 ``from_dynamics`` has it), which Ipopt and fatrop solve in the tests and the benchmark.
@@ -914,3 +922,96 @@ def race_fatrop() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], Any, 
 
     into, back = free_time_maps(n, RACE_NX, nu)
     return nlp, bounds, options, into, back
+
+
+# --- CasADi's Van der Pol oscillator -----------------------------------------------------------
+
+VDP_N, VDP_T, VDP_RK4_STEPS = 20, 10.0, 4
+VDP_NX, VDP_NU = 2, 1
+VDP_START = np.array([0.0, 1.0])
+
+
+def vdp_ode(x: Any, u: Any) -> tuple[list[Any], Any]:
+    """ẋ₁ = (1 − x₂²) x₁ − x₂ + u, ẋ₂ = x₁, and the cost's integrand x₁² + x₂² + u²."""
+    return [(1.0 - x[1] * x[1]) * x[0] - x[1] + u, x[0]], x[0] * x[0] + x[1] * x[1] + u * u
+
+
+def vdp_interval(x: Any, u: Any) -> list[Any]:
+    """One interval of T/N: four RK4 steps of the states and the cost's quadrature (the
+    example's fixed-step integrator): ``[x₁, x₂, q]``."""
+    h = VDP_T / VDP_N / VDP_RK4_STEPS
+    x, q = [x[0], x[1]], 0.0
+    for _ in range(VDP_RK4_STEPS):
+        k1, q1 = vdp_ode(x, u)
+        k2, q2 = vdp_ode([x[i] + h / 2 * k1[i] for i in range(VDP_NX)], u)
+        k3, q3 = vdp_ode([x[i] + h / 2 * k2[i] for i in range(VDP_NX)], u)
+        k4, q4 = vdp_ode([x[i] + h * k3[i] for i in range(VDP_NX)], u)
+        x = [x[i] + h / 6 * (k1[i] + 2 * k2[i] + 2 * k3[i] + k4[i]) for i in range(VDP_NX)]
+        q = q + h / 6 * (q1 + 2 * q2 + 2 * q3 + q4)
+    return x + [q]
+
+
+def vdp_bounds(to_rest: bool) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """``(x_lb, x_ub, u_lb, u_ub)``: x₁ ≥ −0.25 and |u| ≤ 1 (the multiple-shooting example), or
+    −0.75 ≤ u ≤ 1 and no state bound (the DAE example, which ends at rest)."""
+    inf = np.inf
+    if to_rest:
+        return np.full(VDP_NX, -inf), np.full(VDP_NX, inf), -0.75, 1.0
+    return np.array([-0.25, -inf]), np.full(VDP_NX, inf), -1.0, 1.0
+
+
+def vdp_guesses() -> list[np.ndarray]:
+    """The example's (zero but the start), and the start held (zero controls)."""
+    example = np.zeros((VDP_N + 1) * (VDP_NX + VDP_NU))
+    example[:VDP_NX] = VDP_START
+    held = np.tile(np.r_[VDP_START, 0.0], VDP_N + 1)
+    return [example, held]
+
+
+def vdp_problem(name: str = "vdp", to_rest: bool = False) -> Any:
+    """The oscillator as ``from_dynamics`` (parameter: x_init, ``VDP_START``); ``to_rest``: the
+    DAE example's variant, which must end at x = 0."""
+    import anvil as av
+    from anvil.opti import MultistageProblem
+
+    xup, xp = (av.Arg(VDP_NX), av.Arg(VDP_NU), av.Arg(0)), (av.Arg(VDP_NX), av.Arg(0))
+    x_lb, x_ub, u_lb, u_ub = vdp_bounds(to_rest)
+    m = AnvilMath
+    ends = {"terminal_constraints_fn": av.NumericalFunction(f"{name}_rest", lambda x, p: x + 0.0, xp)} if to_rest else {}
+    return MultistageProblem.from_dynamics(
+        N=VDP_N,
+        nx=VDP_NX,
+        nu=VDP_NU,
+        dynamics_fn=av.NumericalFunction(f"{name}_f", lambda x, u, p: m.vec(vdp_interval(x, u[0])[:VDP_NX]), xup),
+        stage_cost_fn=av.NumericalFunction(f"{name}_l", lambda x, u, p: vdp_interval(x, u[0])[VDP_NX], xup),
+        terminal_cost_fn=av.NumericalFunction(f"{name}_lf", lambda x, p: 0.0 * x[0], xp),
+        x_lb=x_lb,
+        x_ub=x_ub,
+        u_lb=u_lb,
+        u_ub=u_ub,
+        **ends,
+    )
+
+
+def vdp_casadi(to_rest: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The same NLP in CasADi over the stacked z = (x_k, u_k), as ``chain_casadi``'s: its rows
+    the initial state, the steps and (``to_rest``) the end (all equalities)."""
+    import casadi as cs
+
+    n, nx, nu = VDP_N, VDP_NX, VDP_NU
+    nz = nx + nu
+    z = cs.SX.sym("z", (n + 1) * nz)
+    xs = [z[k * nz : k * nz + nx] for k in range(n + 1)]
+    us = [z[k * nz + nx] for k in range(n + 1)]
+    intervals = [vdp_interval(xs[k], us[k]) for k in range(n)]
+    rows = [xs[0] - VDP_START] + [xs[k + 1] - cs.vertcat(*intervals[k][:nx]) for k in range(n)]
+    if to_rest:
+        rows.append(xs[n])
+    x_lb, x_ub, u_lb, u_ub = vdp_bounds(to_rest)
+    bounds = {
+        "lbx": np.tile(np.r_[x_lb, u_lb], n + 1),
+        "ubx": np.tile(np.r_[x_ub, u_ub], n + 1),
+        "lbg": 0.0,
+        "ubg": 0.0,
+    }
+    return {"x": z, "f": sum(interval[nx] for interval in intervals), "g": cs.vertcat(*rows)}, bounds

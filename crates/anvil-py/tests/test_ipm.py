@@ -905,6 +905,35 @@ def test_acados_chain_of_masses_reaches_ipopts_optimum() -> None:
             assert res.iterations <= most, (what, res.iterations, want["iterations"])
 
 
+def test_casadis_van_der_pol_reaches_ipopts_optimum() -> None:
+    """CasADi's Van der Pol examples (N = 20 intervals of four RK4 steps, the cost's quadrature
+    integrated with the states): x1 >= -0.25 and |u| <= 1 (the multiple-shooting example), and
+    the DAE example's end at rest with -0.75 <= u <= 1; by stages from the example's guess and
+    from the start held: Ipopt's optimum with the interior-point solver within 1.2x its
+    iterations (+3), with the SQP by stages within 15."""
+    import casadi
+    from anvil.opti import SparseSQPFunction
+
+    for to_rest in (False, True):
+        nlp, bounds = peer_problems.vdp_casadi(to_rest)
+        reference = casadi.nlpsol("ipopt_vdp", "ipopt", nlp, {"ipopt.print_level": 0, "print_time": False, "ipopt.sb": "yes"})
+        name = f"peer_vdp{int(to_rest)}"
+        ipm = SparseIPMFunction(f"ipm_{name}", peer_problems.vdp_problem(f"ipm_{name}", to_rest))
+        sqp = SparseSQPFunction(f"sqp_{name}", peer_problems.vdp_problem(f"sqp_{name}", to_rest))
+        for k, z0 in enumerate(peer_problems.vdp_guesses()):
+            sol = reference(x0=z0, **bounds)
+            stats = reference.stats()
+            assert stats["success"], (to_rest, k)
+            want = {"f": float(sol["f"]), "iterations": stats["iter_count"]}
+            if not to_rest:  # the state bound is what the example shows: active at the optimum
+                assert abs(np.min(np.asarray(sol["x"]).ravel()[0 :: peer_problems.VDP_NX + 1]) + 0.25) < 1e-6
+            for solver, most in ((ipm, 1.2 * want["iterations"] + 3), (sqp, 15)):
+                res = solver(z0, p=peer_problems.VDP_START)
+                what = f"Van der Pol{' to rest' if to_rest else ''} from guess {k} by {solver.name}"
+                reaches_ipopts_optimum(what, res, want, casadi_violation(nlp, bounds, np.asarray(res.x)))
+                assert res.iterations <= most, (what, res.iterations, want["iterations"])
+
+
 # CasADi's race car from the example's guess: six ill-conditioned iterations (a dual
 # infeasibility of 8e8 by the sixth), then a restoration phase at the seventh (Ipopt and the
 # whole NLP alike); after it the whole NLP's steps are cut to 1/64 for ten iterations and it
