@@ -3,14 +3,14 @@ Munson, "Benchmarking optimization software with COPS 3.0", Argonne ANL/MCS-TM-2
 design (polygon, electrons on a sphere, cam shape), PDE-constrained minimisation on a grid
 (elastic-plastic torsion, journal bearing, minimal surface with obstacle), a collocated
 boundary-value problem (flow in a channel) and collocated parameter estimation (alpha-pinene,
-gas oil, methanol). Each is an opti_problems.Spec, so the same formula builds the anvil problem
+gas oil, methanol, marine population dynamics). Each is an opti_problems.Spec, so the same formula builds the anvil problem
 and the CasADi one (the oracle: Ipopt); each function of the problem's size returns the Spec and
 two initial guesses: the COPS model's own, then a plainer one.
 
 The formulations follow the COPS 3.0 AMPL models (as ported to JuMP in COPSBenchmark.jl).
 Where the COPS model carries variables that the problem does not need, they are left out and
 said so: the grid problems with zero boundary values (torsion, bearing) keep the interior grid
-values only; the collocation problems (channel, pinene, gasoil, methanol) keep the collocation
+values only; the collocation problems (channel, pinene, gasoil, methanol, marine) keep the collocation
 coefficients v, w and drop the auxiliary variables uc, Duc (u and u' at the collocation points,
 fixed by linear equalities), which are substituted. The optima are unchanged.
 
@@ -424,7 +424,7 @@ def _collocation_fit(
     rho: list[float],
     tau: list[float],
     z: np.ndarray,
-    bc: list[float],
+    bc: list[float] | None,
     npar: int,
     rhs: Callable[[Any, list[Any]], list[Any]],
     f_opt: float | None,
@@ -435,13 +435,14 @@ def _collocation_fit(
     """The COPS collocation template of the parameter-estimation problems: the ODE u' = f(theta,
     u) on [0, tau_last], nh intervals of length h, nc = len(rho) collocation points; on interval
     i, u_s(t_i + r h) = v_is + h sum_{k=1..nc} w_iks r^k / k!; the equations: u' = f at every
-    collocation point, continuity between intervals, u(0) = bc; the objective: the squared
-    misfit to the measurements z at the times tau. Variables: theta (npar), v_s (nh each, s =
-    1..ne), w_ks (nh each, s-major). Guess (COPS): theta = theta0, v = the measurement preceding
-    t_i (the initial value before the first one) or v_const where the COPS model sets a
-    constant, w = 0; the plainer one: theta = theta0, v = bc, w = 0 (or, with plain_interp,
-    v = the measurements interpolated linearly at t_i, bc at t = 0)."""
-    nc, ne, nm = len(rho), len(bc), len(tau)
+    collocation point, continuity between intervals, u(0) = bc (u(0) free where bc is None); the
+    objective: the squared misfit to the measurements z at the times tau. Variables: theta
+    (npar), v_s (nh each, s = 1..ne), w_ks (nh each, s-major). Guess (COPS): theta = theta0,
+    v = the measurement preceding t_i (the initial value before the first one) or v_const
+    where the COPS model sets a constant, w = 0; the plainer one: theta = theta0, v = bc, w = 0
+    (or, with plain_interp, v = the measurements interpolated linearly at t_i, bc at t = 0
+    where given)."""
+    nc, ne, nm = len(rho), z.shape[1], len(tau)
     h = tau[-1] / nh
     fact = math.factorial
     itau = [min(nh - 1, math.floor(tm / h)) for tm in tau]  # the interval holding each tau
@@ -486,12 +487,13 @@ def _collocation_fit(
             for k in range(nc):
                 end = end + w[s][k][:-1] * (h / fact(k + 1))
             rows.append(end - v[s][1:])
-        rows.append(m.vec([v[s][0] - bc[s] for s in range(ne)]))
+        if bc is not None:
+            rows.append(m.vec([v[s][0] - bc[s] for s in range(ne)]))
         return m.cat(rows)
 
     # The COPS guess: v on interval i = the last measurement at or before t_i.
     v0 = np.zeros((nh, ne))
-    v0[: itau[0] + 1] = bc
+    v0[: itau[0] + 1] = z[0] if bc is None else bc
     for j in range(1, nm):
         v0[itau[j - 1] + 1 : itau[j] + 1] = z[j]
     v0[itau[-1] + 1 :] = z[-1]
@@ -500,8 +502,9 @@ def _collocation_fit(
     theta = np.full(npar, theta0)
     cops = np.concatenate([theta, v0.T.ravel(), np.zeros(ne * nc * nh)])
     if plain_interp:
-        t, times = np.arange(nh) * h, np.concatenate([[0.0], tau])
-        data = np.vstack([bc, z])
+        t, times, data = np.arange(nh) * h, np.asarray(tau), z
+        if bc is not None:
+            times, data = np.concatenate([[0.0], tau]), np.vstack([bc, z])
         v_plain = np.concatenate([np.interp(t, times, data[:, s]) for s in range(ne)])
     else:
         v_plain = np.repeat(bc, nh)
@@ -643,6 +646,54 @@ def methanol(nh: int) -> tuple[Spec, list[np.ndarray]]:
     return _collocation_fit("methanol", nh, rho, tau, z, [1.0, 0.0, 0.0], 5, rhs, 9.02229e-3, 1.0, 0.001)
 
 
+def marine(nh: int) -> tuple[Spec, list[np.ndarray]]:
+    """Marine population dynamics (COPS §6): the growth rates g >= 0 (7) and mortality rates
+    m >= 0 (8) of a species' eight larval stages, u1' = -(m1 + g1) u1,
+    u_s' = g_{s-1} u_{s-1} - (m_s + g_s) u_s (s = 2..7), u8' = g7 u7 - m8 u8, the initial
+    populations free, that fit 21 counts of each stage over [0, 10] in least squares;
+    collocation at the midpoint of nh intervals (_collocation_fit, one point). n = 15 + 16 nh.
+    The report's optimum 1.97465e7 (nh = 100). Guess (COPS): g = m = 0, v = the preceding
+    counts, w = 0; the plainer one: g = m = 0, v = the counts interpolated linearly."""
+    tau = [0.5 * j for j in range(21)]
+    z = np.array(
+        [
+            [20000, 17000, 10000, 15000, 12000, 9000, 7000, 3000],
+            [12445, 15411, 13040, 13338, 13484, 8426, 6615, 4022],
+            [7705, 13074, 14623, 11976, 12453, 9272, 6891, 5020],
+            [4664, 8579, 12434, 12603, 11738, 9710, 6821, 5722],
+            [2977, 7053, 11219, 11340, 13665, 8534, 6242, 5695],
+            [1769, 5054, 10065, 11232, 12112, 9600, 6647, 7034],
+            [943, 3907, 9473, 10334, 11115, 8826, 6842, 7348],
+            [581, 2624, 7421, 10297, 12427, 8747, 7199, 7684],
+            [355, 1744, 5369, 7748, 10057, 8698, 6542, 7410],
+            [223, 1272, 4713, 6869, 9564, 8766, 6810, 6961],
+            [137, 821, 3451, 6050, 8671, 8291, 6827, 7525],
+            [87, 577, 2649, 5454, 8430, 7411, 6423, 8388],
+            [49, 337, 2058, 4115, 7435, 7627, 6268, 7189],
+            [32, 228, 1440, 3790, 6474, 6658, 5859, 7467],
+            [17, 168, 1178, 3087, 6524, 5880, 5562, 7144],
+            [11, 99, 919, 2596, 5360, 5762, 4480, 7256],
+            [7, 65, 647, 1873, 4556, 5058, 4944, 7538],
+            [4, 44, 509, 1571, 4009, 4527, 4233, 6649],
+            [2, 27, 345, 1227, 3677, 4229, 3805, 6378],
+            [1, 20, 231, 934, 3197, 3695, 3159, 6454],
+            [1, 12, 198, 707, 2562, 3163, 3232, 5566],
+        ],
+        dtype=float,
+    )
+    stages = z.shape[1]
+
+    def rhs(theta: list[Any], u: list[Any]) -> list[Any]:
+        g, m = theta[: stages - 1], theta[stages - 1 :]
+        rows = []
+        for s in range(stages):
+            out = -(m[s] + g[s]) * u[s] if s < stages - 1 else -m[s] * u[s]
+            rows.append(out + g[s - 1] * u[s - 1] if s > 0 else out)
+        return rows
+
+    return _collocation_fit("marine", nh, [0.5], tau, z, None, 2 * stages - 1, rhs, 1.97465e7, 0.0, None, True)
+
+
 #: Each problem by name, as a function of its size (an int: vertices, electrons, radii, the
 #: grid's interior nx = ny, or the collocation intervals nh).
 PROBLEMS: dict[str, Callable[[int], tuple[Spec, list[np.ndarray]]]] = {
@@ -656,6 +707,7 @@ PROBLEMS: dict[str, Callable[[int], tuple[Spec, list[np.ndarray]]]] = {
     "pinene": pinene,
     "gasoil": gasoil,
     "methanol": methanol,
+    "marine": marine,
 }
 
 #: Per problem: the small sizes to test and the sizes to benchmark (the report's smaller ones).
@@ -670,4 +722,5 @@ SIZES: dict[str, dict[str, list[int]]] = {
     "pinene": {"test": [25], "bench": [100]},
     "gasoil": {"test": [25], "bench": [100]},
     "methanol": {"test": [25], "bench": [100]},
+    "marine": {"test": [25], "bench": [100]},
 }

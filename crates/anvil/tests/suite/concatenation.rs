@@ -5,7 +5,7 @@
 use crate::common;
 
 use anvil::ndarray::s;
-use anvil::{Arg, DType, HostArray, NumericalFunction, Tensor};
+use anvil::{ad, Arg, DType, HostArray, NumericalFunction, Tensor};
 use common::{check_jit, random, rng};
 
 fn scalars(k: usize) -> NumericalFunction {
@@ -75,4 +75,40 @@ fn generated_code_grows_linearly_with_the_pieces() {
     assert!(parts > 10, "a large concatenation is split into functions, got {parts}");
     // Every element is computed from its own piece: 8000 stores, none summing pieces.
     assert_eq!(source.matches("b1[i0] = ").count(), 8000);
+}
+
+#[test]
+fn a_gradient_of_slices_and_elements_is_split_at_its_slices() {
+    // The gradient of a collocation fit (COPS marine's pattern): each slice's pieces hold over
+    // the slice, the measurements' over single elements. Split at every element, the code
+    // would grow with the measurements; unsplit, every element tests every piece (marine's
+    // Hessian took 56 % of its solve so). Split at the slices, each element computes the
+    // pieces of its own slice and tests only its slice's measurements.
+    let (slices, len, points) = (8usize, 100usize, 21usize);
+    let fit = NumericalFunction::new(
+        "collocation_fit",
+        move |[x]| {
+            let mut total = Tensor::scalar(0.0);
+            for k in 0..slices {
+                let (a, b) = (x.slice(s![k * len..(k + 1) * len - 1]), x.slice(s![k * len + 1..(k + 1) * len]));
+                total = total + (&a * &b).sum();
+                for j in 0..points {
+                    let e = x.get((k * len + 4 * j + 1) as isize) - 1.0;
+                    total = total + &e * &e;
+                }
+            }
+            total
+        },
+        [Arg::new(slices * len)],
+    )
+    .unwrap();
+    let gradient = ad::gradient(&fit).unwrap();
+    check_jit(&gradient, &[random(&mut rng(7), &[slices * len], DType::F64, -2.0, 2.0)]);
+    let source = gradient.jit_source();
+    let loops = source.matches("for (long long").count();
+    assert!((slices..4 * slices * points).contains(&loops), "{loops} loops: {source}");
+    // In each segment the pieces of the other slices are zeros, and their sum is folded:
+    // (x + 0) + 0 is x + 0, so a segment adds at most one zero to its own terms.
+    let zeros = source.matches(" + 0.0;").count();
+    assert!(zeros <= loops + slices * points, "{zeros} additions of zero in {loops} loops: {source}");
 }

@@ -16,8 +16,12 @@
 //!   chosen branch (an [`Operand`] naming that branch), and the other branch is not
 //!   computed at all. A loop is split at every breakpoint when that does not grow the
 //!   code much (a concatenation of k pieces becomes k short segments, each computing one
-//!   piece), else into a clamp-free interior and its edges (stencils: the interior
-//!   vectorises). A one-iteration segment is a [`Stmt::Fixed`] block.
+//!   piece) or when it cuts the work (each point's expressions, summed over the points)
+//!   fourfold for at most four times the code; else at the breakpoints of the conditions
+//!   that hold over at least 2, 4, 8, … points, the narrower ones staying tests in the
+//!   segments (a gradient that concatenates slices and picks out single elements); else
+//!   into a clamp-free interior and its edges (stencils: the interior vectorises). A
+//!   one-iteration segment is a [`Stmt::Fixed`] block.
 //! - **Clamping.** A load is clamped on the sides where its index can leave its buffer in
 //!   the segment it is computed in (padded reads, masked anyway).
 //! - **Interchange.** A kernel that [accumulates across](Kernel::accumulate_across) its

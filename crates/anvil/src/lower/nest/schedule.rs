@@ -265,11 +265,61 @@ impl<'k> Scheduler<'k> {
                     Resolved::Literal(..) => at = a,
                     Resolved::Expr(_) => break Resolved::Expr(at),
                 },
+                &Expr::Binary(BinaryOp::Add, a, b, dtype) if depth < MAX_CONDITION_DEPTH => {
+                    self.resolve_sums_below(a);
+                    let (a, b) = (self.resolve_within(a, depth + 1), self.resolve_within(b, depth + 1));
+                    break self.sum(at, a, b, dtype);
+                }
                 _ => break Resolved::Expr(at),
             }
         };
         self.resolved[e] = (self.generation, result);
         result
+    }
+
+    /// Resolves the chain of sums that `e` heads (through their first operands), from its
+    /// end: a sum of k padded pieces is a chain of k additions, which resolving from the top
+    /// would follow k calls deep.
+    fn resolve_sums_below(&mut self, e: ExprId) {
+        let mut chain = Vec::new();
+        let mut at = e;
+        while let Expr::Binary(BinaryOp::Add, a, _, _) = self.kernel.exprs[at] {
+            if self.resolved[at].0 == self.generation {
+                break;
+            }
+            chain.push(at);
+            at = a;
+        }
+        for &e in chain.iter().rev() {
+            self.resolve(e);
+        }
+    }
+
+    /// What `a + b` (expression `at`, its operands resolved to `a` and `b`) amounts to: a sum
+    /// of zeros is zero, an integer plus zero is itself, and a float plus zero is itself where
+    /// it is a sum with zero already (`(x + 0) + 0` is `x + 0`, −0 included; `x + 0` alone is
+    /// not `x` for x = −0). The padded pieces of a concatenation by sums (a gradient of
+    /// slices) are zeros outside their segments: the sum is then short in each segment.
+    fn sum(&self, at: ExprId, a: Resolved, b: Resolved, dtype: DType) -> Resolved {
+        let zero = |r: Resolved| match r {
+            Resolved::Literal(Literal::Float(v), _) => v == 0.0 && v.is_sign_positive(),
+            Resolved::Literal(Literal::Int(v), _) => v == 0,
+            _ => false,
+        };
+        let adds_zero = |x: ExprId| match self.kernel.exprs[x] {
+            Expr::Binary(BinaryOp::Add, p, q, _) => [p, q].into_iter().any(|o| {
+                let resolved = self.resolved[o];
+                resolved.0 == self.generation && zero(resolved.1)
+            }),
+            _ => false,
+        };
+        match (a, b) {
+            (a, b) if zero(a) && zero(b) => a,
+            (Resolved::Expr(x), z) | (z, Resolved::Expr(x)) if zero(z) && (dtype.is_int() || adds_zero(x)) => {
+                Resolved::Expr(x)
+            }
+            _ => Resolved::Expr(at),
+        }
     }
 
     /// How expression `e` is read here: a literal, the temporary it resolves to, or its
@@ -572,28 +622,32 @@ impl<'k> Scheduler<'k> {
     fn hoisted(&mut self, v: usize, segments: &[(i64, i64)], roots: &[ExprId], bound: &[usize]) -> Vec<ExprId> {
         let mut order = self.live(roots);
         if segments.len() > 1 {
-            let (needs, _) = self.segment_needs(v, segments, roots, usize::MAX);
+            let (needs, _, _) = self.segment_needs(v, segments, roots, usize::MAX);
             order.retain(|e| needs.get(e).is_some_and(|&n| n > 1));
         }
         order.retain(|&e| self.deps[e].iter().all(|d| bound.contains(d)));
         order
     }
 
-    /// How many of `pieces` of `v`'s range need each live expression under `roots`, and
-    /// whether their distinct expressions stayed within `limit` (the count stops there).
+    /// How many of `pieces` of `v`'s range need each live expression under `roots`, whether
+    /// their distinct expressions stayed within `limit` (the count stops there), and the
+    /// pieces' work: each piece's live expressions times its points.
     fn segment_needs(
         &mut self,
         v: usize,
         pieces: &[(i64, i64)],
         roots: &[ExprId],
         limit: usize,
-    ) -> (HashMap<ExprId, usize>, bool) {
+    ) -> (HashMap<ExprId, usize>, bool, u128) {
         let full = self.ranges[v];
         let mut needs: HashMap<ExprId, usize> = HashMap::new();
         let mut within = true;
+        let mut work = 0u128;
         for &piece in pieces {
             self.set_range(v, piece);
-            for e in self.live(roots) {
+            let live = self.live(roots);
+            work += live.len() as u128 * (piece.1 - piece.0 + 1) as u128;
+            for e in live {
                 *needs.entry(e).or_default() += 1;
             }
             if needs.len() > limit {
@@ -602,7 +656,7 @@ impl<'k> Scheduler<'k> {
             }
         }
         self.set_range(v, full);
-        (needs, within)
+        (needs, within, work)
     }
 
     /// The innermost statement, with its operands resolved.
@@ -621,29 +675,45 @@ impl<'k> Scheduler<'k> {
     }
 
     /// How to split the loop over `v`: at every breakpoint of the live conditions when the
-    /// segments' code stays within twice the unsplit code, else (innermost loops) into a
-    /// clamp-free interior and its edges, else not at all.
+    /// segments' code stays within twice the unsplit code; else at the breakpoints of the
+    /// conditions that hold over at least 2, 4, 8, … values (the first width whose segments
+    /// fit), the narrower ones staying tests within the segments; else (innermost loops) into
+    /// a clamp-free interior and its edges; else not at all. The widths matter where a loop
+    /// both concatenates a few long pieces and picks out many single points (the gradient of
+    /// a function reading both slices and elements of its argument): split at every point,
+    /// its code would grow with the points; unsplit, every point tests every piece.
     fn segments(&mut self, v: usize, roots: &[ExprId], innermost: bool, bound: &[usize]) -> Vec<(i64, i64)> {
         let full = self.ranges[v];
         let live = self.live(roots);
         let conditions = self.conditions(&live);
-        let mut cuts: Vec<i64> = Vec::new();
-        for (expr, lo, hi) in &conditions {
-            if let Some((a, b)) = self.holds_for(v, expr, *lo, *hi) {
+        let holds: Vec<(i64, i64)> = conditions
+            .iter()
+            .filter_map(|(expr, lo, hi)| self.holds_for(v, expr, *lo, *hi))
+            .map(|(a, b)| (a.max(full.0), b.min(full.1)))
+            .filter(|(a, b)| a <= b)
+            .collect();
+        let mut width = 1;
+        while width <= full.1 - full.0 {
+            let mut cuts: Vec<i64> = Vec::new();
+            for &(a, b) in holds.iter().filter(|(a, b)| b - a + 1 >= width) {
                 cuts.extend([a, b + 1]);
             }
-        }
-        cuts.retain(|&c| c > full.0 && c <= full.1);
-        cuts.sort_unstable();
-        cuts.dedup();
-        if !cuts.is_empty() && cuts.len() < MAX_SEGMENTS {
-            let mut bounds = vec![full.0];
-            bounds.extend(&cuts);
-            bounds.push(full.1 + 1);
-            let pieces: Vec<(i64, i64)> = bounds.windows(2).map(|w| (w[0], w[1] - 1)).collect();
-            if self.splitting_pays(v, &pieces, roots, live.len(), bound) {
-                return pieces;
+            cuts.retain(|&c| c > full.0 && c <= full.1);
+            cuts.sort_unstable();
+            cuts.dedup();
+            if cuts.is_empty() {
+                break;
             }
+            if cuts.len() < MAX_SEGMENTS {
+                let mut bounds = vec![full.0];
+                bounds.extend(&cuts);
+                bounds.push(full.1 + 1);
+                let pieces: Vec<(i64, i64)> = bounds.windows(2).map(|w| (w[0], w[1] - 1)).collect();
+                if self.splitting_pays(v, &pieces, roots, live.len(), bound) {
+                    return pieces;
+                }
+            }
+            width *= 2;
         }
         if innermost {
             if let Some((a, b)) = self.interior(v, &conditions) {
@@ -654,8 +724,11 @@ impl<'k> Scheduler<'k> {
     }
 
     /// True if the loop split into `pieces` takes at most about twice the code of the
-    /// unsplit loop (`unsplit` live expressions): each piece's own expressions, and once
-    /// those that several pieces share and that are computed before the loop (`hoisted`).
+    /// unsplit loop (`unsplit` live expressions) — each piece's own expressions, and once
+    /// those that several pieces share and that are computed before the loop (`hoisted`) —
+    /// or at most four times its code for at most a quarter of its work (the expressions
+    /// each point computes, summed over the points): a loop whose points each test hundreds
+    /// of pieces that hold over a few points each.
     fn splitting_pays(
         &mut self,
         v: usize,
@@ -664,14 +737,16 @@ impl<'k> Scheduler<'k> {
         unsplit: usize,
         bound: &[usize],
     ) -> bool {
-        let budget = 2 * unsplit + 8;
-        let (needs, within) = self.segment_needs(v, pieces, roots, budget);
+        let (cheap, dear) = (2 * unsplit + 8, 4 * unsplit + 8);
+        let (needs, within, work) = self.segment_needs(v, pieces, roots, dear);
         if !within {
             return false;
         }
         let shared = |e: &ExprId, n: usize| n > 1 && self.deps[*e].iter().all(|d| bound.contains(d));
-        let code: usize = needs.iter().map(|(e, &n)| if shared(e, n) { 1 } else { n }).sum();
-        code.max(pieces.len()) <= budget
+        let code = needs.iter().map(|(e, &n)| if shared(e, n) { 1 } else { n }).sum::<usize>().max(pieces.len());
+        let (lo, hi) = self.ranges[v];
+        let unsplit_work = unsplit as u128 * (hi - lo + 1) as u128;
+        code <= cheap || (code <= dear && 4 * work <= unsplit_work)
     }
 
     /// Every `lo <= expr < hi` the live code tests, or needs for a load to stay in bounds.

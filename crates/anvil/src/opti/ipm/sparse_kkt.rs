@@ -115,9 +115,18 @@ impl SparseKkt {
         let edges: Vec<(usize, usize)> = all().copied().filter(|(i, j)| i != j).collect();
         // An equality row's diagonal is zero until regularised, and so is a variable's with
         // neither curvature nor bounds: ordering one after a neighbour (whose elimination
-        // fills its diagonal in) spares the numeric factorisation a delayed pivot.
+        // fills its diagonal in) spares the numeric factorisation a delayed pivot. Where
+        // nearly every diagonal is zero (a collocation's coefficients, coupled by a few
+        // parameters) that constraint can multiply the fill; the free order is taken when
+        // its factorisation costs less than half as much.
         let zero_diagonal: Vec<bool> = (0..n).map(|v| if v < nx { !curved[v] } else { v < nx + neq }).collect();
-        let order = minimum_degree(n, &edges, &zero_diagonal);
+        let waiting = minimum_degree(n, &edges, &zero_diagonal);
+        let free = minimum_degree(n, &edges, &vec![false; n]);
+        let cost = |order: &[usize]| {
+            let (outer, inner) = upper_csc(&inverse(order), all().copied());
+            factorisation_work(&elimination_tree(n, &outer, &inner).1)
+        };
+        let order = if 2 * cost(&free) < cost(&waiting) { free } else { waiting };
         // Postordering the elimination tree keeps the fill and makes each front's children
         // the last updates on the numeric factorisation's stack.
         let (outer, inner) = upper_csc(&inverse(&order), all().copied());
@@ -497,6 +506,12 @@ fn minimum_degree(n: usize, edges: &[(usize, usize)], zero_diagonal: &[bool]) ->
     order
 }
 
+/// The multiply-adds of a factorisation with `L`'s column `counts`: eliminating a column
+/// of `c` entries below the diagonal updates `c (c + 1) / 2` entries of the rest.
+fn factorisation_work(counts: &[usize]) -> u128 {
+    counts.iter().map(|&c| c as u128 * (c as u128 + 1) / 2).sum()
+}
+
 /// The elimination tree and the column counts of `L` of the upper triangle (`outer`,
 /// `inner`) (Davis's `ldl_symbolic`).
 fn elimination_tree(n: usize, outer: &[usize], inner: &[usize]) -> (Vec<i64>, Vec<usize>) {
@@ -810,6 +825,45 @@ void check_case{case}() {{
         let mut sorted = order.clone();
         sorted.sort_unstable();
         assert_eq!(sorted, [0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn zero_diagonals_stop_waiting_where_waiting_multiplies_the_work() {
+        // A collocation fit in miniature (COPS α-pinene's pattern): on each of m intervals a
+        // value v_i and a slope w_i (neither curved nor bounded), the collocation row
+        // w_i − θ v_i and the continuity row v_i + h w_i − v_{i+1}; the bounded parameter θ
+        // in every collocation row, its product with v_i in the Hessian. Almost every
+        // diagonal is zero, and waiting for them to fill in eliminates outwards from the few
+        // that are not, the fill growing with each interval.
+        let m = 40;
+        let (theta, v, w) = (0, |i: usize| 1 + i, |i: usize| 1 + m + i);
+        let nx = 1 + 2 * m;
+        let hess = SparsityPattern::new(nx, nx, (0..m).map(|i| (theta, v(i)))).unwrap();
+        let rows = (0..m)
+            .flat_map(|i| [(i, theta), (i, v(i)), (i, w(i))])
+            .chain((0..m - 1).flat_map(|i| [(m + i, v(i)), (m + i, w(i)), (m + i, v(i + 1))]));
+        let jac_eq = SparsityPattern::new(2 * m - 1, nx, rows).unwrap();
+        let jac_q = SparsityPattern::new(0, nx, []).unwrap();
+        let curved: Vec<bool> = (0..nx).map(|j| j == theta).collect();
+        let kkt = SparseKkt::new(&hess.upper_triangle(), &jac_eq, &jac_q, &curved).unwrap();
+        let n = kkt.n;
+        // The two orders' work on the same matrix.
+        let perm = &kkt.perm;
+        let entries: Vec<(usize, usize)> = (0..n)
+            .flat_map(|j| kkt.a_inner[kkt.a_outer[j]..kkt.a_outer[j + 1]].iter().map(move |&i| (perm[i], perm[j])))
+            .collect();
+        let edges: Vec<(usize, usize)> = entries.iter().copied().filter(|(i, j)| i != j).collect();
+        let work = |order: &[usize]| {
+            let upper = entries.iter().map(|&(i, j)| (i.min(j), i.max(j)));
+            let (outer, inner) = upper_csc(&inverse(order), upper);
+            factorisation_work(&elimination_tree(n, &outer, &inner).1)
+        };
+        let zero_diagonal: Vec<bool> = (0..n).map(|k| k >= nx || !curved[k]).collect();
+        let (waiting, free) =
+            (work(&minimum_degree(n, &edges, &zero_diagonal)), work(&minimum_degree(n, &edges, &vec![false; n])));
+        assert!(waiting > 2 * free, "the premise: waiting {waiting}, free {free} multiply-adds");
+        let taken = factorisation_work(&elimination_tree(n, &kkt.a_outer, &kkt.a_inner).1);
+        assert_eq!(taken, free);
     }
 
     #[test]
