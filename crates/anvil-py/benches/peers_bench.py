@@ -1,11 +1,11 @@
 """The peers' own examples (tests/peer_problems.py: fatrop's quadrotor and car reference
-tracking, rockit's motion planning, acados' chain of masses, CasADi's race car and Van der Pol
-examples), solved by anvil's interior-point solver by stages (and, with ``--sqp``, its SQP
-solver by stages) next to Ipopt (CasADi, MUMPS) and fatrop (CasADi; the quadrotor, the chain
-of masses and Van der Pol with ``structure_detection="auto"``, the motion planning and the
-race car in fatrop's stage form, the free final time a state of each stage, the car as its
-example poses it; neither JIT-compiled, as the examples run them), from each of the problem's
-guesses, in the same run.
+tracking, rockit's motion planning, acados' chain of masses and pendulum on a cart, CasADi's
+race car and Van der Pol examples), solved by anvil's interior-point solver by stages (and,
+with ``--sqp``, its SQP solver by stages) next to Ipopt (CasADi, MUMPS) and fatrop (CasADi;
+the quadrotor, the chain of masses, Van der Pol and the pendulum with
+``structure_detection="auto"``, the motion planning and the race car in fatrop's stage form,
+the free final time a state of each stage, the car as its example poses it; neither
+JIT-compiled, as the examples run them), from each of the problem's guesses, in the same run.
 
     python crates/anvil-py/benches/peers_bench.py
     python crates/anvil-py/benches/peers_bench.py --sqp --markdown
@@ -120,7 +120,18 @@ def peers() -> list[Peer]:
                 pp.VDP_START,
             )
         )
-    return [quadrotor, motion, car, chain, race, *vdp]
+    nlp, bounds = pp.pendulum_casadi()
+    pendulum = Peer(
+        "pendulum on a cart",
+        nlp,
+        bounds,
+        detected(nlp, bounds),
+        pp.pendulum_problem,
+        pp.pendulum_guesses(),
+        ("zeros", "start held"),
+        pp.PENDULUM_START,
+    )
+    return [quadrotor, motion, car, chain, race, *vdp, pendulum]
 
 
 def run(args: argparse.Namespace) -> list[tuple[str, ...]]:

@@ -50,6 +50,13 @@ chose to show their solvers on, which nobody here tuned for.
   variable z = 1 − x₂² eliminated). Guesses: the example's (zero but the start), and the start
   held.
 
+- ``pendulum``: acados' getting-started example (``examples/acados_python/getting_started/
+  minimal_example_ocp.py`` and its ``pendulum_model.py``): a pendulum (0.1 kg on a 0.8 m rod)
+  on a cart (1 kg) swung up from hanging in T = 1 s by a force |F| ≤ 80, N = 20 intervals (one
+  RK4 step each; the example integrates implicitly), minimising x'Qx + u'Ru (Q = 2 diag(1e3,
+  1e3, 1e-2, 1e-2), R = 2e-2) with the stages' terms weighted by the interval as acados does.
+  Guesses: acados' default (every state and control zero), and the start held.
+
 Each problem comes as an anvil ``MultistageProblem`` (``from_dynamics``) and as the same NLP in
 CasADi (the z-form ``z_k = (x_k, u_k)``, the last stage's control unused and bounded, as
 ``from_dynamics`` has it), which Ipopt and fatrop solve in the tests and the benchmark.
@@ -1015,3 +1022,92 @@ def vdp_casadi(to_rest: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
         "ubg": 0.0,
     }
     return {"x": z, "f": sum(interval[nx] for interval in intervals), "g": cs.vertcat(*rows)}, bounds
+
+
+# --- acados' pendulum on a cart (its getting-started example) -------------------------------
+
+PENDULUM_N, PENDULUM_T, PENDULUM_F_MAX = 20, 1.0, 80.0
+PENDULUM_NX, PENDULUM_NU = 4, 1
+PENDULUM_START = np.array([0.0, math.pi, 0.0, 0.0])
+PENDULUM_Q = 2.0 * np.array([1e3, 1e3, 1e-2, 1e-2])
+PENDULUM_R = 2.0 * 1e-2
+
+
+def pendulum_ode(x: Any, u: Any, m: Any) -> list[Any]:
+    """The cart's position and speed, the pole's angle and rate (x, θ, v, θ̇) under the force F:
+    cart 1 kg, ball 0.1 kg, rod 0.8 m (acados' ``export_pendulum_ode_model``)."""
+    m_cart, m_ball, g, rod = 1.0, 0.1, 9.81, 0.8
+    cos, sin = m.cos(x[1]), m.sin(x[1])
+    denominator = m_cart + m_ball - m_ball * cos * cos
+    rate2 = x[3] * x[3]
+    return [
+        x[2],
+        x[3],
+        (-m_ball * rod * sin * rate2 + m_ball * g * cos * sin + u) / denominator,
+        (-m_ball * rod * cos * sin * rate2 + u * cos + (m_cart + m_ball) * g * sin) / (rod * denominator),
+    ]
+
+
+def pendulum_step(x: Any, u: Any, m: Any) -> list[Any]:
+    """One interval of T/N: an RK4 step."""
+    h = PENDULUM_T / PENDULUM_N
+    x = [x[i] for i in range(PENDULUM_NX)]
+    k1 = pendulum_ode(x, u, m)
+    k2 = pendulum_ode([x[i] + h / 2 * k1[i] for i in range(PENDULUM_NX)], u, m)
+    k3 = pendulum_ode([x[i] + h / 2 * k2[i] for i in range(PENDULUM_NX)], u, m)
+    k4 = pendulum_ode([x[i] + h * k3[i] for i in range(PENDULUM_NX)], u, m)
+    return [x[i] + h / 6 * (k1[i] + 2 * k2[i] + 2 * k3[i] + k4[i]) for i in range(PENDULUM_NX)]
+
+
+def pendulum_cost(x: Any, u: Any) -> Any:
+    """x'Qx + u'Ru, the stages' weighted by the interval (acados scales its stage costs by the
+    time step), the terminal one not."""
+    cost = sum(PENDULUM_Q[i] * x[i] * x[i] for i in range(PENDULUM_NX))
+    if u is None:
+        return cost
+    return (cost + PENDULUM_R * u * u) * (PENDULUM_T / PENDULUM_N)
+
+
+def pendulum_guesses() -> list[np.ndarray]:
+    """acados' default (every state and control zero), and the start held (hanging, no force)."""
+    nz = PENDULUM_NX + PENDULUM_NU
+    return [np.zeros((PENDULUM_N + 1) * nz), np.tile(np.r_[PENDULUM_START, 0.0], PENDULUM_N + 1)]
+
+
+def pendulum_problem(name: str = "pendulum") -> Any:
+    """The swing-up as ``from_dynamics`` (parameter: x_init, ``PENDULUM_START``)."""
+    import anvil as av
+    from anvil.opti import MultistageProblem
+
+    m = AnvilMath
+    xup, xp = (av.Arg(PENDULUM_NX), av.Arg(PENDULUM_NU), av.Arg(0)), (av.Arg(PENDULUM_NX), av.Arg(0))
+    return MultistageProblem.from_dynamics(
+        N=PENDULUM_N,
+        nx=PENDULUM_NX,
+        nu=PENDULUM_NU,
+        dynamics_fn=av.NumericalFunction(f"{name}_f", lambda x, u, p: m.vec(pendulum_step(x, u[0], m)), xup),
+        stage_cost_fn=av.NumericalFunction(f"{name}_l", lambda x, u, p: pendulum_cost(x, u[0]), xup),
+        terminal_cost_fn=av.NumericalFunction(f"{name}_lf", lambda x, p: pendulum_cost(x, None), xp),
+        u_lb=-PENDULUM_F_MAX,
+        u_ub=PENDULUM_F_MAX,
+    )
+
+
+def pendulum_casadi() -> tuple[dict[str, Any], dict[str, Any]]:
+    """The same NLP in CasADi over the stacked z = (x_k, u_k), as ``chain_casadi``'s."""
+    import casadi as cs
+
+    n, nx, nu = PENDULUM_N, PENDULUM_NX, PENDULUM_NU
+    nz = nx + nu
+    z = cs.SX.sym("z", (n + 1) * nz)
+    xs = [z[k * nz : k * nz + nx] for k in range(n + 1)]
+    us = [z[k * nz + nx] for k in range(n + 1)]
+    f = sum(pendulum_cost(xs[k], us[k]) for k in range(n)) + pendulum_cost(xs[n], None)
+    rows = [xs[0] - PENDULUM_START] + [xs[k + 1] - cs.vertcat(*pendulum_step(xs[k], us[k], CasadiMath)) for k in range(n)]
+    bounds = {
+        "lbx": np.tile(np.r_[np.full(nx, -np.inf), -PENDULUM_F_MAX], n + 1),
+        "ubx": np.tile(np.r_[np.full(nx, np.inf), PENDULUM_F_MAX], n + 1),
+        "lbg": 0.0,
+        "ubg": 0.0,
+    }
+    return {"x": z, "f": f, "g": cs.vertcat(*rows)}, bounds
