@@ -59,12 +59,14 @@ def peers() -> list[Peer]:
         equalities)."""
         return (nlp, bounds, {"structure_detection": "auto", "equality": [True] * nlp["g"].shape[0]}, same, same)
 
-    nlp, bounds = pp.quadrotor_casadi()
-    quadrotor = Peer(
+    def auto(name: str, form: tuple[Any, Any], problem: Callable[[str], Any], guesses: Any, labels: tuple[str, ...], p: Any) -> Peer:
+        """A peer whose CasADi form (nlp, bounds) fatrop takes by detection."""
+        nlp, bounds = form
+        return Peer(name, nlp, bounds, detected(nlp, bounds), problem, guesses, labels, p)
+
+    quadrotor = auto(
         f"quadrotor{pp.QUAD_POINTS}",
-        nlp,
-        bounds,
-        detected(nlp, bounds),
+        pp.quadrotor_casadi(),
         pp.quadrotor_problem,
         pp.quadrotor_guesses(),
         ("example", "hover at start", "zero"),
@@ -92,40 +94,23 @@ def peers() -> list[Peer]:
         ("example", "start held"),
         pp.car_parameter(),
     )
-    nlp, bounds = pp.chain_casadi()
-    chain = Peer(
-        "chain of masses",
-        nlp,
-        bounds,
-        detected(nlp, bounds),
-        pp.chain_problem,
-        pp.chain_guesses(),
-        ("start held", "rest"),
-        pp.chain_start(),
-    )
+    chain = auto("chain of masses", pp.chain_casadi(), pp.chain_problem, pp.chain_guesses(), ("start held", "rest"), pp.chain_start())
     nlp, bounds, _ = casadi_nlp(pp.race_spec())
     race = Peer("race car", nlp, bounds, pp.race_fatrop(), pp.race_problem, pp.race_guesses(), ("example", "ramp"), np.zeros(2))
-    vdp = []
-    for to_rest in (False, True):
-        nlp, bounds = pp.vdp_casadi(to_rest)
-        vdp.append(
-            Peer(
-                "Van der Pol" + (" to rest" if to_rest else ""),
-                nlp,
-                bounds,
-                detected(nlp, bounds),
-                lambda name, to_rest=to_rest: pp.vdp_problem(name, to_rest),
-                pp.vdp_guesses(),
-                ("example", "start held"),
-                pp.VDP_START,
-            )
+    vdp = [
+        auto(
+            "Van der Pol" + (" to rest" if to_rest else ""),
+            pp.vdp_casadi(to_rest),
+            lambda name, to_rest=to_rest: pp.vdp_problem(name, to_rest),
+            pp.vdp_guesses(),
+            ("example", "start held"),
+            pp.VDP_START,
         )
-    nlp, bounds = pp.pendulum_casadi()
-    pendulum = Peer(
+        for to_rest in (False, True)
+    ]
+    pendulum = auto(
         "pendulum on a cart",
-        nlp,
-        bounds,
-        detected(nlp, bounds),
+        pp.pendulum_casadi(),
         pp.pendulum_problem,
         pp.pendulum_guesses(),
         ("zeros", "start held"),
