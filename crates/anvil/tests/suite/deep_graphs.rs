@@ -59,3 +59,24 @@ fn deep_chains_are_differentiated_batched_and_lowered_without_recursion() {
         }
     });
 }
+
+#[test]
+fn deep_sums_nested_on_both_sides_are_scheduled_without_recursion() {
+    // `y <- a + (y + b)`: each round's sum holds the last round's as the first operand of its
+    // second operand, so resolving sums (zeros folded away) must not follow the nesting down.
+    on_small_stack(|| {
+        let f = NumericalFunction::new(
+            "zigzag",
+            |[x, a, b]| {
+                let mut y = x.clone();
+                for _ in 0..20_000 {
+                    y = &a + &(&y + &b);
+                }
+                y
+            },
+            [Arg::new(2), Arg::new(2), Arg::new(2)],
+        )
+        .unwrap();
+        assert!(f.jit_source().len() > 100_000);
+    });
+}

@@ -266,7 +266,7 @@ impl<'k> Scheduler<'k> {
                     Resolved::Expr(_) => break Resolved::Expr(at),
                 },
                 &Expr::Binary(BinaryOp::Add, a, b, dtype) if depth < MAX_CONDITION_DEPTH => {
-                    self.resolve_sums_below(a);
+                    self.resolve_sums_below(a, depth + 1);
                     let (a, b) = (self.resolve_within(a, depth + 1), self.resolve_within(b, depth + 1));
                     break self.sum(at, a, b, dtype);
                 }
@@ -278,9 +278,10 @@ impl<'k> Scheduler<'k> {
     }
 
     /// Resolves the chain of sums that `e` heads (through their first operands), from its
-    /// end: a sum of k padded pieces is a chain of k additions, which resolving from the top
-    /// would follow k calls deep.
-    fn resolve_sums_below(&mut self, e: ExprId) {
+    /// end, at `depth`: a sum of k padded pieces is a chain of k additions, which resolving
+    /// from the top would follow k calls deep. Sums nested in second operands count towards
+    /// the depth limit (`y ← a + (y + b)` nests one per round).
+    fn resolve_sums_below(&mut self, e: ExprId, depth: usize) {
         let mut chain = Vec::new();
         let mut at = e;
         while let Expr::Binary(BinaryOp::Add, a, _, _) = self.kernel.exprs[at] {
@@ -291,7 +292,7 @@ impl<'k> Scheduler<'k> {
             at = a;
         }
         for &e in chain.iter().rev() {
-            self.resolve(e);
+            self.resolve_within(e, depth);
         }
     }
 
