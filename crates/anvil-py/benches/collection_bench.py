@@ -6,8 +6,8 @@ side with Ipopt (through CasADi, MUMPS) in the same run:
   guesses), with the dense KKT solver;
 - the non-optimal-control problems of COPS 3.0 (tests/cops_nlp.py: polygon, electrons on a
   sphere, cam shape, torsion, journal bearing, minimal surface, flow in a channel, pinene, gas
-  oil, methanol) at the report's smaller sizes, from the COPS guess and a plainer one, with
-  the sparse KKT solver.
+  oil, methanol, marine population dynamics) at the report's smaller sizes, from the COPS
+  guess and a plainer one, with the sparse KKT solver.
 
     python crates/anvil-py/benches/collection_bench.py              # both collections
     python crates/anvil-py/benches/collection_bench.py --only cops --rows all
