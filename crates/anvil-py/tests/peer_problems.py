@@ -71,6 +71,20 @@ import numpy as np
 
 from opti_problems import AnvilMath, CasadiMath, NumpyMath
 
+
+def rk4(ode: Any, x: Any, n: int, h: Any, steps: int = 1) -> list[Any]:
+    """``steps`` RK4 steps of length h of s' = ode(s) from the first n components of x (the
+    examples' fixed-step integrators; a cost's quadrature is one more component)."""
+    s = [x[i] for i in range(n)]
+    for _ in range(steps):
+        k1 = ode(s)
+        k2 = ode([s[i] + h / 2 * k1[i] for i in range(n)])
+        k3 = ode([s[i] + h / 2 * k2[i] for i in range(n)])
+        k4 = ode([s[i] + h * k3[i] for i in range(n)])
+        s = [s[i] + h / 6 * (k1[i] + 2 * k2[i] + 2 * k3[i] + k4[i]) for i in range(n)]
+    return s
+
+
 # --- fatrop's quadrotor ----------------------------------------------------------------------
 
 QUAD_MASS, QUAD_G, QUAD_ARM, QUAD_KF, QUAD_KM = 1.0, 9.81, 0.25, 1e-5, 1e-6
@@ -213,14 +227,7 @@ def motion_ode(s: list[Any], u: Any, m: Any) -> list[Any]:
 def motion_interval(x: Any, u: Any, t_final: Any, m: Any) -> list[Any]:
     """The state after one control interval of T / N (M RK4 steps) and ∫ x² over it."""
     h = t_final / (MOTION_N * MOTION_M)
-    s = [x[0], x[1], x[2], 0.0]
-    for _ in range(MOTION_M):
-        k1 = motion_ode(s, u, m)
-        k2 = motion_ode([s[i] + h / 2 * k1[i] for i in range(4)], u, m)
-        k3 = motion_ode([s[i] + h / 2 * k2[i] for i in range(4)], u, m)
-        k4 = motion_ode([s[i] + h * k3[i] for i in range(4)], u, m)
-        s = [s[i] + h / 6 * (k1[i] + 2 * k2[i] + 2 * k3[i] + k4[i]) for i in range(4)]
-    return s
+    return rk4(lambda s: motion_ode(s, u, m), [x[0], x[1], x[2], 0.0], 4, h, MOTION_M)
 
 
 def squared_distance(x: Any, point: Any) -> Any:
@@ -495,17 +502,7 @@ def car_ode(x: Any, u: Any, m: Any) -> list[Any]:
 
 def car_step(x: Any, u: Any, m: Any) -> list[Any]:
     """One RK4 step of 0.1 s."""
-    h = CAR_DT
-
-    def at(base: list[Any], k: list[Any], c: float) -> list[Any]:
-        return [base[i] + c * k[i] for i in range(CAR_NX)]
-
-    x = [x[i] for i in range(CAR_NX)]
-    k1 = car_ode(x, u, m)
-    k2 = car_ode(at(x, k1, h / 2), u, m)
-    k3 = car_ode(at(x, k2, h / 2), u, m)
-    k4 = car_ode(at(x, k3, h), u, m)
-    return [x[i] + h / 6 * (k1[i] + 2 * k2[i] + 2 * k3[i] + k4[i]) for i in range(CAR_NX)]
+    return rk4(lambda s: car_ode(s, u, m), x, CAR_NX, CAR_DT)
 
 
 def car_tracking(x: Any, ref: Any, m: Any) -> Any:
@@ -683,19 +680,7 @@ def chain_ode(x: Any, u: Any, m: Any) -> list[Any]:
 
 def chain_step(x: Any, u: Any, m: Any) -> list[Any]:
     """One sampling time: two RK4 steps of 0.1 s."""
-    h = CHAIN_TS / CHAIN_RK4_STEPS
-
-    def at(base: list[Any], k: list[Any], c: float) -> list[Any]:
-        return [base[i] + c * k[i] for i in range(CHAIN_NX)]
-
-    x = [x[i] for i in range(CHAIN_NX)]
-    for _ in range(CHAIN_RK4_STEPS):
-        k1 = chain_ode(x, u, m)
-        k2 = chain_ode(at(x, k1, h / 2), u, m)
-        k3 = chain_ode(at(x, k2, h / 2), u, m)
-        k4 = chain_ode(at(x, k3, h), u, m)
-        x = [x[i] + h / 6 * (k1[i] + 2 * k2[i] + 2 * k3[i] + k4[i]) for i in range(CHAIN_NX)]
-    return x
+    return rk4(lambda s: chain_ode(s, u, m), x, CHAIN_NX, CHAIN_TS / CHAIN_RK4_STEPS, CHAIN_RK4_STEPS)
 
 
 def chain_rest() -> np.ndarray:
@@ -805,16 +790,7 @@ def race_limit(position: Any, m: Any) -> Any:
 
 def race_step(x: Any, u: Any, t_final: Any, m: Any) -> list[Any]:
     """One RK4 step of T/N of ṗ = v, v̇ = u − v."""
-    h = t_final / RACE_N
-
-    def f(p: Any, v: Any) -> tuple[Any, Any]:
-        return v, u[0] - v
-
-    k1 = f(x[0], x[1])
-    k2 = f(x[0] + h / 2 * k1[0], x[1] + h / 2 * k1[1])
-    k3 = f(x[0] + h / 2 * k2[0], x[1] + h / 2 * k2[1])
-    k4 = f(x[0] + h * k3[0], x[1] + h * k3[1])
-    return [x[i] + h / 6 * (k1[i] + 2 * k2[i] + 2 * k3[i] + k4[i]) for i in range(RACE_NX)]
+    return rk4(lambda s: [s[1], u[0] - s[1]], x, RACE_NX, t_final / RACE_N)
 
 
 def race_speeding(x: Any, m: Any) -> Any:
@@ -938,24 +914,15 @@ VDP_NX, VDP_NU = 2, 1
 VDP_START = np.array([0.0, 1.0])
 
 
-def vdp_ode(x: Any, u: Any) -> tuple[list[Any], Any]:
+def vdp_ode(s: list[Any], u: Any) -> list[Any]:
     """ẋ₁ = (1 − x₂²) x₁ − x₂ + u, ẋ₂ = x₁, and the cost's integrand x₁² + x₂² + u²."""
-    return [(1.0 - x[1] * x[1]) * x[0] - x[1] + u, x[0]], x[0] * x[0] + x[1] * x[1] + u * u
+    return [(1.0 - s[1] * s[1]) * s[0] - s[1] + u, s[0], s[0] * s[0] + s[1] * s[1] + u * u]
 
 
 def vdp_interval(x: Any, u: Any) -> list[Any]:
     """One interval of T/N: four RK4 steps of the states and the cost's quadrature (the
     example's fixed-step integrator): ``[x₁, x₂, q]``."""
-    h = VDP_T / VDP_N / VDP_RK4_STEPS
-    x, q = [x[0], x[1]], 0.0
-    for _ in range(VDP_RK4_STEPS):
-        k1, q1 = vdp_ode(x, u)
-        k2, q2 = vdp_ode([x[i] + h / 2 * k1[i] for i in range(VDP_NX)], u)
-        k3, q3 = vdp_ode([x[i] + h / 2 * k2[i] for i in range(VDP_NX)], u)
-        k4, q4 = vdp_ode([x[i] + h * k3[i] for i in range(VDP_NX)], u)
-        x = [x[i] + h / 6 * (k1[i] + 2 * k2[i] + 2 * k3[i] + k4[i]) for i in range(VDP_NX)]
-        q = q + h / 6 * (q1 + 2 * q2 + 2 * q3 + q4)
-    return x + [q]
+    return rk4(lambda s: vdp_ode(s, u), [x[0], x[1], 0.0], VDP_NX + 1, VDP_T / VDP_N / VDP_RK4_STEPS, VDP_RK4_STEPS)
 
 
 def vdp_bounds(to_rest: bool) -> tuple[np.ndarray, np.ndarray, float, float]:
@@ -1050,13 +1017,7 @@ def pendulum_ode(x: Any, u: Any, m: Any) -> list[Any]:
 
 def pendulum_step(x: Any, u: Any, m: Any) -> list[Any]:
     """One interval of T/N: an RK4 step."""
-    h = PENDULUM_T / PENDULUM_N
-    x = [x[i] for i in range(PENDULUM_NX)]
-    k1 = pendulum_ode(x, u, m)
-    k2 = pendulum_ode([x[i] + h / 2 * k1[i] for i in range(PENDULUM_NX)], u, m)
-    k3 = pendulum_ode([x[i] + h / 2 * k2[i] for i in range(PENDULUM_NX)], u, m)
-    k4 = pendulum_ode([x[i] + h * k3[i] for i in range(PENDULUM_NX)], u, m)
-    return [x[i] + h / 6 * (k1[i] + 2 * k2[i] + 2 * k3[i] + k4[i]) for i in range(PENDULUM_NX)]
+    return rk4(lambda s: pendulum_ode(s, u, m), x, PENDULUM_NX, PENDULUM_T / PENDULUM_N)
 
 
 def pendulum_cost(x: Any, u: Any) -> Any:
