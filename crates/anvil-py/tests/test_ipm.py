@@ -608,11 +608,19 @@ def _build_cops_multistage(name: str) -> tuple[str, _CopsMultistage]:
 # until the stage fronts pivoted with Ipopt's threshold for MUMPS (1e-6, rising while solves
 # are inaccurate) instead of 0.01.
 MULTISTAGE_GAPS: dict[tuple[str, int], str] = {}
-# Known gaps in the iteration count alone (strict): none now. The hang glider's counts swing
+# Known gaps in the iteration count alone (strict). The hang glider's counts swing
 # with the grid and the guess for Ipopt too (393-1575 iterations at N = 100, 200); by stages
 # from the plain guess at N = 50 the solver took 840 where Ipopt takes 569, and takes 291
 # since its first multipliers are Ipopt's (the unregularised least-squares ones).
-MULTISTAGE_SLOW: dict[tuple[str, int], str] = {}
+MULTISTAGE_SLOW: dict[tuple[str, int], str] = {
+    # The robot arm at N = 50 from the report's guess: 80 iterations against Ipopt's 53, 62 of
+    # them in the restoration phase where Ipopt's takes 36, the regular iterations after it
+    # 13 in both. By stages the final time is a copy per stage, and the restoration problem
+    # relaxes the rows that tie the copies as it relaxes the problem's own rows, which
+    # Ipopt's on the whole NLP (one final time) cannot: the likely cause, not yet confirmed.
+    # Before the restoration phase started and ended as Ipopt's, 66 or fewer.
+    ("arm", 0): "the restoration phase relaxes the rows that tie the final time's copies",
+}
 # Problems whose paths from the report's guesses are chaotic in rounding: hundreds of short
 # steps under large regularisations, Ipopt's too, which end at one of two KKT points of the
 # hang glider (J = -1286.98 or -1282.40) as the last bits of the arithmetic fall. From 20
@@ -982,14 +990,13 @@ def test_acados_pendulum_on_a_cart_reaches_a_kkt_point_from_either_guess() -> No
 
 # CasADi's race car from the example's guess: six ill-conditioned iterations (a dual
 # infeasibility of 8e8 by the sixth), then a restoration phase at the seventh (Ipopt and the
-# whole NLP alike); after it the whole NLP's steps are cut to 1/64 for ten iterations and it
-# takes 111 iterations to Ipopt's 38, by stages (the lifted T's copies, another path) 100.
-# Ipopt's multipliers after a restoration phase (the bound multipliers of one Newton step over
-# its move, y from zero) took it to 41 / 53, but COPS cam shape at n = 200 from 45 to 65
-# iterations (Ipopt 43; test_soft_restoration_steps_must_reduce_ipopts_primal_dual_error) and HS
-# 109 from a perturbed start from 138 to 2,359 (Ipopt 1,064): left out. Recorded strictly (it
-# reports when it is closed).
-RACE_SLOW = {("whole", 0), ("stages", 0)}
+# whole NLP alike). It took 111 iterations to Ipopt's 38 (by stages 100) until the restoration
+# phase started and ended as Ipopt's does (its equality multipliers from zero, each bound's
+# multiplier kept per side, the proximity weight of the phase's barrier parameter, the return
+# judged by the largest row violation; the multipliers after it of one Newton step over its
+# move, y from zero): now Ipopt's 38, by stages within 1.2x. Recorded strictly (it reports
+# when a form becomes slow again).
+RACE_SLOW: set[tuple[str, int]] = set()
 
 
 def test_casadis_race_car_reaches_ipopts_optimum() -> None:

@@ -138,9 +138,10 @@ class InteriorPoint {
 // Its variables are (x, p, n); its KKT systems are P's with p and n eliminated (their blocks
 // are diagonal), so P's factorisation serves it. Two problems are of this form:
 // - the restoration problem of the (scaled) problem P at the point x_R where the restoration
-//   phase starts (section 3.3, Ipopt's form): w = 0, rho = 1000, zeta = sqrt(mu),
-//   D_R = diag(min(1, 1 / |x_R|)). The restoration phase solves it with a second method (one
-//   without a restoration phase of its own) until the outer method accepts the point;
+//   phase starts (section 3.3, Ipopt's form): w = 0, rho = 1000, zeta = sqrt(mu_R) with mu_R
+//   the barrier parameter the phase starts at, D_R = diag(min(1, 1 / |x_R|)). The
+//   restoration phase solves it with a second method (one without a restoration phase of its
+//   own) until the outer method accepts the point;
 // - the elastic form of a QP (Fletcher's Sl1QP, for an SQP step whose QP is infeasible):
 //   w = 1, zeta = 0, no outer method: solved to optimality by an InteriorPoint without a
 //   restoration phase (the elastic form is always feasible).
