@@ -1020,6 +1020,37 @@ def test_casadis_race_car_reaches_ipopts_optimum() -> None:
             assert within != ((form, k) in RACE_SLOW), (what, res.iterations, want["iterations"])
 
 
+def restoration_rows(out: str) -> list[list[str]]:
+    """The rows of an Ipopt-style log for a restoration phase's steps (iteration marked r;
+    not Ipopt's row for the phase's start, step kind R, nor the return's, step kind r)."""
+    rows = [line.split() for line in out.splitlines() if line.strip()]
+    return [r for r in rows if len(r) == 10 and r[0] != "iter" and r[0].endswith("r") and not r[-2].endswith(("r", "R"))]
+
+
+def test_restoration_lines_report_the_problems_objective_and_violation(capfd):
+    """Ipopt's restoration lines report the problem's objective and violation at the phase's
+    iterates, not the restoration problem's. CasADi's race car from the example's guess
+    enters the restoration phase at iteration 7 in both solvers from the same point and takes
+    the same steps there: the first restoration step's line reads the same in both logs
+    (anvil's printed rho * sum(p + n) + proximity, 5,080, and the relaxed rows' 8.5e-5 where
+    Ipopt prints f = 1.079 and 0.862)."""
+    spec = peer_problems.race_spec()
+    z0 = peer_problems.race_guesses()[0]
+    nlp, bounds, _ = casadi_nlp(spec)
+    cs.nlpsol("ipopt_resto_log", "ipopt", nlp, {"print_time": False, "ipopt.print_level": 5})(x0=z0, **bounds)
+    theirs = restoration_rows(capfd.readouterr().out)
+    solver = SparseIPMFunction("ipm_peer_race_log", anvil_problem(spec, sparse=True), IPMSettings(verbose=1))
+    solver(z0)
+    ours = restoration_rows(capfd.readouterr().out)
+    assert ours and theirs, (ours, theirs)
+    f_ours, viol_ours = float(ours[0][1]), float(ours[0][2])
+    f_theirs, viol_theirs = float(theirs[0][1]), float(theirs[0][2])
+    assert f_ours == pytest.approx(f_theirs, rel=1e-3) and viol_ours == pytest.approx(viol_theirs, rel=1e-2), (
+        ours[0],
+        theirs[0],
+    )
+
+
 def test_multipliers_start_again_where_no_step_helps_a_feasible_point() -> None:
     """The COPS chain by stages at N = 100 from the plain guess, and from starts 1e-8 from
     it: paths of hundreds of iterations (Ipopt: 530 from the guess) on which the equality

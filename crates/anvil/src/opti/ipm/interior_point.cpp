@@ -27,6 +27,8 @@ double Problem::multiplicity(int) const { return 1.0; }
 
 bool Problem::done(const double*, const double*) { return false; }
 
+bool Problem::reported(const double*, double*, double*) { return false; }
+
 // The method's state, its arrays sized at construction, and its steps (Algorithm A).
 class InteriorPoint::Method {
  public:
@@ -1037,13 +1039,17 @@ class InteriorPoint::Method {
     std::printf("iter    objective    inf_pr   inf_du lg(mu)  ||d||  lg(rg) alpha_du alpha_pr  ls\n");
   }
 
+  // The objective and inf_pr are the problem's own, or what it reports instead (a restoration
+  // phase's lines: the outer problem's, as Ipopt prints them).
   void print_line(Problem& p, int k, char mark, char kind, double alpha_du, double alpha_pr, int ls) {
-    double inf_pr = 0.0;
-    for (int i = 0; i < NEQ; ++i) inf_pr = max2(inf_pr, std::fabs(c_[i]) / p.row_scale[i]);
-    // Ipopt's inf_pr (3.14): the violation of the problem's own bounds on d, not d - s.
-    for (int i = 0; i < NQ; ++i) {
-      const double d = d_[i] / p.row_scale[NEQ + i];
-      inf_pr = max2(inf_pr, max2(p.q_lb(i) - d, d - p.q_ub(i)));
+    double f = f_ / p.obj_scale, inf_pr = 0.0;
+    if (!p.reported(x, &f, &inf_pr)) {
+      for (int i = 0; i < NEQ; ++i) inf_pr = max2(inf_pr, std::fabs(c_[i]) / p.row_scale[i]);
+      // Ipopt's inf_pr (3.14): the violation of the problem's own bounds on d, not d - s.
+      for (int i = 0; i < NQ; ++i) {
+        const double d = d_[i] / p.row_scale[NEQ + i];
+        inf_pr = max2(inf_pr, max2(p.q_lb(i) - d, d - p.q_ub(i)));
+      }
     }
     double inf_du = norm_inf(rx_, NX);
     for (int i = 0; i < NQ; ++i) inf_du = max2(inf_du, std::fabs(slack_dual(i)));
@@ -1051,7 +1057,7 @@ class InteriorPoint::Method {
     if (delta_w_ > 0.0) std::snprintf(rg, sizeof rg, "%5.1f", std::log10(delta_w_));
     // (No step before the first iteration: the direction's arrays hold the start's scratch.)
     const double step = ls > 0 ? max2(norm_inf(dx_, NX), norm_inf(ds_, NQ)) : 0.0;
-    std::printf("%4d%c%14.7e %7.2e %7.2e %5.1f %7.2e %s %7.2e %7.2e%c %2d\n", k, mark, f_ / p.obj_scale, inf_pr,
+    std::printf("%4d%c%14.7e %7.2e %7.2e %5.1f %7.2e %s %7.2e %7.2e%c %2d\n", k, mark, f, inf_pr,
                 inf_du, std::log10(mu_), step, rg, alpha_du, alpha_pr, kind, ls);
     std::fflush(stdout);
   }
@@ -1453,7 +1459,7 @@ class InteriorPoint::Method {
 
 RestorationNlp::RestorationNlp(int outer_nx, int rows_eq, int rows_q)
     : Problem(outer_nx + 2 * (rows_eq + rows_q), rows_eq, rows_q), NXO(outer_nx), NY(rows_eq + rows_q),
-      buffer_(new double[5 * outer_nx + 6 * (rows_eq + rows_q) + 2 * rows_q + 12]) {
+      buffer_(new double[5 * outer_nx + 7 * (rows_eq + rows_q) + 2 * rows_q + 14]) {
   double* next = buffer_;
   const auto take = [&](int n) {
     double* a = next;
@@ -1463,6 +1469,7 @@ RestorationNlp::RestorationNlp(int outer_nx, int rows_eq, int rows_q)
   xr = take(NXO), dr = take(NXO), q_lower = take(nq), q_upper = take(nq);
   grad_outer_ = take(NXO), diag_outer_x_ = take(NXO), diag_outer_y_ = take(NY), diag_p_ = take(NY);
   diag_n_ = take(NY), rhs_outer_ = take(NXO + NY), r_p_ = take(NY), r_n_ = take(NY);
+  c_reported_ = take(neq), d_reported_ = take(nq);
 }
 
 RestorationNlp::~RestorationNlp() { delete[] buffer_; }
@@ -1547,6 +1554,19 @@ void RestorationNlp::reset_quality() { p->reset_quality(); }
 
 bool RestorationNlp::done(const double* x, const double* s) {
   return outer != nullptr && outer->restoration_accepts(*p, x, s);
+}
+
+bool RestorationNlp::reported(const double* x, double* f, double* inf_pr) {
+  if (outer == nullptr || !p->values(x, f, c_reported_, d_reported_)) return false;
+  *f /= p->obj_scale;
+  double largest = 0.0;
+  for (int i = 0; i < neq; ++i) largest = std::fmax(largest, std::fabs(c_reported_[i]) / p->row_scale[i]);
+  for (int i = 0; i < nq; ++i) {
+    const double d = d_reported_[i] / p->row_scale[neq + i];
+    largest = std::fmax(largest, std::fmax(p->q_lb(i) - d, d - p->q_ub(i)));
+  }
+  *inf_pr = largest;
+  return true;
 }
 
 

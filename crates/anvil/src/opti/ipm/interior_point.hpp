@@ -107,6 +107,9 @@ class Problem {
   // Whether a solve without a restoration phase of its own may stop at (x, with d's slacks
   // s): a restoration problem's, once the outer method accepts the point; by default never.
   virtual bool done(const double* x, const double* s);
+  // The objective and primal infeasibility (unscaled) an iteration's log line reports at x,
+  // where they are not this problem's own: false (the default) for the problem's own.
+  virtual bool reported(const double* x, double* f, double* inf_pr);
 };
 
 // The method on a problem of fixed sizes. Its arrays are allocated at construction (a solve
@@ -186,6 +189,9 @@ class RestorationNlp final : public Problem {
   // Whether the outer method takes the point (x, with d's slacks s) back; never without one
   // (the elastic form, solved to its own optimum).
   bool done(const double* x, const double* s) override;
+  // The outer problem's objective and violation at x's first outer_nx entries (Ipopt's
+  // restoration lines report them); false for the elastic form (no outer method).
+  bool reported(const double* x, double* f, double* inf_pr) override;
 
  private:
   // The outer problem's sizes.
@@ -194,6 +200,8 @@ class RestorationNlp final : public Problem {
   double f_outer_ = 0.0, *grad_outer_;
   double *diag_outer_x_, *diag_outer_y_, *diag_p_, *diag_n_;
   double *rhs_outer_, *r_p_, *r_n_;
+  // The outer problem's rows at a reported point.
+  double *c_reported_, *d_reported_;
 
   double objective(const double* x) const;
   // c - p + n, d - p + n.
