@@ -29,6 +29,17 @@ bool Problem::done(const double*, const double*) { return false; }
 
 bool Problem::reported(const double*, double*, double*) { return false; }
 
+double Problem::row_violation(const double* c, const double* d) const {
+  const auto max2 = [](double a, double b) { return a > b ? a : b; };
+  double largest = 0.0;
+  for (int i = 0; i < neq; ++i) largest = max2(largest, std::fabs(c[i]) / row_scale[i]);
+  for (int i = 0; i < nq; ++i) {
+    const double di = d[i] / row_scale[neq + i];
+    largest = max2(largest, max2(q_lb(i) - di, di - q_ub(i)));
+  }
+  return largest;
+}
+
 // The method's state, its arrays sized at construction, and its steps (Algorithm A).
 class InteriorPoint::Method {
  public:
@@ -1043,14 +1054,7 @@ class InteriorPoint::Method {
   // phase's lines: the outer problem's, as Ipopt prints them).
   void print_line(Problem& p, int k, char mark, char kind, double alpha_du, double alpha_pr, int ls) {
     double f = f_ / p.obj_scale, inf_pr = 0.0;
-    if (!p.reported(x, &f, &inf_pr)) {
-      for (int i = 0; i < NEQ; ++i) inf_pr = max2(inf_pr, std::fabs(c_[i]) / p.row_scale[i]);
-      // Ipopt's inf_pr (3.14): the violation of the problem's own bounds on d, not d - s.
-      for (int i = 0; i < NQ; ++i) {
-        const double d = d_[i] / p.row_scale[NEQ + i];
-        inf_pr = max2(inf_pr, max2(p.q_lb(i) - d, d - p.q_ub(i)));
-      }
-    }
+    if (!p.reported(x, &f, &inf_pr)) inf_pr = p.row_violation(c_, d_);
     double inf_du = norm_inf(rx_, NX);
     for (int i = 0; i < NQ; ++i) inf_du = max2(inf_du, std::fabs(slack_dual(i)));
     char rg[8] = "   - ";
@@ -1257,14 +1261,8 @@ class InteriorPoint::Method {
     if (outcome == IpmOutcome::Solved) {
       // The restoration problem's optimum: the least violation near here. Feasible or not?
       double f = 0.0;
-      if (p.values(resto_->x, &f, ct_, dt_)) {
-        double viol = 0.0;
-        for (int i = 0; i < NEQ; ++i) viol = max2(viol, std::fabs(ct_[i]) / p.row_scale[i]);
-        for (int i = 0; i < NQ; ++i) {
-          const double di = dt_[i] / p.row_scale[NEQ + i];
-          viol = max2(viol, max2(p.q_lb(i) - di, di - p.q_ub(i)));
-        }
-        if (viol > o.constr_viol_tol) return IpmOutcome::Infeasible;
+      if (p.values(resto_->x, &f, ct_, dt_) && p.row_violation(ct_, dt_) > o.constr_viol_tol) {
+        return IpmOutcome::Infeasible;
       }
     }
     return IpmOutcome::RestorationFailed;
@@ -1559,13 +1557,7 @@ bool RestorationNlp::done(const double* x, const double* s) {
 bool RestorationNlp::reported(const double* x, double* f, double* inf_pr) {
   if (outer == nullptr || !p->values(x, f, c_reported_, d_reported_)) return false;
   *f /= p->obj_scale;
-  double largest = 0.0;
-  for (int i = 0; i < neq; ++i) largest = std::fmax(largest, std::fabs(c_reported_[i]) / p->row_scale[i]);
-  for (int i = 0; i < nq; ++i) {
-    const double d = d_reported_[i] / p->row_scale[neq + i];
-    largest = std::fmax(largest, std::fmax(p->q_lb(i) - d, d - p->q_ub(i)));
-  }
-  *inf_pr = largest;
+  *inf_pr = p->row_violation(c_reported_, d_reported_);
   return true;
 }
 

@@ -77,6 +77,10 @@ class Problem {
   Problem& operator=(const Problem&) = delete;
   virtual ~Problem();
 
+  // The largest violation of the rows (c, d), given scaled, in the problem's own units:
+  // |c| and d outside its own bounds (Ipopt's inf_pr, 3.14: not d - s).
+  double row_violation(const double* c, const double* d) const;
+
   // Unscaled bounds (+-inf: none).
   virtual double x_lb(int j) const = 0;
   virtual double x_ub(int j) const = 0;
