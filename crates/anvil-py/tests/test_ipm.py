@@ -612,15 +612,13 @@ MULTISTAGE_GAPS: dict[tuple[str, int], str] = {}
 # with the grid and the guess for Ipopt too (393-1575 iterations at N = 100, 200); by stages
 # from the plain guess at N = 50 the solver took 840 where Ipopt takes 569, and takes 291
 # since its first multipliers are Ipopt's (the unregularised least-squares ones).
-MULTISTAGE_SLOW: dict[tuple[str, int], str] = {
-    # The robot arm at N = 50 from the report's guess: 80 iterations against Ipopt's 53, 62 of
-    # them in the restoration phase where Ipopt's takes 36, the regular iterations after it
-    # 13 in both. By stages the final time is a copy per stage, and the restoration problem
-    # relaxes the rows that tie the copies as it relaxes the problem's own rows, which
-    # Ipopt's on the whole NLP (one final time) cannot: the likely cause, not yet confirmed.
-    # Before the restoration phase started and ended as Ipopt's, 66 or fewer.
-    ("arm", 0): "the restoration phase relaxes the rows that tie the final time's copies",
-}
+MULTISTAGE_SLOW: dict[tuple[str, int], str] = {}
+# (The robot arm at N = 50 from the report's guess took 80 iterations against Ipopt's 53
+# while the method measured and regularised the problem it solves by stages, the final time
+# a copy per stage: each copy shifted by delta_w shifted the final time by (N + 1) delta_w,
+# the copies' dual residuals counted apart and their rows' multipliers in the multipliers'
+# size. Measured and regularised as the problem is written (one final time), it takes 52,
+# Ipopt's path, as the whole NLP does.)
 # Problems whose paths from the report's guesses are chaotic in rounding: hundreds of short
 # steps under large regularisations, Ipopt's too, which end at one of two KKT points of the
 # hang glider (J = -1286.98 or -1282.40) as the last bits of the arithmetic fall. From 20
@@ -994,30 +992,41 @@ def test_acados_pendulum_on_a_cart_reaches_a_kkt_point_from_either_guess() -> No
 # phase started and ended as Ipopt's does (its equality multipliers from zero, each bound's
 # multiplier kept per side, the proximity weight of the phase's barrier parameter, the return
 # judged by the largest row violation; the multipliers after it of one Newton step over its
-# move, y from zero): now Ipopt's 38, by stages within 1.2x. Recorded strictly (it reports
-# when a form becomes slow again).
-RACE_SLOW: set[tuple[str, int]] = set()
+# move, y from zero). Its path from there is chaotic in rounding: from nine starts within 1e-9
+# (relative) of the guess Ipopt takes 38-47 iterations, the whole NLP 38-74 (median 54), by
+# stages 35-66 (median 39), so that guess is judged by the median over those starts (as the
+# hang glider's). Recorded strictly (it reports when a form's median comes within the bound).
+RACE_SLOW: dict[tuple[str, int], str] = {
+    ("whole", 0): "the whole NLP's paths from near the example's guess: median 54 against Ipopt's 38",
+}
+RACE_CHAOTIC_GUESSES = {0}
 
 
 def test_casadis_race_car_reaches_ipopts_optimum() -> None:
     """CasADi's race car (the Opti stack's example: minimal time T, the speed limit at every
     point, N = 100 RK4 steps), as the whole NLP and by stages (T a shared variable), from the
     example's guess and a ramp: Ipopt's optimum, within 1.2x its iterations (+3) but for
-    RACE_SLOW."""
+    RACE_SLOW; from the example's guess (RACE_CHAOTIC_GUESSES) from it and eight starts within
+    1e-9 of it, the median counts compared."""
     spec = peer_problems.race_spec()
     solvers = {
         "whole": SparseIPMFunction("ipm_peer_race", anvil_problem(spec, sparse=True)),
         "stages": SparseIPMFunction("ipm_peer_race_stages", peer_problems.race_problem("ipm_peer_race_stages")),
     }
-    for k, z0 in enumerate(peer_problems.race_guesses()):
-        want = ipopt(spec, z0)
-        assert want["success"], k
+    for k, guess in enumerate(peer_problems.race_guesses()):
+        starts = near_starts(guess, 9) if k in RACE_CHAOTIC_GUESSES else [guess]
+        wants = [ipopt(spec, z0) for z0 in starts]
+        assert all(want["success"] for want in wants), k
         for form, solver in solvers.items():
-            res = solver(z0) if form == "whole" else solver(z0, p=np.zeros(peer_problems.RACE_NX))
-            what = f"race car from guess {k}, {form}"
-            reaches_ipopts_optimum(what, res, want, violation(spec, np.asarray(res.x)))
-            within = res.iterations <= 1.2 * want["iterations"] + 3
-            assert within != ((form, k) in RACE_SLOW), (what, res.iterations, want["iterations"])
+            counts = []
+            for z0, want in zip(starts, wants):
+                res = solver(z0) if form == "whole" else solver(z0, p=np.zeros(peer_problems.RACE_NX))
+                what = f"race car from guess {k}, {form}"
+                reaches_ipopts_optimum(what, res, want, violation(spec, np.asarray(res.x)))
+                counts.append(res.iterations)
+            ipopt_counts = [want["iterations"] for want in wants]
+            within = np.median(counts) <= 1.2 * np.median(ipopt_counts) + 3
+            assert within != ((form, k) in RACE_SLOW), (what, counts, ipopt_counts)
 
 
 def restoration_rows(out: str) -> list[list[str]]:

@@ -88,8 +88,19 @@ class Problem {
   virtual double q_ub(int i) const = 0;
   // How many variables stand for the problem's variable that x_j copies (a shared variable's
   // copy per stage: the stage count; by default 1): the restoration phase's proximity term
-  // weighs each of the problem's variables once.
+  // weighs each of the problem's variables once, and the inertia correction shifts each copy
+  // by delta_w / multiplicity (the one variable by delta_w).
   virtual double multiplicity(int j) const;
+  // The variable x_j stands for: j itself, or for a copy of a shared variable, the index of
+  // its first copy (by default j). The method measures the problem as written, with one
+  // variable where it has copies: the dual residual of a shared variable is the sum of its
+  // copies' (the copies' rows' multipliers cancel in it).
+  virtual int stands_for(int j) const;
+  // Whether equality row i ties two copies of one shared variable (s_{k+1} - s_k = 0): the
+  // restoration problem keeps such rows exact, as the problem with one variable has no row
+  // to relax, and their multipliers count in no measure of the multipliers' size (by
+  // default none).
+  virtual bool ties_copies(int i) const;
   // After a linearize() with unit scaling.
   virtual void choose_scaling(const double* grad, double max_gradient) = 0;
   virtual bool values(const double* x, double* f, double* c, double* d) = 0;
@@ -160,7 +171,8 @@ class RestorationNlp final : public Problem {
   RestorationNlp(int outer_nx, int rows_eq, int rows_q);
   ~RestorationNlp() override;
 
-  Problem* p = nullptr;
+  // The relaxed problem: its rows relaxed but those that tie copies (Problem::ties_copies).
+  void relax_rows_of(Problem* problem);
   InteriorPoint::Method* outer = nullptr;
   // Whether P's own objective is kept (w = 1: the elastic form; else w = 0), and the slacks'
   // weight.
@@ -175,6 +187,11 @@ class RestorationNlp final : public Problem {
   double q_lb(int i) const override;
   double q_ub(int i) const override;
   double multiplicity(int j) const override;
+  int stands_for(int j) const override;
+  bool ties_copies(int i) const override;
+  // Whether row i of P has its p and n (1), or is kept exact (0; its p and n then enter
+  // nothing but their barrier and weight).
+  double relaxed(int i) const { return relaxed_[i]; }
   void choose_scaling(const double* grad, double max_gradient) override;
   bool values(const double* x, double* f, double* c, double* d) override;
   bool linearize(const double* x, double* f, double* grad, double* c, double* d) override;
@@ -198,12 +215,13 @@ class RestorationNlp final : public Problem {
   bool reported(const double* x, double* f, double* inf_pr) override;
 
  private:
-  // The outer problem's sizes.
+  // The relaxed problem (relax_rows_of()), and its sizes.
+  Problem* p = nullptr;
   const int NXO, NY;
   double* buffer_;
   double f_outer_ = 0.0, *grad_outer_;
   double *diag_outer_x_, *diag_outer_y_, *diag_p_, *diag_n_;
-  double *rhs_outer_, *r_p_, *r_n_;
+  double *rhs_outer_, *r_p_, *r_n_, *relaxed_;
   // The outer problem's rows at a reported point.
   double *c_reported_, *d_reported_;
 
