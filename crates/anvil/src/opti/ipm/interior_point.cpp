@@ -23,7 +23,6 @@ Problem::Problem(int nx_, int neq_, int nq_)
 
 Problem::~Problem() { delete[] row_scale; }
 
-double Problem::multiplicity(int) const { return 1.0; }
 int Problem::stands_for(int j) const { return j; }
 bool Problem::ties_copies(int) const { return false; }
 
@@ -181,11 +180,12 @@ class InteriorPoint::Method {
   double *xt_, *st_, ft_, *ct_, *dt_;
   // The KKT system's diagonals and right-hand side; the s-rows' eliminated parts.
   double *diag_x_, *diag_y_, *rhs_, *rs_, *ds_diag_;
-  // Each variable's share of the regularisation delta_w: 1 / multiplicity, so that a shared
-  // variable's copies are regularised as the one variable (N + 1 copies each shifted by
-  // delta_w shift it by (N + 1) delta_w: an inertia Ipopt corrects on the problem as
-  // written passed uncorrected).
-  double* delta_w_share_;
+  // How many variables stand for the one each x_j stands for (a shared variable's copies:
+  // N + 1; else 1). The inertia correction shifts each by delta_w / copies, so that the copies
+  // are regularised as the one variable (each shifted by delta_w, they shift it by
+  // (N + 1) delta_w: an inertia Ipopt corrects on the problem as written passed uncorrected),
+  // and the restoration phase's proximity term weighs each by 1 / copies.
+  double* copies_;
   // The dual residual of the problem as written (dual_residual_as_written()).
   double* rx_written_;
   // The barrier gradient, the dual residual; the second-order correction's constraint values.
@@ -252,7 +252,7 @@ class InteriorPoint::Method {
   void each_array(Visit visit) {
     const int q = ipm_storage(NQ), e = ipm_storage(NEQ), y = ipm_storage(NY);
     const int resto = Outer ? NX + 2 * NY : 1;
-    for (double** a : {&x, &zl, &zu, &xl_, &xu_, &grad_, &dx_, &dzl_, &dzu_, &xt_, &diag_x_, &delta_w_share_,
+    for (double** a : {&x, &zl, &zu, &xl_, &xu_, &grad_, &dx_, &dzl_, &dzu_, &xt_, &diag_x_, &copies_,
                        &rx_written_, &gphi_x_, &rx_, &xr_, &xb_, &zlb_, &zub_, &xw_, &zlw_, &zuw_, &dxw_, &dzlw_,
                        &dzuw_}) {
       visit(*a, NX);
@@ -320,13 +320,16 @@ class InteriorPoint::Method {
       hu_[j] = std::isfinite(p.x_ub(j));
       xl_[j] = hl_[j] ? relax_down(p.x_lb(j), o.bound_relax_factor, o.constr_viol_tol) : -inf();
       xu_[j] = hu_[j] ? relax_up(p.x_ub(j), o.bound_relax_factor, o.constr_viol_tol) : inf();
-      delta_w_share_[j] = 1.0 / p.multiplicity(j);
     }
     has_copies_ = false;
     for (int j = 0; j < NX; ++j) {
       stands_for_[j] = p.stands_for(j);
       has_copies_ = has_copies_ || stands_for_[j] != j;
+      rx_written_[j] = 0.0;
     }
+    // (rx_written_ as scratch: the count per variable stood for.)
+    for (int j = 0; j < NX; ++j) rx_written_[stands_for_[j]] += 1.0;
+    for (int j = 0; j < NX; ++j) copies_[j] = rx_written_[stands_for_[j]];
     for (int i = 0; i < NEQ; ++i) ties_copies_[i] = p.ties_copies(i);
     const double k1 = o.warm_start ? o.warm_start_bound_push : o.bound_push;
     const double k2 = o.warm_start ? o.warm_start_bound_push : o.bound_frac;
@@ -602,7 +605,7 @@ class InteriorPoint::Method {
   // eliminated (its rows' diagonal is -(1 / (Sigma_s + delta_w) + delta_c)).
   void kkt_diagonals(double delta_w, double delta_c) {
     for (int j = 0; j < NX; ++j) {
-      double sigma = delta_w * delta_w_share_[j];
+      double sigma = delta_w * (1.0 / copies_[j]);
       if (hl_[j]) sigma += zl[j] / (x[j] - xl_[j]);
       if (hu_[j]) sigma += zu[j] / (xu_[j] - x[j]);
       diag_x_[j] = sigma;
@@ -1272,7 +1275,7 @@ class InteriorPoint::Method {
       // A shared variable's N + 1 copies weigh as much as the one variable they stand for:
       // weighed each in full, they pulled the robot arm's final time back towards a point
       // whose restoration ends at a local minimum of the violation.
-      r.dr[j] = w * w / p.multiplicity(j);
+      r.dr[j] = w * w / copies_[j];
       resto_x0_[j] = x[j];
       resto_zl_[j] = min2(zl[j], rho);
       resto_zu_[j] = min2(zu[j], rho);
@@ -1534,7 +1537,6 @@ double RestorationNlp::x_lb(int j) const { return j < NXO ? p->x_lb(j) : 0.0; }
 double RestorationNlp::x_ub(int j) const { return j < NXO ? p->x_ub(j) : std::numeric_limits<double>::infinity(); }
 double RestorationNlp::q_lb(int i) const { return q_lower[i]; }
 double RestorationNlp::q_ub(int i) const { return q_upper[i]; }
-double RestorationNlp::multiplicity(int j) const { return j < NXO ? p->multiplicity(j) : 1.0; }
 int RestorationNlp::stands_for(int j) const { return j < NXO ? p->stands_for(j) : j; }
 bool RestorationNlp::ties_copies(int i) const { return p->ties_copies(i); }
 void RestorationNlp::choose_scaling(const double*, double) {}

@@ -86,15 +86,12 @@ class Problem {
   virtual double x_ub(int j) const = 0;
   virtual double q_lb(int i) const = 0;
   virtual double q_ub(int i) const = 0;
-  // How many variables stand for the problem's variable that x_j copies (a shared variable's
-  // copy per stage: the stage count; by default 1): the restoration phase's proximity term
-  // weighs each of the problem's variables once, and the inertia correction shifts each copy
-  // by delta_w / multiplicity (the one variable by delta_w).
-  virtual double multiplicity(int j) const;
-  // The variable x_j stands for: j itself, or for a copy of a shared variable, the index of
-  // its first copy (by default j). The method measures the problem as written, with one
-  // variable where it has copies: the dual residual of a shared variable is the sum of its
-  // copies' (the copies' rows' multipliers cancel in it).
+  // The variable x_j stands for: j itself, or for a copy of a shared variable (a copy per
+  // stage), the index of its first copy (by default j). The method measures and regularises
+  // the problem as written, with one variable where it has copies: the dual residual of a
+  // shared variable is the sum of its copies' (the copies' rows' multipliers cancel in it),
+  // the inertia correction shifts each of its N + 1 copies by delta_w / (N + 1), and the
+  // restoration phase's proximity term weighs each by 1 / (N + 1).
   virtual int stands_for(int j) const;
   // Whether equality row i ties two copies of one shared variable (s_{k+1} - s_k = 0): the
   // restoration problem keeps such rows exact, as the problem with one variable has no row
@@ -186,7 +183,6 @@ class RestorationNlp final : public Problem {
   double x_ub(int j) const override;
   double q_lb(int i) const override;
   double q_ub(int i) const override;
-  double multiplicity(int j) const override;
   int stands_for(int j) const override;
   bool ties_copies(int i) const override;
   // Whether row i of P has its p and n (1), or is kept exact (0; its p and n then enter
